@@ -1,0 +1,28 @@
+// The CPU GEMM schedule space and its Transform-dialect emitter (text only, no MLIR headers).
+//
+// Structure of every schedule (BLIS-like; see README "CPU schedule space"):
+//   forall over (tile_m x tile_n) blocks  ->  for over K in tile_k chunks
+//     -> for over register tiles reg_m x reg_n (order set by reg_loop_order)
+//       -> for over K in unroll_k steps -> vector.contract [reg_m, reg_n, unroll_k]
+//   then the C register tile is hoisted out of the K loops (kept in registers) and contractions
+//   are lowered to outer products (FMAs on the host's widest vectors).
+#pragma once
+
+#include <string>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/hwspec/target.h"
+
+namespace sextant {
+
+Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu);
+// The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
+// register tile, no K unrolling), snapped to the nearest valid point of the space.
+Candidate defaultCpuCandidate(const Space& space);
+// The valid candidate nearest (in knob-index distance) to the given knob values.
+Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted);
+// A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
+std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
+
+}  // namespace sextant

@@ -1,0 +1,244 @@
+// MLIR-facing code lives here and nowhere else (a TU with MLIR headers takes 20-40 s to build).
+#include "sextant/codegen/compiler.h"
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#ifndef SEXTANT_LLD
+#define SEXTANT_LLD "ld.lld"
+#endif
+
+extern char** environ;
+
+namespace sextant {
+namespace {
+
+// Bufferize in place (destination passing), lower everything to the LLVM dialect. Transfers are
+// fully unrolled to 1-D: left as loops they go through stack allocas inside the K loop.
+constexpr const char* kCpuLowering =
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-for,"
+    "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,"
+    "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
+    "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
+    "convert-ub-to-llvm,reconcile-unrealized-casts";
+
+void initOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mlir::registerAllPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  initOnce();
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  // No thread pool: compilations run in forked children and in parallel across processes.
+  auto ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  ctx->loadAllAvailableDialects();
+  return ctx;
+}
+
+// Collects diagnostics as text instead of printing them.
+struct DiagCollector {
+  explicit DiagCollector(mlir::MLIRContext* ctx)
+      : handler(ctx, [this](mlir::Diagnostic& d) {
+          if (d.getSeverity() == mlir::DiagnosticSeverity::Remark) return mlir::success();
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << d << "\n";
+          for (auto& note : d.getNotes()) os << "  note: " << note << "\n";
+          return mlir::success();
+        }) {}
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+std::string hostFeatureString() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::string out;
+  for (auto& f : features) {
+    if (!f.second) continue;
+    if (!out.empty()) out += ",";
+    out += "+" + f.first().str();
+  }
+  return out;
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string& err) {
+  initOnce();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) return nullptr;
+  llvm::TargetOptions opts;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), hostFeatureString(), opts, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+int runProgram(const std::vector<std::string>& args, std::string& out) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(pipefd[1]);
+  if (rc != 0) {
+    close(pipefd[0]);
+    out = std::string("cannot run ") + args[0] + ": " + strerror(rc);
+    return -1;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
+                              const std::string& so_path) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompileOutcome out;
+  auto finish = [&](const std::string& stage, std::string msg) {
+    out.stage = stage;
+    out.message = std::move(msg);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+
+  auto payloadMod = mlir::parseSourceString<mlir::ModuleOp>(payload, ctx.get(), "payload");
+  if (!payloadMod) return finish("parse_payload", diags.text);
+  auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
+  if (!schedMod) return finish("parse_schedule", diags.text);
+
+  auto entry = mlir::transform::detail::findTransformEntryPoint(payloadMod->getOperation(), *schedMod,
+                                                                "__transform_main");
+  if (!entry) return finish("parse_schedule", diags.text + "no @__transform_main in the schedule");
+  mlir::transform::TransformOptions topts;
+  if (mlir::failed(mlir::transform::applyTransformNamedSequence(payloadMod->getOperation(), entry,
+                                                                  *schedMod, topts)))
+    return finish("transform", diags.text);
+
+  mlir::PassManager pm(ctx.get());
+  if (mlir::failed(mlir::parsePassPipeline(kCpuLowering, pm)))
+    return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
+  if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
+
+  llvm::LLVMContext llctx;
+  auto llmod = mlir::translateModuleToLLVMIR(*payloadMod, llctx, "sextant_gemm");
+  if (!llmod) return finish("translate", diags.text);
+
+  std::string err;
+  auto tm = hostTargetMachine(err);
+  if (!tm) return finish("codegen", "no host target machine: " + err);
+  llmod->setDataLayout(tm->createDataLayout());
+  llmod->setTargetTriple(tm->getTargetTriple());
+  auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());
+  if (auto e = opt(llmod.get())) {
+    llvm::raw_string_ostream os(err);
+    os << e;
+    return finish("codegen", "LLVM optimization failed: " + err);
+  }
+
+  std::string obj_path = so_path + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj_path, ec, llvm::sys::fs::OF_None);
+    if (ec) return finish("codegen", "cannot write " + obj_path + ": " + ec.message());
+    llvm::legacy::PassManager cg;
+    if (tm->addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return finish("codegen", "the target cannot emit object files");
+    cg.run(*llmod);
+    os.flush();
+    out.object_bytes = int64_t(os.tell());
+  }
+  std::string link_out;
+  int rc = runProgram({SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path}, link_out);
+  unlink(obj_path.c_str());
+  if (rc != 0) return finish("link", "ld.lld failed: " + link_out);
+  out.ok = true;
+  return finish("", "");
+}
+
+Result<std::map<std::string, int64_t>> readScheduleKnobs(const std::string& schedule) {
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
+  if (!mod) return Error{"the schedule does not parse: " + diags.text};
+  std::map<std::string, int64_t> knobs;
+  std::string problem;
+  mod->walk([&](mlir::Operation* op) {
+    if (op->getName().getStringRef() != "transform.tune.knob") return;
+    auto name = op->getAttrOfType<mlir::StringAttr>("name");
+    auto sel = op->getAttrOfType<mlir::IntegerAttr>("selected");
+    if (!name) return;
+    if (!sel) {
+      problem = "knob '" + name.getValue().str() + "' has no selected integer value";
+      return;
+    }
+    knobs[name.getValue().str()] = sel.getInt();
+  });
+  if (!problem.empty()) return Error{problem};
+  bool has_entry = false;
+  mod->walk([&](mlir::Operation* op) {
+    if (auto sym = op->getAttrOfType<mlir::StringAttr>("sym_name"))
+      if (sym.getValue() == "__transform_main") has_entry = true;
+  });
+  if (!has_entry) return Error{"the schedule has no @__transform_main named sequence"};
+  return knobs;
+}
+
+std::string llvmVersion() { return LLVM_VERSION_STRING; }
+std::string llvmHostCpuName() { return llvm::sys::getHostCPUName().str(); }
+std::string llvmHostFeatures() { return hostFeatureString(); }
+
+}  // namespace sextant

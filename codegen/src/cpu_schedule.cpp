@@ -1,0 +1,144 @@
+#include "sextant/codegen/cpu_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace sextant {
+
+static std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
+  std::vector<int64_t> out;
+  for (int64_t v : options)
+    if (v <= dim && dim % v == 0) out.push_back(v);
+  if (dim <= cap && std::find(out.begin(), out.end(), dim) == out.end()) out.push_back(dim);
+  if (out.empty()) {
+    // An awkward size (e.g. prime): fall back to its largest divisors under the cap.
+    for (int64_t d = std::min(dim, cap); d >= 1 && out.size() < 4; --d)
+      if (dim % d == 0) out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu) {
+  const int64_t vw = std::max(4, cpu.f32Lanes());
+  const int64_t nregs = cpu.vector_registers;
+  std::vector<Knob> knobs;
+  knobs.push_back({"tile_m", dividing({8, 16, 32, 64, 128, 256, 512}, w.m, 512),
+                   "rows of C per outer (cache) block"});
+  knobs.push_back({"tile_n", dividing({16, 32, 64, 128, 256, 512, 1024}, w.n, 1024),
+                   "columns of C per outer (cache) block"});
+  knobs.push_back({"tile_k", dividing({16, 32, 64, 128, 256, 512}, w.k, 512),
+                   "K chunk per block (the packed-panel depth in BLIS terms)"});
+  std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};
+  if (w.n % vw != 0) reg_n = {1, 2, 4, 8};
+  knobs.push_back({"reg_m", {1, 2, 4, 8, 16}, "rows of the register tile"});
+  knobs.push_back({"reg_n", reg_n, "columns of the register tile (multiples of the vector width)"});
+  knobs.push_back({"unroll_k", {1, 2, 4, 8}, "K steps per micro-kernel iteration (unrolled FMAs)"});
+  knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles row-major (m outer), 1: n outer"});
+
+  auto divides = [](int a, int b, std::string name) {
+    return Constraint{name, {a, b}, [a, b](const std::vector<int64_t>& v) { return v[b] % v[a] == 0; }};
+  };
+  std::vector<Constraint> cons;
+  cons.push_back(divides(3, 0, "reg_m divides tile_m"));
+  cons.push_back(divides(4, 1, "reg_n divides tile_n"));
+  cons.push_back(divides(5, 2, "unroll_k divides tile_k"));
+  // Accumulators (reg_m vectors per reg_n/vw column group) plus one row of B vectors must fit in
+  // the architectural vector registers, or the micro-kernel spills.
+  cons.push_back(Constraint{"register tile fits the vector registers", {3, 4},
+                            [vw, nregs](const std::vector<int64_t>& v) {
+                              int64_t cols = (v[4] + vw - 1) / vw;
+                              return v[3] * cols + cols <= nregs;
+                            }});
+  return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
+}
+
+Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted) {
+  // Wanted index per knob: the value closest in log scale.
+  const auto& knobs = space.knobs();
+  std::vector<double> target(knobs.size(), 0);
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    auto it = wanted.find(knobs[i].name);
+    if (it == wanted.end()) continue;
+    double best = std::numeric_limits<double>::max();
+    for (size_t v = 0; v < knobs[i].values.size(); ++v) {
+      double d = std::fabs(std::log2(double(std::max<int64_t>(1, knobs[i].values[v]))) -
+                           std::log2(double(std::max<int64_t>(1, it->second))));
+      if (d < best) best = d, target[i] = double(v);
+    }
+  }
+  Candidate best;
+  double best_d = std::numeric_limits<double>::max();
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    Candidate c = space.at(i);
+    double d = 0;
+    for (size_t k = 0; k < c.size(); ++k) d += std::fabs(c[k] - target[k]);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+Candidate defaultCpuCandidate(const Space& space) {
+  int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
+  return nearestValid(space, {{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"reg_m", 8},
+                              {"reg_n", vw}, {"unroll_k", 1}, {"reg_loop_order", 0}});
+}
+
+static std::string knobOp(const Knob& k, int64_t selected) {
+  std::ostringstream o;
+  o << "transform.tune.knob<\"" << k.name << "\"> = " << selected << " : i64 from options = [";
+  for (size_t i = 0; i < k.values.size(); ++i) o << (i ? ", " : "") << k.values[i];
+  o << "] -> !transform.param<i64>";
+  return o.str();
+}
+
+std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
+  auto v = space.values(c);
+  const auto& k = space.knobs();
+  const bool n_outer = v[6] == 1;
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
+  std::ostringstream o;
+  o << "// Sextant CPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
+    << "// workload: " << w.key() << "\n"
+    << "// knobs: " << space.keyOf(c) << "\n"
+    << "module attributes {transform.with_named_sequence} {\n"
+    << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order"};
+  for (size_t i = 0; i < k.size(); ++i) o << "    " << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
+  o << "    %mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
+    << "    %t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [%tile_m, %tile_n]"
+    << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << "    %t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %tile_k]"
+    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << "    %t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [%reg_m, %reg_n, 0]"
+    << (n_outer ? " interchange = [1, 0, 2]" : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
+    << ", " << H << ", " << H << ")\n"
+    << "    %t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [0, 0, %unroll_k]"
+    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << "    transform.structured.vectorize %t4 vector_sizes [%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
+    << ", " << P << ", " << P << "\n"
+    << "    %f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
+    << "    transform.apply_patterns to %f {\n"
+    << "      transform.apply_patterns.vector.reduction_to_contract\n"
+    << "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
+    << "      transform.apply_patterns.vector.lower_masked_transfers\n"
+    << "      transform.apply_patterns.canonicalization\n"
+    << "    } : " << H << "\n"
+    << "    // Canonicalization replaced the loops: match them again, then keep the C register tile\n"
+    << "    // in registers across the K loops.\n"
+    << "    %loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" << H
+    << ") -> !transform.op<\"scf.for\">\n"
+    << "    transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n"
+    << "    transform.apply_patterns to %f {\n"
+    << "      transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
+    << "      transform.apply_patterns.vector.lower_outerproduct\n"
+    << "    } : " << H << "\n"
+    << "    transform.yield\n"
+    << "  }\n"
+    << "}\n";
+  return o.str();
+}
+
+}  // namespace sextant

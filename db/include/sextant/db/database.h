@@ -1,0 +1,123 @@
+// The schedule database: SQLite (WAL, one transaction per batch), a versioned schema with
+// migrations. Holds workloads, targets, tuning runs, records (one per candidate tried, failures
+// included) and baselines (the untuned default and the BLAS peer, measured in each run).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sextant/common/result.h"
+
+struct sqlite3;
+
+namespace sextant {
+
+constexpr int kSchemaVersion = 1;
+
+struct WorkloadRow {
+  std::string key;  // canonical workload key
+  std::string op;   // "gemm"
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype_a, dtype_b, dtype_c, layout;
+  double flops = 0;
+};
+
+struct TargetRow {
+  std::string key;  // canonical target key ("cpu:x86_64-avx512")
+  std::string name, arch, device, features;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  std::string workload_key, target_key;
+  std::string strategy;
+  int64_t seed = 0;
+  std::string space, space_fingerprint;
+  int64_t trials_requested = 0;
+  std::string status;  // running, finished, interrupted, failed
+  std::string started_at, finished_at;
+  std::string args;    // JSON of the command line options
+  std::string tool_version, llvm_version, host;
+  int64_t records = 0, ok_records = 0;  // filled by queries
+  double best_gflops = 0;               // filled by queries
+};
+
+struct RecordRow {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string workload_key, target_key;
+  std::string candidate;   // canonical knob string (Space::keyOf)
+  std::string knobs;       // JSON object of knob values
+  std::string schedule;    // the exact Transform script
+  int64_t schedule_id = 0;
+  std::string status;      // ok, compile_error, crash, timeout, wrong_result, load_error, ...
+  std::string source = "measured";  // measured | predicted
+  std::string message;
+  std::vector<double> times_s;
+  double median_s = 0, cv = 0, gflops = 0, compile_s = 0, max_abs_err = 0;
+  std::string tool_version, llvm_version, cpu_model, device, created_at;
+};
+
+struct BaselineRow {
+  int64_t run_id = 0;
+  std::string name;    // "default" (untuned schedule) or "openblas"
+  std::string detail;  // e.g. the BLAS configuration, or the default's knobs
+  std::string status, message;
+  std::vector<double> times_s;
+  double median_s = 0, cv = 0, gflops = 0;
+  std::string created_at;
+};
+
+class Database {
+ public:
+  // Opens (creating if needed) a database. Errors name the file and the problem: not a SQLite
+  // file, not a Sextant database, a newer schema, not writable.
+  static Result<Database> open(const std::string& path, bool create = true);
+  Database(Database&&) noexcept;
+  Database& operator=(Database&&) noexcept;
+  Database(const Database&) = delete;
+  ~Database();
+
+  const std::string& path() const { return path_; }
+  int schemaVersion() const;
+
+  Status upsertWorkload(const WorkloadRow& w);
+  Status upsertTarget(const TargetRow& t);
+
+  Result<int64_t> beginRun(const RunRow& r);
+  // The latest run with these settings that did not finish (interrupted or killed), if any.
+  Result<std::optional<RunRow>> findUnfinishedRun(const std::string& workload_key, const std::string& target_key,
+                                                  const std::string& strategy, int64_t seed,
+                                                  const std::string& space_fingerprint);
+  Status finishRun(int64_t run_id, const std::string& status);
+
+  // One transaction for the whole batch: all of it is stored or none.
+  Status insertRecords(const std::vector<RecordRow>& records);
+  Status insertBaseline(const BaselineRow& b);
+
+  // Candidates that already have a record (any status) for this workload and target.
+  Result<std::set<std::string>> triedCandidates(const std::string& workload_key, const std::string& target_key);
+  Result<std::vector<RecordRow>> records(const std::string& workload_key, const std::string& target_key,
+                                         bool include_schedule = false);
+  Result<int64_t> countRunRecords(int64_t run_id);
+  // Best measured ("ok", source measured) record for a workload and target.
+  Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key);
+  Result<std::vector<RunRow>> runs();
+  Result<std::vector<BaselineRow>> baselines(int64_t run_id);
+
+ private:
+  Database() = default;
+  Status exec(const std::string& sql);
+  Status migrate(bool fresh);
+  Result<int64_t> scheduleId(const std::string& text);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+std::string nowIso8601();
+
+}  // namespace sextant

@@ -1,0 +1,460 @@
+#include "sextant/db/database.h"
+
+#include <chrono>
+#include <ctime>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+namespace sextant {
+namespace {
+
+// Schema migrations: kMigrations[i] takes a database from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE workloads(
+  id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, op TEXT NOT NULL,
+  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL,
+  dtype_a TEXT NOT NULL, dtype_b TEXT NOT NULL, dtype_c TEXT NOT NULL, layout TEXT NOT NULL,
+  flops REAL NOT NULL);
+CREATE TABLE targets(
+  id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, arch TEXT NOT NULL,
+  device TEXT NOT NULL, features TEXT NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  strategy TEXT NOT NULL, seed INTEGER NOT NULL, space TEXT NOT NULL, space_fingerprint TEXT NOT NULL,
+  trials_requested INTEGER NOT NULL, status TEXT NOT NULL,
+  started_at TEXT NOT NULL, finished_at TEXT, args TEXT NOT NULL,
+  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, host TEXT NOT NULL);
+CREATE TABLE schedules(id INTEGER PRIMARY KEY, text TEXT UNIQUE NOT NULL);
+CREATE TABLE records(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  candidate TEXT NOT NULL, knobs TEXT NOT NULL,
+  schedule_id INTEGER REFERENCES schedules(id),
+  status TEXT NOT NULL, source TEXT NOT NULL DEFAULT 'measured', message TEXT NOT NULL DEFAULT '',
+  times TEXT NOT NULL DEFAULT '[]', median_s REAL, cv REAL, gflops REAL, compile_s REAL, max_abs_err REAL,
+  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, cpu_model TEXT NOT NULL, device TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE INDEX records_by_workload_target ON records(workload_id, target_id, candidate);
+CREATE INDEX records_by_run ON records(run_id);
+CREATE TABLE baselines(
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+  detail TEXT NOT NULL, status TEXT NOT NULL, message TEXT NOT NULL,
+  times TEXT NOT NULL, median_s REAL, cv REAL, gflops REAL, created_at TEXT NOT NULL);
+)sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& bindNull(int i) {
+    sqlite3_bind_null(s_, i);
+    return *this;
+  }
+  int step() { return rc_ = sqlite3_step(s_); }
+  bool row() { return step() == SQLITE_ROW; }
+  bool done() { int r = step(); return r == SQLITE_DONE || r == SQLITE_ROW; }
+  std::string text(int c) const {
+    auto p = sqlite3_column_text(s_, c);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double f64(int c) const { return sqlite3_column_double(s_, c); }
+  std::string error() const { return sqlite3_errmsg(db_); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+  int rc_;
+};
+
+std::string timesJson(const std::vector<double>& t) { return nlohmann::json(t).dump(); }
+std::vector<double> timesFrom(const std::string& s) {
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  if (!j.is_array()) return {};
+  return j.get<std::vector<double>>();
+}
+
+// Turns the blunt SQLite messages into ones a user can act on.
+std::string explain(const std::string& path, const std::string& msg) {
+  if (msg.find("file is not a database") != std::string::npos)
+    return path + ": not a SQLite database (the file exists but is something else, or is corrupt)";
+  if (msg.find("readonly") != std::string::npos || msg.find("read-only") != std::string::npos)
+    return path + ": the database is not writable (" + msg + ")";
+  if (msg.find("unable to open") != std::string::npos)
+    return path + ": cannot open the database file (does its directory exist and is it writable?)";
+  if (msg.find("malformed") != std::string::npos)
+    return path + ": the database is corrupt (" + msg + ")";
+  return path + ": " + msg;
+}
+
+}  // namespace
+
+std::string nowIso8601() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+Database& Database::operator=(Database&& o) noexcept {
+  if (this != &o) {
+    if (db_) sqlite3_close(db_);
+    db_ = o.db_;
+    path_ = std::move(o.path_);
+    o.db_ = nullptr;
+  }
+  return *this;
+}
+Database::~Database() {
+  if (db_) sqlite3_close(db_);
+}
+
+Status Database::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return Error{explain(path_, msg)};
+  }
+  return okStatus();
+}
+
+Result<Database> Database::open(const std::string& path, bool create) {
+  struct stat st;
+  bool exists = stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return Error{path + ": is a directory, not a database file"};
+  if (!exists && !create) return Error{path + ": no such database"};
+  Database d;
+  d.path_ = path;
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &d.db_, flags, nullptr) != SQLITE_OK) {
+    std::string msg = d.db_ ? sqlite3_errmsg(d.db_) : "out of memory";
+    return Error{explain(path, msg)};
+  }
+  sqlite3_busy_timeout(d.db_, 30000);
+  // Reading the schema is the first real access: a non-SQLite file fails here.
+  bool fresh = false;
+  {
+    Stmt q(d.db_, "SELECT count(*) FROM sqlite_master");
+    if (!q.ok() || !q.row()) return Error{explain(path, q.error())};
+    fresh = q.i64(0) == 0;
+  }
+  if (auto s = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
+    return Error{s.error()};
+  if (auto s = d.migrate(fresh); !s) return Error{s.error()};
+  return std::move(d);
+}
+
+int Database::schemaVersion() const {
+  Stmt q(db_, "SELECT value FROM meta WHERE key='schema_version'");
+  if (!q.ok() || !q.row()) return 0;
+  return std::atoi(q.text(0).c_str());
+}
+
+Status Database::migrate(bool fresh) {
+  int version = 0;
+  if (!fresh) {
+    int64_t has_meta = 0;
+    {
+      Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'");
+      if (!has.ok() || !has.row()) return Error{explain(path_, has.error())};
+      has_meta = has.i64(0);
+    }
+    if (has_meta == 0) return Error{path_ + ": a SQLite database, but not a Sextant schedule database"};
+    version = schemaVersion();
+    if (version <= 0) return Error{path_ + ": the Sextant database has no schema version (corrupt?)"};
+    if (version > kSchemaVersion)
+      return Error{path_ + ": schema version " + std::to_string(version) +
+                   " was written by a newer Sextant (this one reads up to " + std::to_string(kSchemaVersion) + ")"};
+  }
+  for (int v = version; v < kSchemaVersion; ++v) {
+    if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+    if (auto s = exec(kMigrations[v]); !s) {
+      exec("ROLLBACK");
+      return s;
+    }
+    Stmt up(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
+    up.bind(1, std::to_string(v + 1));
+    if (!up.done()) {
+      std::string e = up.error();
+      exec("ROLLBACK");
+      return Error{explain(path_, e)};
+    }
+    if (auto s = exec("COMMIT"); !s) return s;
+  }
+  return okStatus();
+}
+
+Status Database::upsertWorkload(const WorkloadRow& w) {
+  Stmt s(db_,
+         "INSERT INTO workloads(key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING");
+  s.bind(1, w.key).bind(2, w.op).bind(3, w.m).bind(4, w.n).bind(5, w.k).bind(6, w.dtype_a).bind(7, w.dtype_b)
+      .bind(8, w.dtype_c).bind(9, w.layout).bind(10, w.flops);
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return okStatus();
+}
+
+Status Database::upsertTarget(const TargetRow& t) {
+  Stmt s(db_,
+         "INSERT INTO targets(key, name, arch, device, features) VALUES(?,?,?,?,?) "
+         "ON CONFLICT(key) DO UPDATE SET device=excluded.device, features=excluded.features");
+  s.bind(1, t.key).bind(2, t.name).bind(3, t.arch).bind(4, t.device).bind(5, t.features);
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return okStatus();
+}
+
+Result<int64_t> Database::beginRun(const RunRow& r) {
+  Stmt s(db_,
+         "INSERT INTO runs(workload_id, target_id, strategy, seed, space, space_fingerprint, trials_requested, "
+         "status, started_at, args, tool_version, llvm_version, host) "
+         "VALUES((SELECT id FROM workloads WHERE key=?), (SELECT id FROM targets WHERE key=?), ?,?,?,?,?, "
+         "'running', ?,?,?,?,?)");
+  s.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.strategy).bind(4, r.seed).bind(5, r.space)
+      .bind(6, r.space_fingerprint).bind(7, r.trials_requested).bind(8, nowIso8601()).bind(9, r.args)
+      .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host);
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return int64_t(sqlite3_last_insert_rowid(db_));
+}
+
+static const char* kRunColumns =
+    "r.id, w.key, t.key, r.strategy, r.seed, r.space, r.space_fingerprint, r.trials_requested, r.status, "
+    "r.started_at, coalesce(r.finished_at, ''), r.args, r.tool_version, r.llvm_version, r.host, "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id), "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), "
+    "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), 0) "
+    "FROM runs r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
+
+static RunRow runFrom(Stmt& q) {
+  RunRow r;
+  r.id = q.i64(0);
+  r.workload_key = q.text(1);
+  r.target_key = q.text(2);
+  r.strategy = q.text(3);
+  r.seed = q.i64(4);
+  r.space = q.text(5);
+  r.space_fingerprint = q.text(6);
+  r.trials_requested = q.i64(7);
+  r.status = q.text(8);
+  r.started_at = q.text(9);
+  r.finished_at = q.text(10);
+  r.args = q.text(11);
+  r.tool_version = q.text(12);
+  r.llvm_version = q.text(13);
+  r.host = q.text(14);
+  r.records = q.i64(15);
+  r.ok_records = q.i64(16);
+  r.best_gflops = q.f64(17);
+  return r;
+}
+
+Result<std::optional<RunRow>> Database::findUnfinishedRun(const std::string& workload_key,
+                                                          const std::string& target_key,
+                                                          const std::string& strategy, int64_t seed,
+                                                          const std::string& space_fingerprint) {
+  std::string sql = std::string("SELECT ") + kRunColumns +
+                    "WHERE w.key=? AND t.key=? AND r.strategy=? AND r.seed=? AND r.space_fingerprint=? "
+                    "AND r.status IN ('running', 'interrupted') ORDER BY r.id DESC LIMIT 1";
+  Stmt q(db_, sql.c_str());
+  q.bind(1, workload_key).bind(2, target_key).bind(3, strategy).bind(4, seed).bind(5, space_fingerprint);
+  if (q.row()) return std::optional<RunRow>(runFrom(q));
+  return std::optional<RunRow>();
+}
+
+Status Database::finishRun(int64_t run_id, const std::string& status) {
+  Stmt s(db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
+  s.bind(1, status).bind(2, nowIso8601()).bind(3, run_id);
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return okStatus();
+}
+
+Result<int64_t> Database::scheduleId(const std::string& text) {
+  Stmt ins(db_, "INSERT INTO schedules(text) VALUES(?) ON CONFLICT(text) DO NOTHING");
+  ins.bind(1, text);
+  if (!ins.done()) return Error{explain(path_, ins.error())};
+  Stmt q(db_, "SELECT id FROM schedules WHERE text=?");
+  q.bind(1, text);
+  if (!q.row()) return Error{explain(path_, q.error())};
+  return q.i64(0);
+}
+
+Status Database::insertRecords(const std::vector<RecordRow>& records) {
+  if (records.empty()) return okStatus();
+  if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+  auto fail = [&](const std::string& e) -> Status {
+    exec("ROLLBACK");
+    return Error{explain(path_, e)};
+  };
+  for (const RecordRow& r : records) {
+    int64_t sid = 0;
+    if (!r.schedule.empty()) {
+      auto id = scheduleId(r.schedule);
+      if (!id) {
+        exec("ROLLBACK");
+        return Error{id.error()};
+      }
+      sid = *id;
+    }
+    Stmt s(db_,
+           "INSERT INTO records(run_id, workload_id, target_id, candidate, knobs, schedule_id, status, source, "
+           "message, times, median_s, cv, gflops, compile_s, max_abs_err, tool_version, llvm_version, "
+           "cpu_model, device, created_at) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
+           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (r.run_id) s.bind(1, r.run_id);
+    else s.bindNull(1);
+    s.bind(2, r.workload_key).bind(3, r.target_key).bind(4, r.candidate).bind(5, r.knobs);
+    if (sid) s.bind(6, sid);
+    else s.bindNull(6);
+    s.bind(7, r.status).bind(8, r.source).bind(9, r.message).bind(10, timesJson(r.times_s)).bind(11, r.median_s)
+        .bind(12, r.cv).bind(13, r.gflops).bind(14, r.compile_s).bind(15, r.max_abs_err).bind(16, r.tool_version)
+        .bind(17, r.llvm_version).bind(18, r.cpu_model).bind(19, r.device)
+        .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at);
+    if (!s.done()) return fail(s.error());
+  }
+  return exec("COMMIT");
+}
+
+Status Database::insertBaseline(const BaselineRow& b) {
+  Stmt s(db_,
+         "INSERT INTO baselines(run_id, name, detail, status, message, times, median_s, cv, gflops, created_at) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, b.run_id).bind(2, b.name).bind(3, b.detail).bind(4, b.status).bind(5, b.message)
+      .bind(6, timesJson(b.times_s)).bind(7, b.median_s).bind(8, b.cv).bind(9, b.gflops).bind(10, nowIso8601());
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return okStatus();
+}
+
+Result<std::set<std::string>> Database::triedCandidates(const std::string& workload_key,
+                                                        const std::string& target_key) {
+  Stmt q(db_,
+         "SELECT DISTINCT r.candidate FROM records r JOIN workloads w ON w.id=r.workload_id "
+         "JOIN targets t ON t.id=r.target_id WHERE w.key=? AND t.key=? AND r.source='measured'");
+  q.bind(1, workload_key).bind(2, target_key);
+  std::set<std::string> out;
+  while (q.row()) out.insert(q.text(0));
+  return out;
+}
+
+static const char* kRecordColumns =
+    "r.id, coalesce(r.run_id, 0), w.key, t.key, r.candidate, r.knobs, coalesce(r.schedule_id, 0), r.status, "
+    "r.source, r.message, r.times, coalesce(r.median_s, 0), coalesce(r.cv, 0), coalesce(r.gflops, 0), "
+    "coalesce(r.compile_s, 0), coalesce(r.max_abs_err, 0), r.tool_version, r.llvm_version, r.cpu_model, "
+    "r.device, r.created_at, coalesce(s.text, '') FROM records r JOIN workloads w ON w.id=r.workload_id "
+    "JOIN targets t ON t.id=r.target_id LEFT JOIN schedules s ON s.id=r.schedule_id ";
+
+static RecordRow recordFrom(Stmt& q, bool with_schedule) {
+  RecordRow r;
+  r.id = q.i64(0);
+  r.run_id = q.i64(1);
+  r.workload_key = q.text(2);
+  r.target_key = q.text(3);
+  r.candidate = q.text(4);
+  r.knobs = q.text(5);
+  r.schedule_id = q.i64(6);
+  r.status = q.text(7);
+  r.source = q.text(8);
+  r.message = q.text(9);
+  r.times_s = timesFrom(q.text(10));
+  r.median_s = q.f64(11);
+  r.cv = q.f64(12);
+  r.gflops = q.f64(13);
+  r.compile_s = q.f64(14);
+  r.max_abs_err = q.f64(15);
+  r.tool_version = q.text(16);
+  r.llvm_version = q.text(17);
+  r.cpu_model = q.text(18);
+  r.device = q.text(19);
+  r.created_at = q.text(20);
+  if (with_schedule) r.schedule = q.text(21);
+  return r;
+}
+
+Result<std::vector<RecordRow>> Database::records(const std::string& workload_key, const std::string& target_key,
+                                                 bool include_schedule) {
+  std::string sql = std::string("SELECT ") + kRecordColumns + "WHERE w.key=? AND t.key=? ORDER BY r.id";
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  q.bind(1, workload_key).bind(2, target_key);
+  std::vector<RecordRow> out;
+  while (q.row()) out.push_back(recordFrom(q, include_schedule));
+  return out;
+}
+
+Result<int64_t> Database::countRunRecords(int64_t run_id) {
+  Stmt q(db_, "SELECT count(*) FROM records WHERE run_id=?");
+  q.bind(1, run_id);
+  if (!q.row()) return Error{explain(path_, q.error())};
+  return q.i64(0);
+}
+
+Result<std::optional<RecordRow>> Database::best(const std::string& workload_key, const std::string& target_key) {
+  std::string sql = std::string("SELECT ") + kRecordColumns +
+                    "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' "
+                    "ORDER BY r.gflops DESC, r.id ASC LIMIT 1";
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  q.bind(1, workload_key).bind(2, target_key);
+  if (q.row()) return std::optional<RecordRow>(recordFrom(q, true));
+  return std::optional<RecordRow>();
+}
+
+Result<std::vector<RunRow>> Database::runs() {
+  std::string sql = std::string("SELECT ") + kRunColumns + "ORDER BY r.id";
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  std::vector<RunRow> out;
+  while (q.row()) out.push_back(runFrom(q));
+  return out;
+}
+
+Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
+  Stmt q(db_,
+         "SELECT run_id, name, detail, status, message, times, coalesce(median_s,0), coalesce(cv,0), "
+         "coalesce(gflops,0), created_at FROM baselines WHERE run_id=? ORDER BY id");
+  q.bind(1, run_id);
+  std::vector<BaselineRow> out;
+  while (q.row()) {
+    BaselineRow b;
+    b.run_id = q.i64(0);
+    b.name = q.text(1);
+    b.detail = q.text(2);
+    b.status = q.text(3);
+    b.message = q.text(4);
+    b.times_s = timesFrom(q.text(5));
+    b.median_s = q.f64(6);
+    b.cv = q.f64(7);
+    b.gflops = q.f64(8);
+    b.created_at = q.text(9);
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace sextant

@@ -1,0 +1,51 @@
+// Targets: what the tuner compiles for and measures on. The host CPU is read from
+// /proc/cpuinfo and sysfs; GPU targets arrive with the GPU issue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sextant/common/result.h"
+
+namespace sextant {
+
+struct HostCpu {
+  std::string model;            // "model name" from /proc/cpuinfo
+  std::string vendor;           // vendor_id
+  int logical_cores = 1;
+  double mhz = 0;               // as reported (may be nominal in a VM)
+  std::vector<std::string> flags;
+  std::string vector_isa;       // "avx512", "avx2", "sse"
+  int vector_bits = 128;        // widest usable SIMD register
+  int vector_registers = 16;    // architectural SIMD registers (32 with AVX-512)
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  std::string llvm_cpu;         // LLVM's host CPU name
+  std::string llvm_features;    // LLVM's host feature string ("+avx512f,...")
+
+  bool hasFlag(const std::string& f) const;
+  int f32Lanes() const { return vector_bits / 32; }
+  int64_t lastLevelCacheBytes() const;
+};
+
+// Parses /proc/cpuinfo-style text plus cache sizes (tests pass their own text).
+HostCpu parseCpuInfo(const std::string& cpuinfo_text);
+// The machine this process runs on (cpuinfo, sysfs caches, LLVM host names if provided by
+// the caller through setLlvmHostNames: the hwspec module links no LLVM).
+const HostCpu& hostCpu();
+
+enum class TargetKind { Cpu, Nvidia, Amd };
+
+struct Target {
+  std::string name;       // canonical name: "cpu", "h100", ...
+  TargetKind kind = TargetKind::Cpu;
+  std::string arch;       // "x86_64-avx512", "sm_90", "gfx942"
+  std::string key() const;  // canonical key stored in the database
+};
+
+// Names a user may type, in the order --help lists them.
+std::vector<std::string> knownTargetNames();
+// Resolves a user-typed name; unknown names give an error listing the known ones.
+Result<Target> resolveTarget(const std::string& name);
+
+}  // namespace sextant

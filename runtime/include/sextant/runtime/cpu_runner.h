@@ -1,0 +1,68 @@
+// Measures GEMM kernels on the host CPU. Every measurement runs in an isolated child process
+// (see isolation.h): a crash, a hang or a wrong result becomes a failure record.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sextant/codegen/workload.h"
+#include "sextant/common/result.h"
+#include "sextant/runtime/blas.h"
+
+namespace sextant {
+
+struct MeasureOptions {
+  int warmup = 1;            // untimed calls before timing (the first one is also verified)
+  int min_reps = 5;          // timed repetitions, at least
+  int max_reps = 100;        // and at most
+  double min_time_s = 0.2;   // keep repeating until the timed calls add up to this
+  bool flush_cache = true;   // evict A, B and C from all caches before each repetition
+  int64_t flush_bytes = 0;   // 0: clflush the operands (x86); else write a buffer of this size
+  double timeout_s = 30;     // per candidate, the whole child included
+  double rtol = 1e-3;        // |c - ref| <= atol + rtol * |ref|
+  double atol_per_k = 1e-5;  // atol = atol_per_k * K (inputs are uniform in [-1, 1])
+};
+
+enum class MeasureStatus { Ok, WrongResult, Crash, Timeout, LoadError };
+const char* measureStatusName(MeasureStatus s);  // "ok", "wrong_result", "crash", ...
+
+struct Measurement {
+  MeasureStatus status = MeasureStatus::Crash;
+  std::string message;
+  std::vector<double> times_s;  // every timed repetition
+  double median_s = 0;
+  double cv = 0;                // coefficient of variation of the repetitions
+  double max_abs_err = 0;
+  double gflops = 0;            // from the median
+  bool ok() const { return status == MeasureStatus::Ok; }
+};
+
+// Inputs generated once per workload from a seed, and the reference output computed once with
+// OpenBLAS. Lives in the parent; children read it (fork shares the pages copy-on-write).
+class GemmProblem {
+ public:
+  static Result<GemmProblem> create(const GemmWorkload& w, uint64_t seed = 42);
+  const GemmWorkload& workload() const { return w_; }
+  const OpenBlas& blas() const { return *blas_; }
+  const std::vector<float>& a() const { return a_; }
+  const std::vector<float>& b() const { return b_; }
+  const std::vector<float>& reference() const { return ref_; }
+  // Runs OpenBLAS on (a, b) into c with this workload's layout.
+  void runBlas(const float* a, const float* b, float* c) const;
+
+ private:
+  GemmWorkload w_;
+  const OpenBlas* blas_ = nullptr;
+  std::vector<float> a_, b_, ref_;
+};
+
+// A compiled candidate: a shared object exporting `_mlir_ciface_sextant_gemm`.
+Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o);
+// The OpenBLAS peer, through the same harness (isolation, flush, repetitions).
+Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o);
+
+// Median and coefficient of variation of a sample.
+void summarize(const std::vector<double>& times, double& median, double& cv);
+
+}  // namespace sextant

@@ -1,0 +1,36 @@
+// Running untrusted work (compiling or executing a candidate) where a crash, a hang or an LLVM
+// fatal error cannot take the tuner down: each job runs in a forked child with a timeout, and
+// sends its result back through a pipe as text.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sextant {
+
+struct ChildOutcome {
+  enum class Kind { Exited, Signaled, TimedOut, ForkFailed };
+  Kind kind = Kind::ForkFailed;
+  int exit_code = -1;
+  int signal = 0;
+  std::string output;       // what the job returned (empty unless it finished)
+  std::string stderr_text;  // what the child printed on stderr (LLVM fatal errors land here)
+  double seconds = 0;
+
+  bool finished() const { return kind == Kind::Exited && exit_code == 0; }
+  std::string describe() const;  // "killed by SIGSEGV", "timed out after 10.0 s", ...
+};
+
+using IsolatedJob = std::function<std::string()>;
+
+// Runs each job in its own forked child, at most `jobs` at once, each with `timeout_s`. Results
+// come back in the order of `work`. Children get their own process group (a Ctrl-C at the
+// terminal reaches only the tuner) and die with the parent.
+std::vector<ChildOutcome> runIsolated(const std::vector<IsolatedJob>& work, int jobs, double timeout_s);
+ChildOutcome runIsolated(const IsolatedJob& job, double timeout_s);
+
+// Kills every child still running (used by signal handlers); safe to call at any time.
+void killAllChildren();
+
+}  // namespace sextant

@@ -1,0 +1,58 @@
+#include "sextant/runtime/blas.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+#include "sextant/hwspec/target.h"
+
+namespace sextant {
+
+std::string OpenBlas::describe() const {
+  std::string version = config;
+  auto sp = version.find(' ', 9);  // "OpenBLAS 0.3.21 NO_LAPACKE ..."
+  if (sp != std::string::npos) version = version.substr(0, sp);
+  return version + " (" + corename + " kernels, " + std::to_string(threads) + " thread" +
+         (threads == 1 ? "" : "s") + ")";
+}
+
+Result<const OpenBlas*> loadOpenBlas() {
+  static OpenBlas blas;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    if (!getenv("OPENBLAS_CORETYPE")) {
+      const HostCpu& cpu = hostCpu();
+      if (cpu.vector_isa == "avx512") setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+      else if (cpu.vector_isa == "avx2") setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    }
+    void* h = nullptr;
+    for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
+      h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (h) break;
+    }
+    if (!h) {
+      error = std::string("cannot load OpenBLAS (libopenblas.so.0): ") + dlerror() +
+              " -- run scripts/setup.sh";
+      return;
+    }
+    blas.sgemm = reinterpret_cast<OpenBlas::Sgemm>(dlsym(h, "cblas_sgemm"));
+    auto get_config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
+    auto get_core = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
+    auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+    auto get_threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
+    if (!blas.sgemm) {
+      error = "libopenblas has no cblas_sgemm";
+      return;
+    }
+    if (set_threads) set_threads(1);
+    if (get_config) blas.config = get_config();
+    if (get_core) blas.corename = get_core();
+    if (get_threads) blas.threads = get_threads();
+  });
+  if (!error.empty()) return Error{error};
+  return &blas;
+}
+
+}  // namespace sextant

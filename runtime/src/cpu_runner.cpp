@@ -1,0 +1,247 @@
+#include "sextant/runtime/cpu_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <functional>
+#include <memory>
+#include <random>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include "sextant/hwspec/target.h"
+#include "sextant/runtime/isolation.h"
+
+namespace sextant {
+namespace {
+
+struct MemRef2D {
+  float* allocated;
+  float* aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+};
+using CifaceGemm = void (*)(MemRef2D*, MemRef2D*, MemRef2D*);
+
+MemRef2D descriptor(float* p, int64_t rows, int64_t cols) {
+  return MemRef2D{p, p, 0, {rows, cols}, {cols, 1}};
+}
+
+struct AlignedFree {
+  void operator()(float* p) const { free(p); }
+};
+using Buffer = std::unique_ptr<float, AlignedFree>;
+Buffer alignedCopy(const std::vector<float>& v) {
+  size_t bytes = (v.size() * sizeof(float) + 63) / 64 * 64;
+  Buffer b(static_cast<float*>(aligned_alloc(64, std::max<size_t>(bytes, 64))));
+  if (!v.empty()) memcpy(b.get(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+// Runs inside the child: verify once, then time. Returns the measurement as JSON text.
+std::string measureInChild(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
+                           const MeasureOptions& o) {
+  const GemmWorkload& w = p.workload();
+  Buffer a = alignedCopy(p.a()), b = alignedCopy(p.b());
+  std::vector<float> cinit(size_t(w.m * w.n), std::nanf(""));  // poison: unwritten C is caught
+  Buffer c = alignedCopy(cinit);
+  nlohmann::json out;
+
+  kernel(a.get(), b.get(), c.get());
+  const auto& ref = p.reference();
+  double max_err = 0;
+  int64_t bad = -1;
+  const double atol = o.atol_per_k * double(w.k);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double err = std::fabs(double(c.get()[i]) - double(ref[i]));
+    if (!(err <= atol + o.rtol * std::fabs(double(ref[i])))) {  // NaN fails too
+      if (bad < 0) bad = int64_t(i);
+      if (std::isnan(err)) err = INFINITY;
+    }
+    max_err = std::max(max_err, err);
+  }
+  out["max_abs_err"] = std::isfinite(max_err) ? max_err : 1e300;
+  if (bad >= 0) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld] = %g, expected %g (max |error| %g)",
+             (long long)(bad / w.n), (long long)(bad % w.n), double(c.get()[bad]), double(ref[bad]), max_err);
+    out["status"] = "wrong_result";
+    out["message"] = msg;
+    return out.dump();
+  }
+  for (int i = 1; i < o.warmup; ++i) kernel(a.get(), b.get(), c.get());
+
+  // Between repetitions the kernel's operands are evicted from every cache level: with clflush
+  // on x86 (exact and cheap: only the lines the kernel touches), else by writing a buffer twice
+  // the size of the last-level cache.
+  const size_t a_bytes = p.a().size() * sizeof(float), b_bytes = p.b().size() * sizeof(float),
+               c_bytes = size_t(w.m * w.n) * sizeof(float);
+#if defined(__x86_64__)
+  const bool use_clflush = o.flush_bytes == 0;
+#else
+  const bool use_clflush = false;
+#endif
+  int64_t flush_bytes = o.flush_bytes ? o.flush_bytes
+                                      : std::max<int64_t>(32ll << 20, 2 * hostCpu().lastLevelCacheBytes());
+  std::vector<char> flush(o.flush_cache && !use_clflush ? size_t(flush_bytes) : 0);
+  auto evict = [&] {
+#if defined(__x86_64__)
+    if (use_clflush) {
+      for (auto [ptr, bytes] : {std::pair<const char*, size_t>{reinterpret_cast<const char*>(a.get()), a_bytes},
+                                {reinterpret_cast<const char*>(b.get()), b_bytes},
+                                {reinterpret_cast<const char*>(c.get()), c_bytes}})
+        for (size_t off = 0; off < bytes; off += 64) _mm_clflush(ptr + off);
+      _mm_mfence();
+      return;
+    }
+#endif
+    for (size_t i = 0; i < flush.size(); i += 64) flush[i] = char(flush[i] + 1);
+  };
+  std::vector<double> times;
+  double total = 0;
+  while (int(times.size()) < o.max_reps && (int(times.size()) < o.min_reps || total < o.min_time_s)) {
+    if (o.flush_cache) evict();
+    auto t0 = std::chrono::steady_clock::now();
+    kernel(a.get(), b.get(), c.get());
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    times.push_back(t);
+    total += t;
+  }
+  out["status"] = "ok";
+  out["times"] = times;
+  return out.dump();
+}
+
+Measurement fromChild(const ChildOutcome& co, const GemmWorkload& w) {
+  Measurement m;
+  if (co.kind == ChildOutcome::Kind::TimedOut) {
+    m.status = MeasureStatus::Timeout;
+    m.message = co.describe();
+    return m;
+  }
+  if (!co.finished()) {
+    m.status = MeasureStatus::Crash;
+    m.message = co.describe();
+    if (!co.stderr_text.empty()) m.message += ": " + co.stderr_text.substr(0, 2000);
+    return m;
+  }
+  auto j = nlohmann::json::parse(co.output, nullptr, false);
+  if (j.is_discarded() || !j.contains("status")) {
+    m.status = MeasureStatus::Crash;
+    m.message = "the measuring child returned no result";
+    return m;
+  }
+  std::string st = j["status"];
+  m.max_abs_err = j.value("max_abs_err", 0.0);
+  m.message = j.value("message", "");
+  if (st == "wrong_result") {
+    m.status = MeasureStatus::WrongResult;
+    return m;
+  }
+  if (st == "load_error") {
+    m.status = MeasureStatus::LoadError;
+    return m;
+  }
+  m.status = MeasureStatus::Ok;
+  m.times_s = j["times"].get<std::vector<double>>();
+  summarize(m.times_s, m.median_s, m.cv);
+  m.gflops = m.median_s > 0 ? w.flops() / m.median_s / 1e9 : 0;
+  return m;
+}
+
+}  // namespace
+
+const char* measureStatusName(MeasureStatus s) {
+  switch (s) {
+    case MeasureStatus::Ok: return "ok";
+    case MeasureStatus::WrongResult: return "wrong_result";
+    case MeasureStatus::Crash: return "crash";
+    case MeasureStatus::Timeout: return "timeout";
+    case MeasureStatus::LoadError: return "load_error";
+  }
+  return "?";
+}
+
+void summarize(const std::vector<double>& times, double& median, double& cv) {
+  median = cv = 0;
+  if (times.empty()) return;
+  std::vector<double> s = times;
+  std::sort(s.begin(), s.end());
+  size_t n = s.size();
+  median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  double mean = 0, var = 0;
+  for (double t : s) mean += t;
+  mean /= double(n);
+  for (double t : s) var += (t - mean) * (t - mean);
+  var = n > 1 ? var / double(n - 1) : 0;
+  cv = mean > 0 ? std::sqrt(var) / mean : 0;
+}
+
+Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
+  if (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32)
+    return Error{"the CPU runner measures f32 GEMM only (got " + w.key() + ")"};
+  auto blas = loadOpenBlas();
+  if (!blas) return Error{blas.error()};
+  GemmProblem p;
+  p.w_ = w;
+  p.blas_ = *blas;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  p.a_.resize(size_t(w.m * w.k));
+  p.b_.resize(size_t(w.k * w.n));
+  for (auto& x : p.a_) x = d(rng);
+  for (auto& x : p.b_) x = d(rng);
+  p.ref_.assign(size_t(w.m * w.n), 0.0f);
+  p.runBlas(p.a_.data(), p.b_.data(), p.ref_.data());
+  return p;
+}
+
+void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
+  constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+  const bool ta = w_.layout == Layout::TN, tb = w_.layout == Layout::NT;
+  blas_->sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(w_.m), int(w_.n), int(w_.k),
+               1.0f, a, ta ? int(w_.m) : int(w_.k), b, tb ? int(w_.k) : int(w_.n), 0.0f, c,
+               int(w_.n));
+}
+
+Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o) {
+  const GemmWorkload& w = p.workload();
+  auto co = runIsolated(
+      [&]() -> std::string {
+        void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) return nlohmann::json{{"status", "load_error"}, {"message", std::string(dlerror())}}.dump();
+        auto fn = reinterpret_cast<CifaceGemm>(dlsym(h, "_mlir_ciface_sextant_gemm"));
+        if (!fn)
+          return nlohmann::json{{"status", "load_error"}, {"message", "no _mlir_ciface_sextant_gemm in " + so_path}}
+              .dump();
+        const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
+        return measureInChild(
+            p,
+            [&](float* a, float* b, float* c) {
+              MemRef2D da = ta ? descriptor(a, w.k, w.m) : descriptor(a, w.m, w.k);
+              MemRef2D db = tb ? descriptor(b, w.n, w.k) : descriptor(b, w.k, w.n);
+              MemRef2D dc = descriptor(c, w.m, w.n);
+              fn(&da, &db, &dc);
+            },
+            o);
+      },
+      o.timeout_s);
+  return fromChild(co, w);
+}
+
+Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o) {
+  auto co = runIsolated(
+      [&]() -> std::string {
+        return measureInChild(p, [&](float* a, float* b, float* c) { p.runBlas(a, b, c); }, o);
+      },
+      o.timeout_s);
+  return fromChild(co, p.workload());
+}
+
+}  // namespace sextant

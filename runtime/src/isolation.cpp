@@ -1,0 +1,223 @@
+#include "sextant/runtime/isolation.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace sextant {
+namespace {
+
+constexpr size_t kMaxCapture = 1 << 20;
+constexpr int kMaxChildren = 64;
+std::atomic<pid_t> g_children[kMaxChildren];
+
+void track(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pid)) return;
+  }
+}
+void untrack(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = pid;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+void writeAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += size_t(n);
+  }
+}
+
+struct Running {
+  size_t index;
+  pid_t pid;
+  int out_fd, err_fd;
+  std::chrono::steady_clock::time_point start;
+  ChildOutcome outcome;
+};
+
+bool spawn(const IsolatedJob& job, size_t index, Running& r) {
+  int out[2], err[2];
+  if (pipe(out) != 0) return false;
+  if (pipe(err) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return false;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    return false;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(99);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    close(out[0]);
+    close(err[0]);
+    dup2(err[1], 2);
+    std::string result;
+    try {
+      result = job();
+    } catch (const std::exception& e) {
+      writeAll(2, std::string("uncaught exception: ") + e.what() + "\n");
+      _exit(3);
+    } catch (...) {
+      _exit(3);
+    }
+    writeAll(out[1], result);
+    close(out[1]);
+    _exit(0);
+  }
+  close(out[1]);
+  close(err[1]);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  track(pid);
+  r = Running{index, pid, out[0], err[0], std::chrono::steady_clock::now(), {}};
+  return true;
+}
+
+// Reads what is available; returns false at EOF.
+bool drain(int fd, std::string& into) {
+  char buf[65536];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (into.size() < kMaxCapture) into.append(buf, size_t(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return true;  // EAGAIN
+  }
+}
+
+}  // namespace
+
+std::string ChildOutcome::describe() const {
+  switch (kind) {
+    case Kind::Exited:
+      return exit_code == 0 ? "finished" : "exited with code " + std::to_string(exit_code);
+    case Kind::Signaled: {
+      const char* name = sigabbrev_np(signal);
+      return std::string("killed by SIG") + (name ? name : std::to_string(signal).c_str());
+    }
+    case Kind::TimedOut: {
+      char buf[64];
+      snprintf(buf, sizeof buf, "timed out after %.1f s", seconds);
+      return buf;
+    }
+    case Kind::ForkFailed:
+      return "could not start a child process";
+  }
+  return "?";
+}
+
+std::vector<ChildOutcome> runIsolated(const std::vector<IsolatedJob>& work, int jobs, double timeout_s) {
+  std::vector<ChildOutcome> results(work.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  if (jobs < 1) jobs = 1;
+  while (next < work.size() || !running.empty()) {
+    while (next < work.size() && int(running.size()) < jobs) {
+      Running r;
+      if (spawn(work[next], next, r)) {
+        running.push_back(std::move(r));
+      } else {
+        results[next].kind = ChildOutcome::Kind::ForkFailed;
+      }
+      ++next;
+    }
+    if (running.empty()) continue;
+    std::vector<pollfd> fds;
+    for (auto& r : running) {
+      fds.push_back({r.out_fd, POLLIN, 0});
+      fds.push_back({r.err_fd, POLLIN, 0});
+    }
+    poll(fds.data(), fds.size(), 50);
+    auto now = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < running.size();) {
+      Running& r = running[i];
+      bool out_open = r.out_fd >= 0 && drain(r.out_fd, r.outcome.output);
+      bool err_open = r.err_fd >= 0 && drain(r.err_fd, r.outcome.stderr_text);
+      if (!out_open && r.out_fd >= 0) close(r.out_fd), r.out_fd = -1;
+      if (!err_open && r.err_fd >= 0) close(r.err_fd), r.err_fd = -1;
+      double elapsed = std::chrono::duration<double>(now - r.start).count();
+      int status = 0;
+      pid_t w = 0;
+      bool timed_out = false;
+      if (r.out_fd < 0 && r.err_fd < 0) {
+        w = waitpid(r.pid, &status, 0);
+      } else if (elapsed > timeout_s) {
+        kill(-r.pid, SIGKILL);
+        kill(r.pid, SIGKILL);
+        w = waitpid(r.pid, &status, 0);
+        timed_out = true;
+      } else {
+        w = waitpid(r.pid, &status, WNOHANG);
+        // A child that exited but left a grandchild holding the pipe: treat as done.
+        if (w == r.pid) {
+          drain(r.out_fd, r.outcome.output);
+          drain(r.err_fd, r.outcome.stderr_text);
+        }
+      }
+      if (w != r.pid) {
+        ++i;
+        continue;
+      }
+      untrack(r.pid);
+      if (r.out_fd >= 0) close(r.out_fd);
+      if (r.err_fd >= 0) close(r.err_fd);
+      ChildOutcome& o = r.outcome;
+      o.seconds = elapsed;
+      if (timed_out) {
+        o.kind = ChildOutcome::Kind::TimedOut;
+        o.output.clear();
+      } else if (WIFSIGNALED(status)) {
+        o.kind = ChildOutcome::Kind::Signaled;
+        o.signal = WTERMSIG(status);
+        o.output.clear();
+      } else {
+        o.kind = ChildOutcome::Kind::Exited;
+        o.exit_code = WEXITSTATUS(status);
+        if (o.exit_code != 0) o.output.clear();
+      }
+      results[r.index] = std::move(o);
+      running.erase(running.begin() + long(i));
+    }
+  }
+  return results;
+}
+
+ChildOutcome runIsolated(const IsolatedJob& job, double timeout_s) {
+  return runIsolated(std::vector<IsolatedJob>{job}, 1, timeout_s).front();
+}
+
+void killAllChildren() {
+  for (auto& slot : g_children) {
+    pid_t pid = slot.load();
+    if (pid > 0) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+    }
+  }
+}
+
+}  // namespace sextant

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package Sextant needs. Idempotent: it asks apt only for what is missing,
+# and runs `apt-get update` at most once per call.
+set -euo pipefail
+
+PACKAGES=(
+  # build tools
+  cmake ninja-build g++ ccache pkg-config
+  # LLVM/MLIR 22: libMLIR.so/libLLVM.so, the CMake configs (which check that the tools exist),
+  # FileCheck for tests, lld for AMDGPU code objects
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
+  # cost model
+  libtorch-dev
+  # reference GEMM (single-thread OpenBLAS), linear algebra for clustering / PCA
+  libopenblas-dev libeigen3-dev
+  # schedule database, JSON, command line
+  libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
+  # tests
+  libgtest-dev libgmock-dev
+  # experiment plots
+  python3 python3-matplotlib
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,62 @@
+// Turns candidates into records: schedule text -> compiled artifact -> measurement. The CPU
+// evaluator compiles each candidate in an isolated child (in parallel) and then measures the
+// compiled ones one at a time (never two at once, and never while compiling).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/runtime/cpu_runner.h"
+
+namespace sextant {
+
+struct Evaluation {
+  std::string schedule;    // the exact Transform script
+  std::string status;      // ok, compile_error, crash, timeout, wrong_result, load_error
+  std::string message;
+  double compile_s = 0;
+  Measurement measurement; // valid when status is ok
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Evaluates in order; stops early (returning fewer results) when `stop` becomes true.
+  // `on_result` is called after each candidate.
+  virtual std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
+                                           const std::function<void(size_t, const Evaluation&)>& on_result) = 0;
+};
+
+struct CpuEvaluatorOptions {
+  MeasureOptions measure;
+  int jobs = 0;                 // parallel compilations; 0: the number of cores
+  double compile_timeout_s = 180;
+  std::string work_dir;         // where shared objects are written; empty: a fresh temporary
+                                // directory, removed afterwards
+};
+
+class CpuEvaluator : public Evaluator {
+ public:
+  CpuEvaluator(const GemmWorkload& w, const Space& space, const GemmProblem& problem, CpuEvaluatorOptions o);
+  ~CpuEvaluator() override;  // removes the work directory
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
+                                   const std::function<void(size_t, const Evaluation&)>& on_result) override;
+  // Compiles and measures one given schedule text (also used for the untuned default).
+  Evaluation evaluateSchedule(const std::string& schedule);
+
+ private:
+  std::vector<Evaluation> compileAndMeasure(const std::vector<std::string>& schedules, const std::atomic<bool>& stop,
+                                            const std::function<void(size_t, const Evaluation&)>& on_result);
+  GemmWorkload w_;
+  const Space& space_;
+  const GemmProblem& problem_;
+  CpuEvaluatorOptions o_;
+  uint64_t counter_ = 0;
+  bool owns_work_dir_ = false;
+};
+
+}  // namespace sextant

@@ -1,0 +1,38 @@
+// Search strategies behind one interface. The tuning loop asks a strategy for a batch of
+// candidates, measures them, and tells it the results; adding a strategy never touches the loop.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "sextant/codegen/space.h"
+#include "sextant/common/result.h"
+
+namespace sextant {
+
+struct Observation {
+  Candidate candidate;
+  bool ok = false;     // measured and verified
+  double gflops = 0;   // throughput when ok
+};
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  virtual std::string name() const = 0;
+  // Up to `n` distinct valid candidates whose flat ids (Space::encode) are not in `tried`.
+  // Fewer, or none, once the space is exhausted. Deterministic given the seed, the history of
+  // propose/observe calls and `tried`.
+  virtual std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried,
+                                         size_t n) = 0;
+  // Results of measured candidates, including those known before this run (on resume).
+  virtual void observe(const Space& space, const std::vector<Observation>& results) {}
+};
+
+std::vector<std::string> strategyNames();  // for --help
+Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed);
+
+}  // namespace sextant

@@ -1,0 +1,74 @@
+// The tuning loop: budget (trials, time), batches, resume, records, baselines, progress.
+// Knows nothing about how candidates are compiled or measured (Evaluator) or chosen (Strategy).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/db/database.h"
+#include "sextant/hwspec/target.h"
+#include "sextant/search/evaluator.h"
+#include "sextant/search/strategy.h"
+
+namespace sextant {
+
+struct TuneOptions {
+  std::string strategy = "random";
+  uint64_t seed = 1;
+  int64_t trials = 64;          // candidates to try in this run (failures count)
+  double time_budget_s = 0;     // 0: no time limit
+  int batch = 16;               // candidates proposed, compiled and committed together
+  bool resume = true;           // continue an unfinished run with the same settings
+  std::string args_json = "{}"; // the command line, stored with the run
+};
+
+struct TuneProgress {
+  int64_t done = 0, total = 0, failures = 0;
+  double best_gflops = 0, elapsed_s = 0, eta_s = 0;
+  std::string phase;  // "baselines", "tuning"
+};
+
+// A reference point measured in the same run (untuned default schedule, BLAS peer).
+struct Baseline {
+  std::string name;
+  std::function<BaselineRow()> measure;
+};
+
+struct TuneSummary {
+  int64_t run_id = 0;
+  bool resumed = false;
+  int64_t resumed_records = 0;  // records the run already had when resumed
+  int64_t trials = 0;           // records of this run (including resumed ones)
+  int64_t failures = 0;         // of those, not ok
+  bool interrupted = false;
+  bool exhausted = false;       // the space ran out before the budget
+  double elapsed_s = 0;
+  std::optional<RecordRow> best;           // best measured record of this workload/target (all runs)
+  std::optional<RecordRow> best_this_run;  // best of this run
+  std::vector<BaselineRow> baselines;
+};
+
+struct TuneContext {
+  Database& db;
+  const GemmWorkload& workload;
+  const Target& target;
+  const Space& space;
+  Evaluator& evaluator;
+  std::string device;     // e.g. LLVM's host CPU name
+  std::string cpu_model;  // /proc/cpuinfo model name
+  std::string llvm_version;
+};
+
+Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Baseline>& baselines,
+                         const std::atomic<bool>& stop, const std::function<void(const TuneProgress&)>& progress);
+
+// Stores the workload and target rows (idempotent).
+Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
+                                 const std::string& features);
+
+}  // namespace sextant

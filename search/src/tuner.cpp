@@ -1,0 +1,170 @@
+#include "sextant/search/tuner.h"
+
+#include <chrono>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace sextant {
+
+Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
+                                 const std::string& features) {
+  WorkloadRow wr{w.key(), "gemm", w.m, w.n, w.k, dtypeName(w.a_type), dtypeName(w.b_type), dtypeName(w.c_type),
+                 layoutName(w.layout), w.flops()};
+  if (auto s = db.upsertWorkload(wr); !s) return s;
+  return db.upsertTarget(TargetRow{t.key(), t.name, t.arch, device, features});
+}
+
+static std::string hostName() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Baseline>& baselines,
+                         const std::atomic<bool>& stop, const std::function<void(const TuneProgress&)>& progress) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  TuneSummary sum;
+  const std::string wkey = ctx.workload.key(), tkey = ctx.target.key();
+
+  auto strategy = makeStrategy(o.strategy, o.seed);
+  if (!strategy) return Error{strategy.error()};
+
+  // Resume an unfinished run with the same settings, or start a new one.
+  if (o.resume) {
+    auto prev = ctx.db.findUnfinishedRun(wkey, tkey, o.strategy, int64_t(o.seed), ctx.space.fingerprint());
+    if (!prev) return Error{prev.error()};
+    if (*prev) {
+      sum.run_id = (*prev)->id;
+      sum.resumed = true;
+      sum.resumed_records = (*prev)->records;
+    }
+  }
+  if (!sum.run_id) {
+    RunRow r;
+    r.workload_key = wkey;
+    r.target_key = tkey;
+    r.strategy = o.strategy;
+    r.seed = int64_t(o.seed);
+    r.space = ctx.space.name();
+    r.space_fingerprint = ctx.space.fingerprint();
+    r.trials_requested = o.trials;
+    r.args = o.args_json;
+    r.tool_version = SEXTANT_VERSION;
+    r.llvm_version = ctx.llvm_version;
+    r.host = hostName();
+    auto id = ctx.db.beginRun(r);
+    if (!id) return Error{id.error()};
+    sum.run_id = *id;
+  }
+
+  // What is known already (all runs): never measured twice; the strategy learns from it.
+  auto known = ctx.db.records(wkey, tkey);
+  if (!known) return Error{known.error()};
+  std::unordered_set<uint64_t> tried;
+  std::vector<Observation> history;
+  for (const auto& r : *known) {
+    if (r.source != "measured") continue;
+    auto c = ctx.space.fromKey(r.candidate);
+    if (!c || !ctx.space.isValid(*c)) continue;  // from another space version
+    tried.insert(ctx.space.encode(*c));
+    history.push_back({*c, r.status == "ok", r.gflops});
+  }
+  (*strategy)->observe(ctx.space, history);
+
+  TuneProgress prog;
+  prog.total = o.trials;
+  prog.done = sum.resumed_records;
+  auto emit = [&] {
+    prog.elapsed_s = elapsed();
+    if (progress) progress(prog);
+  };
+
+  // Baselines, measured in this run (again on resume: same conditions as the new trials).
+  prog.phase = "baselines";
+  emit();
+  for (const auto& b : baselines) {
+    if (stop.load()) break;
+    BaselineRow row = b.measure();
+    row.run_id = sum.run_id;
+    row.name = b.name;
+    if (auto s = ctx.db.insertBaseline(row); !s) return Error{s.error()};
+    sum.baselines.push_back(row);
+  }
+
+  prog.phase = "tuning";
+  emit();
+  int64_t done = sum.resumed_records;
+  int64_t done_this_session = 0;
+  const double tuning_start = elapsed();
+  while (done < o.trials && !stop.load()) {
+    if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) break;
+    size_t n = size_t(std::min<int64_t>(o.batch, o.trials - done));
+    auto batch = (*strategy)->propose(ctx.space, tried, n);
+    if (batch.empty()) {
+      sum.exhausted = true;
+      break;
+    }
+    std::vector<RecordRow> rows;
+    std::vector<Observation> obs;
+    auto results = ctx.evaluator.evaluate(batch, stop, [&](size_t i, const Evaluation& e) {
+      ++prog.done;
+      if (e.status != "ok") ++prog.failures;
+      else prog.best_gflops = std::max(prog.best_gflops, e.measurement.gflops);
+      double per = (elapsed() - tuning_start) / double(done_this_session + i + 1);
+      prog.eta_s = per * double(o.trials - prog.done);
+      emit();
+    });
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Evaluation& e = results[i];
+      RecordRow r;
+      r.run_id = sum.run_id;
+      r.workload_key = wkey;
+      r.target_key = tkey;
+      r.candidate = ctx.space.keyOf(batch[i]);
+      r.knobs = nlohmann::json(ctx.space.knobMap(batch[i])).dump();
+      r.schedule = e.schedule;
+      r.status = e.status;
+      r.message = e.message;
+      r.times_s = e.measurement.times_s;
+      r.median_s = e.measurement.median_s;
+      r.cv = e.measurement.cv;
+      r.gflops = e.measurement.gflops;
+      r.compile_s = e.compile_s;
+      r.max_abs_err = e.measurement.max_abs_err;
+      r.tool_version = SEXTANT_VERSION;
+      r.llvm_version = ctx.llvm_version;
+      r.cpu_model = ctx.cpu_model;
+      r.device = ctx.device;
+      rows.push_back(std::move(r));
+      tried.insert(ctx.space.encode(batch[i]));
+      obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
+    }
+    // One transaction per batch: a crash loses at most the batch in flight.
+    if (auto s = ctx.db.insertRecords(rows); !s) return Error{s.error()};
+    (*strategy)->observe(ctx.space, obs);
+    done += int64_t(results.size());
+    done_this_session += int64_t(results.size());
+  }
+  sum.interrupted = stop.load();
+  std::string status = sum.interrupted ? "interrupted" : "finished";
+  if (auto s = ctx.db.finishRun(sum.run_id, status); !s) return Error{s.error()};
+
+  auto recs = ctx.db.records(wkey, tkey);
+  if (!recs) return Error{recs.error()};
+  for (auto& r : *recs) {
+    if (r.run_id != sum.run_id) continue;
+    ++sum.trials;
+    if (r.status != "ok") ++sum.failures;
+    else if (!sum.best_this_run || r.gflops > sum.best_this_run->gflops) sum.best_this_run = r;
+  }
+  auto best = ctx.db.best(wkey, tkey);
+  if (!best) return Error{best.error()};
+  sum.best = *best;
+  sum.elapsed_s = elapsed();
+  return sum;
+}
+
+}  // namespace sextant

@@ -1,0 +1,516 @@
+// `tune`: the Sextant command line. See `tune --help` and the README.
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/common/strings.h"
+#include "sextant/db/database.h"
+#include "sextant/hwspec/target.h"
+#include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/isolation.h"
+#include "sextant/search/evaluator.h"
+#include "sextant/search/strategy.h"
+#include "sextant/search/tuner.h"
+
+using namespace sextant;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kDefaultShape = "256x256x256";
+constexpr int64_t kDefaultTrials = 100;
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signals{0};
+
+void onSignal(int) {
+  g_stop.store(true);
+  if (g_signals.fetch_add(1) >= 1) {
+    // Second Ctrl-C: stop now. Everything committed so far is safe in the database.
+    killAllChildren();
+    const char msg[] = "\nsextant: stopped (second interrupt); committed records are kept\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(130);
+  }
+  const char msg[] = "\nsextant: interrupt: finishing the current candidate, then saving (Ctrl-C again to stop now)\n";
+  (void)!write(2, msg, sizeof msg - 1);
+}
+
+int fail(const std::string& msg) {
+  std::cerr << "tune: error: " << msg << "\n";
+  return 2;
+}
+
+int64_t availableMemory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return int64_t(8) << 30;
+}
+
+std::string fmtDuration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int64_t t = int64_t(s + 0.5);
+  char buf[32];
+  if (t >= 3600) snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600), (long long)(t % 3600 / 60));
+  else if (t >= 60) snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+  else snprintf(buf, sizeof buf, "%llds", (long long)t);
+  return buf;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct WorkloadArgs {
+  std::string op = "gemm", shape, dtype = "f32", layout = "NN", target = "cpu", db = "sextant.db";
+};
+
+Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
+  if (a.op != "gemm") return Error{"unknown op '" + a.op + "' (known: gemm)"};
+  auto w = parseGemmShape(a.shape.empty() ? kDefaultShape : a.shape);
+  if (!w) return w;
+  auto dt = parseDType(a.dtype);
+  if (!dt) return Error{dt.error()};
+  auto lay = parseLayout(a.layout);
+  if (!lay) return Error{lay.error()};
+  w->a_type = w->b_type = *dt;
+  w->c_type = DType::F32;
+  w->layout = *lay;
+  return w;
+}
+
+void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
+  app->add_option("--op", a.op, "operation to tune (gemm)")->capture_default_str();
+  app->add_option("--shape", a.shape,
+                  std::string("GEMM sizes MxNxK (default: ") + kDefaultShape + ", tuned in about 2-3 minutes)");
+  app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
+      ->capture_default_str();
+  app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")
+      ->capture_default_str();
+  app->add_option("--target", a.target, "where to tune: " + join(knownTargetNames(), ", "))->capture_default_str();
+  auto* db = app->add_option("--db", a.db, "schedule database (SQLite file)");
+  if (with_db_default) db->capture_default_str();
+}
+
+json recordJson(const RecordRow& r) {
+  return json{{"record_id", r.id},
+              {"run_id", r.run_id},
+              {"schedule_id", r.schedule_id},
+              {"gflops", r.gflops},
+              {"median_s", r.median_s},
+              {"cv", r.cv},
+              {"repetitions", r.times_s.size()},
+              {"knobs", json::parse(r.knobs, nullptr, false)},
+              {"compile_s", r.compile_s}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// tune show
+int cmdShow(const std::string& db_path) {
+  auto db = Database::open(db_path, /*create=*/false);
+  if (!db) return fail(db.error());
+  auto runs = db->runs();
+  if (!runs) return fail(runs.error());
+  if (runs->empty()) {
+    std::cout << db_path << ": no tuning runs yet\n";
+    return 0;
+  }
+  printf("%-5s %-36s %-20s %-11s %-12s %9s %9s %10s\n", "run", "workload", "target", "strategy", "status", "records",
+         "failures", "best GF/s");
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& r : *runs) {
+    printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10.1f\n", (long long)r.id, r.workload_key.c_str(),
+           r.target_key.c_str(), (r.strategy + ":" + std::to_string(r.seed)).c_str(), r.status.c_str(),
+           (long long)r.records, (long long)(r.records - r.ok_records), r.best_gflops);
+    std::pair<std::string, std::string> p{r.workload_key, r.target_key};
+    if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+  }
+  printf("\nBest measured schedule per workload and target:\n");
+  for (const auto& [w, t] : pairs) {
+    auto best = db->best(w, t);
+    if (!best) return fail(best.error());
+    if (!*best) {
+      printf("  %s on %s: no successful measurement\n", w.c_str(), t.c_str());
+      continue;
+    }
+    const RecordRow& b = **best;
+    printf("  %s on %s: %.1f GFLOP/s (record %lld, run %lld, cv %.1f%%)\n    %s\n", w.c_str(), t.c_str(), b.gflops,
+           (long long)b.id, (long long)b.run_id, 100 * b.cv, b.candidate.c_str());
+  }
+  return 0;
+}
+
+// tune best
+int cmdBest(const WorkloadArgs& a) {
+  auto w = makeWorkload(a);
+  if (!w) return fail(w.error());
+  auto t = resolveTarget(a.target);
+  if (!t) return fail(t.error());
+  auto db = Database::open(a.db, /*create=*/false);
+  if (!db) return fail(db.error());
+  auto best = db->best(w->key(), t->key());
+  if (!best) return fail(best.error());
+  if (!*best) return fail("no measured schedule for " + w->key() + " on " + t->key() + " in " + a.db);
+  const RecordRow& b = **best;
+  std::cout << "// best measured: " << fmt("%.2f", b.gflops) << " GFLOP/s (median of " << b.times_s.size()
+            << " repetitions, record " << b.id << ", run " << b.run_id << ", " << b.created_at << ")\n"
+            << b.schedule;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct TuneArgs {
+  WorkloadArgs w;
+  int64_t trials = kDefaultTrials;
+  double time_budget = 0;
+  uint64_t seed = 1;
+  std::string strategy = "random";
+  int batch = 16;
+  int jobs = 0;
+  std::string report = "text";
+  std::string schedule_file;
+  bool fresh = false;
+  bool quiet = false;
+  double min_time = 0.2;
+  double timeout = 30;
+};
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool quiet) : quiet_(quiet), tty_(isatty(2)) {}
+  void update(const TuneProgress& p) {
+    if (quiet_) return;
+    std::string line;
+    if (p.phase == "baselines") {
+      line = "measuring baselines (untuned default schedule, OpenBLAS)...";
+    } else {
+      line = "[" + std::to_string(p.done) + "/" + std::to_string(p.total) + "] failures " +
+             std::to_string(p.failures) + " | best " + fmt("%.1f", p.best_gflops) + " GFLOP/s | elapsed " +
+             fmtDuration(p.elapsed_s) + " | ETA " + (p.done > 0 ? fmtDuration(p.eta_s) : "?");
+    }
+    if (tty_) {
+      fprintf(stderr, "\r\033[K%s", line.c_str());
+    } else if (p.phase != last_phase_ || p.done % 10 == 0 || p.done == p.total) {
+      fprintf(stderr, "%s\n", line.c_str());
+    }
+    last_phase_ = p.phase;
+    fflush(stderr);
+  }
+  void end() {
+    if (!quiet_ && tty_) fprintf(stderr, "\n");
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::string last_phase_;
+};
+
+BaselineRow baselineFrom(const Measurement& m, const std::string& detail) {
+  BaselineRow b;
+  b.detail = detail;
+  b.status = measureStatusName(m.status);
+  b.message = m.message;
+  b.times_s = m.times_s;
+  b.median_s = m.median_s;
+  b.cv = m.cv;
+  b.gflops = m.gflops;
+  return b;
+}
+
+int cmdTune(const TuneArgs& a, const std::string& argv_json) {
+  if (a.trials <= 0) return fail("--trials must be at least 1 (got " + std::to_string(a.trials) + ")");
+  if (a.batch <= 0) return fail("--batch must be at least 1");
+  if (a.time_budget < 0) return fail("--time-budget must not be negative");
+  if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
+  auto w = makeWorkload(a.w);
+  if (!w) return fail(w.error());
+  auto target = resolveTarget(a.w.target);
+  if (!target) return fail(target.error());
+  if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
+  if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
+  if (!makeStrategy(a.strategy, a.seed)) return fail(makeStrategy(a.strategy, a.seed).error());
+
+  std::string schedule_text;
+  std::map<std::string, int64_t> schedule_knobs;
+  if (!a.schedule_file.empty()) {
+    std::ifstream f(a.schedule_file);
+    if (!f) return fail(a.schedule_file + ": cannot read the schedule file");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    schedule_text = ss.str();
+    auto knobs = readScheduleKnobs(schedule_text);
+    if (!knobs) {
+      std::string msg = knobs.error();
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      return fail(a.schedule_file + ": " + msg);
+    }
+    schedule_knobs = *knobs;
+  }
+
+  auto db = Database::open(a.w.db);
+  if (!db) return fail(db.error());
+
+  const HostCpu& cpu = hostCpu();
+  const std::string device = llvmHostCpuName();
+  if (auto s = registerWorkloadAndTarget(*db, *w, *target, device, cpu.vector_isa); !s) return fail(s.error());
+  Space space = buildCpuGemmSpace(*w, cpu);
+  if (space.size() == 0) return fail("the schedule space for " + w->key() + " is empty");
+
+  auto problem = GemmProblem::create(*w);
+  if (!problem) return fail(problem.error());
+
+  MeasureOptions mo;
+  mo.min_time_s = a.min_time;
+  mo.timeout_s = a.timeout;
+  CpuEvaluatorOptions eo;
+  eo.measure = mo;
+  eo.jobs = a.jobs;
+  CpuEvaluator evaluator(*w, space, *problem, eo);
+
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+
+  // --schedule FILE: measure one given schedule and record it.
+  if (!schedule_text.empty()) {
+    auto cand = space.fromMap(schedule_knobs);
+    std::string key = cand && space.isValid(*cand) ? space.keyOf(*cand)
+                                                   : "custom:" + a.schedule_file;
+    if (!a.quiet) std::cerr << "compiling and measuring " << a.schedule_file << "...\n";
+    Evaluation e = evaluator.evaluateSchedule(schedule_text);
+    RunRow run;
+    run.workload_key = w->key();
+    run.target_key = target->key();
+    run.strategy = "schedule-file";
+    run.seed = 0;
+    run.space = space.name();
+    run.space_fingerprint = space.fingerprint();
+    run.trials_requested = 1;
+    run.args = argv_json;
+    run.tool_version = SEXTANT_VERSION;
+    run.llvm_version = llvmVersion();
+    run.host = "";
+    auto run_id = db->beginRun(run);
+    if (!run_id) return fail(run_id.error());
+    RecordRow r;
+    r.run_id = *run_id;
+    r.workload_key = w->key();
+    r.target_key = target->key();
+    r.candidate = key;
+    r.knobs = json(schedule_knobs).dump();
+    r.schedule = schedule_text;
+    r.status = e.status;
+    r.message = e.message;
+    r.times_s = e.measurement.times_s;
+    r.median_s = e.measurement.median_s;
+    r.cv = e.measurement.cv;
+    r.gflops = e.measurement.gflops;
+    r.compile_s = e.compile_s;
+    r.max_abs_err = e.measurement.max_abs_err;
+    r.tool_version = SEXTANT_VERSION;
+    r.llvm_version = llvmVersion();
+    r.cpu_model = cpu.model;
+    r.device = device;
+    if (auto s = db->insertRecords({r}); !s) return fail(s.error());
+    db->finishRun(*run_id, "finished");
+    if (a.report == "json") {
+      std::cout << json{{"workload", w->key()}, {"target", target->key()}, {"schedule", a.schedule_file},
+                        {"status", e.status}, {"message", e.message}, {"gflops", e.measurement.gflops},
+                        {"median_s", e.measurement.median_s}, {"cv", e.measurement.cv},
+                        {"compile_s", e.compile_s}, {"db", a.w.db}}
+                       .dump(2)
+                << "\n";
+    } else if (e.status == "ok") {
+      printf("%s: %.2f GFLOP/s measured (median of %zu repetitions, cv %.1f%%), compiled in %.2f s; recorded in %s\n",
+             a.schedule_file.c_str(), e.measurement.gflops, e.measurement.times_s.size(), 100 * e.measurement.cv,
+             e.compile_s, a.w.db.c_str());
+    } else {
+      std::string msg = e.message;
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      fprintf(stderr, "tune: %s: %s: %s\n", a.schedule_file.c_str(), e.status.c_str(), msg.substr(0, 600).c_str());
+    }
+    return e.status == "ok" ? 0 : 1;
+  }
+
+  Candidate def = defaultCpuCandidate(space);
+  std::vector<Baseline> baselines = {
+      {"default",
+       [&] {
+         Evaluation e = evaluator.evaluateSchedule(emitCpuGemmSchedule(*w, space, def));
+         BaselineRow b = baselineFrom(e.measurement, space.keyOf(def));
+         if (e.status != "ok") b.status = e.status, b.message = e.message;
+         return b;
+       }},
+      {"openblas", [&] { return baselineFrom(measureOpenBlas(*problem, mo), problem->blas().describe()); }},
+  };
+
+  TuneOptions o;
+  o.strategy = a.strategy;
+  o.seed = a.seed;
+  o.trials = a.trials;
+  o.time_budget_s = a.time_budget;
+  o.batch = a.batch;
+  o.resume = !a.fresh;
+  o.args_json = argv_json;
+  TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
+  ProgressLine progress(a.quiet);
+  if (!a.quiet)
+    fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, seed %llu\n",
+            w->key().c_str(), target->key().c_str(), device.c_str(), cpu.model.c_str(),
+            (unsigned long long)space.size(), (long long)a.trials, a.strategy.c_str(), (unsigned long long)a.seed);
+  auto sum = tune(ctx, o, baselines, g_stop, [&](const TuneProgress& p) { progress.update(p); });
+  progress.end();
+  if (!sum) return fail(sum.error());
+
+  const BaselineRow* def_b = nullptr;
+  const BaselineRow* blas_b = nullptr;
+  for (const auto& b : sum->baselines) {
+    if (b.name == "default") def_b = &b;
+    if (b.name == "openblas") blas_b = &b;
+  }
+  const std::optional<RecordRow>& best = sum->best_this_run;
+  double best_g = best ? best->gflops : 0;
+  auto ratio = [](double a, double b) { return b > 0 && a > 0 ? a / b : 0.0; };
+
+  if (a.report == "json") {
+    json j;
+    j["workload"] = w->key();
+    j["target"] = target->key();
+    j["device"] = device;
+    j["cpu_model"] = cpu.model;
+    j["run_id"] = sum->run_id;
+    j["resumed"] = sum->resumed;
+    j["trials"] = sum->trials;
+    j["failures"] = sum->failures;
+    j["interrupted"] = sum->interrupted;
+    j["space_exhausted"] = sum->exhausted;
+    j["space_size"] = space.size();
+    j["strategy"] = a.strategy;
+    j["seed"] = a.seed;
+    j["elapsed_s"] = sum->elapsed_s;
+    j["best"] = best ? recordJson(*best) : json(nullptr);
+    j["best_in_db"] = sum->best ? recordJson(*sum->best) : json(nullptr);
+    j["default"] = def_b ? json{{"gflops", def_b->gflops}, {"knobs", def_b->detail}, {"status", def_b->status}}
+                         : json(nullptr);
+    j["reference"] = blas_b ? json{{"name", blas_b->detail}, {"gflops", blas_b->gflops}, {"status", blas_b->status}}
+                            : json(nullptr);
+    j["speedup_over_default"] = def_b ? ratio(best_g, def_b->gflops) : 0.0;
+    j["ratio_to_reference"] = blas_b ? ratio(best_g, blas_b->gflops) : 0.0;
+    j["measured"] = true;
+    j["db"] = a.w.db;
+    std::cout << j.dump(2) << "\n";
+    return sum->interrupted ? 130 : 0;
+  }
+
+  printf("\nSextant tuning summary%s\n", sum->interrupted ? " (interrupted: resume by running the same command)" : "");
+  printf("  workload   %s  (%.3f GFLOP per call)\n", w->key().c_str(), w->flops() / 1e9);
+  printf("  target     %s  (%s; %s)\n", target->key().c_str(), device.c_str(), cpu.model.c_str());
+  printf("  run        #%lld: %s, seed %llu, %lld trials, %lld failures, %s%s\n", (long long)sum->run_id,
+         a.strategy.c_str(), (unsigned long long)a.seed, (long long)sum->trials, (long long)sum->failures,
+         fmtDuration(sum->elapsed_s).c_str(),
+         sum->resumed ? (", resumed with " + std::to_string(sum->resumed_records) + " records").c_str() : "");
+  if (sum->exhausted) printf("             the space (%llu schedules) is fully explored\n", (unsigned long long)space.size());
+  if (best) {
+    printf("  best       %.1f GFLOP/s  (median of %zu repetitions, cv %.1f%%; record %lld, schedule %lld)\n",
+           best->gflops, best->times_s.size(), 100 * best->cv, (long long)best->id, (long long)best->schedule_id);
+    printf("             %s\n", best->candidate.c_str());
+  } else {
+    printf("  best       no candidate of this run was measured successfully\n");
+  }
+  if (def_b) {
+    if (def_b->status == "ok")
+      printf("  default    %.1f GFLOP/s  untuned default schedule (%s) -> speed-up %.2fx\n", def_b->gflops,
+             def_b->detail.c_str(), ratio(best_g, def_b->gflops));
+    else
+      printf("  default    failed: %s\n", def_b->status.c_str());
+  }
+  if (blas_b) {
+    if (blas_b->status == "ok")
+      printf("  reference  %.1f GFLOP/s  %s -> tuned / reference %.2fx\n", blas_b->gflops, blas_b->detail.c_str(),
+             ratio(best_g, blas_b->gflops));
+    else
+      printf("  reference  failed: %s\n", blas_b->status.c_str());
+  }
+  if (sum->best && best && sum->best->id != best->id)
+    printf("  database   best ever for this workload: %.1f GFLOP/s (run %lld, measured in another run)\n",
+           sum->best->gflops, (long long)sum->best->run_id);
+  printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", a.w.db.c_str(), a.w.db.c_str(),
+         a.w.db.c_str());
+  printf("All figures are measurements on this machine in this run: median of repeated calls, last-level\n"
+         "cache flushed between calls, every result verified against OpenBLAS.\n");
+  return sum->interrupted ? 130 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Sextant: an autotuning compiler. Searches Transform-dialect schedules for an operation, compiles\n"
+      "them with MLIR 22 to native code, measures them in isolation, verifies every result and records\n"
+      "everything in a SQLite schedule database.\n\n"
+      "  tune --op gemm --target cpu                       tune the default GEMM shape on this CPU\n"
+      "  tune --op gemm --shape 1024x1024x1024 --trials 300 --db sextant.db\n"
+      "  tune --schedule my.mlir --shape 512x512x512       measure one schedule file\n"
+      "  tune show --db sextant.db                         runs and best schedules\n"
+      "  tune best --op gemm --shape 512x512x512 --db sextant.db   print the best schedule\n\n"
+      "An interrupted run (Ctrl-C, kill) keeps every committed batch; the same command resumes it.\n",
+      "tune"};
+  app.set_version_flag("--version", std::string("sextant ") + SEXTANT_VERSION + " (LLVM/MLIR " + llvmVersion() + ")");
+  TuneArgs ta;
+  addWorkloadOptions(&app, ta.w, true);
+  app.add_option("--trials", ta.trials, "candidates to try in this run (failures count)")->capture_default_str();
+  app.add_option("--time-budget", ta.time_budget, "stop after this many seconds (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--seed", ta.seed, "random seed; runs are deterministic given the seed")->capture_default_str();
+  app.add_option("--strategy", ta.strategy, "search strategy: " + join(strategyNames(), ", "))
+      ->capture_default_str();
+  app.add_option("--batch", ta.batch, "candidates compiled and committed together (the plan size)")
+      ->capture_default_str();
+  app.add_option("--jobs", ta.jobs, "parallel compilations (0: one per core)")->capture_default_str();
+  app.add_option("--report", ta.report, "summary format: text or json (json goes to stdout)")
+      ->capture_default_str();
+  app.add_option("--schedule", ta.schedule_file, "measure this Transform-dialect schedule file instead of tuning");
+  app.add_flag("--fresh", ta.fresh, "start a new run even if an unfinished one with the same settings exists");
+  app.add_flag("--quiet,-q", ta.quiet, "no progress output");
+  app.add_option("--min-time", ta.min_time, "seconds of timed calls per candidate, at least")
+      ->capture_default_str();
+  app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")
+      ->capture_default_str();
+
+  auto* show = app.add_subcommand("show", "list tuning runs and the best schedule per workload and target");
+  std::string show_db = "sextant.db";
+  show->add_option("--db", show_db, "schedule database")->capture_default_str();
+
+  auto* bestc = app.add_subcommand("best", "print the best measured schedule (Transform script) for a workload");
+  WorkloadArgs bw;
+  addWorkloadOptions(bestc, bw, true);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "tune: error: " << e.what() << " (see tune --help)\n";
+    return 2;
+  }
+  if (*show) return cmdShow(show_db);
+  if (*bestc) return cmdBest(bw);
+  json args;
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  return cmdTune(ta, args.dump());
+}
