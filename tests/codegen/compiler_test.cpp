@@ -1,0 +1,110 @@
+// Real MLIR compilation of CPU candidates (in process: these schedules are known to be safe).
+#include <cstdio>
+#include <dlfcn.h>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/runtime/cpu_runner.h"
+
+using namespace sextant;
+
+namespace {
+std::string tmpPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sextant-test-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+}  // namespace
+
+TEST(Compiler, CompilesAVerifiedKernelForTheHost) {
+  GemmWorkload w;
+  w.m = 64, w.n = 96, w.k = 32;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  auto c = nearestValid(s, {{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 16}, {"reg_m", 4}, {"reg_n", 32},
+                            {"unroll_k", 2}, {"reg_loop_order", 1}});
+  std::string so = tmpPath("ok.so");
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so);
+  ASSERT_TRUE(out.ok) << out.stage << ": " << out.message;
+  EXPECT_GT(out.seconds, 0);
+  EXPECT_GT(out.object_bytes, 0);
+
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  Measurement m = measureSharedObject(*p, so, mo);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+
+  // Code for the host's real vector ISA, not generic x86-64.
+  if (hostCpu().hasFlag("avx512f")) {
+    EXPECT_NE(llvmHostFeatures().find("+avx512f"), std::string::npos);
+    std::string cmd = std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d " + so + " | grep -c zmm";
+    FILE* f = popen(cmd.c_str(), "r");
+    int zmm = 0;
+    ASSERT_EQ(fscanf(f, "%d", &zmm), 1);
+    pclose(f);
+    EXPECT_GT(zmm, 10) << "no AVX-512 instructions in the compiled kernel";
+  }
+  std::filesystem::remove(so);
+}
+
+TEST(Compiler, TransposedLayoutsCompileAndVerify) {
+  for (Layout l : {Layout::NT, Layout::TN}) {
+    GemmWorkload w;
+    w.m = 32, w.n = 64, w.k = 48;
+    w.layout = l;
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    Candidate c = defaultCpuCandidate(s);
+    std::string so = tmpPath(std::string("t") + layoutName(l) + ".so");
+    CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so);
+    ASSERT_TRUE(out.ok) << layoutName(l) << " " << out.stage << ": " << out.message;
+    auto p = GemmProblem::create(w);
+    ASSERT_TRUE(p.ok());
+    MeasureOptions mo;
+    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+    EXPECT_EQ(measureSharedObject(*p, so, mo).status, MeasureStatus::Ok) << layoutName(l);
+    std::filesystem::remove(so);
+  }
+}
+
+TEST(Compiler, ReadsKnobSelectionsBackFromTheScript) {
+  GemmWorkload w;
+  w.m = w.n = w.k = 256;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  Candidate c = s.at(s.size() / 3);
+  auto knobs = readScheduleKnobs(emitCpuGemmSchedule(w, s, c));
+  ASSERT_TRUE(knobs.ok()) << knobs.error();
+  EXPECT_EQ(*knobs, s.knobMap(c));
+}
+
+TEST(Compiler, UnparsableScheduleIsAnErrorNotACrash) {
+  auto k = readScheduleKnobs("module { this is not mlir }");
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.error().find("does not parse"), std::string::npos);
+  EXPECT_FALSE(readScheduleKnobs("module {}").ok());  // no entry point
+
+  GemmWorkload w;
+  w.m = w.n = w.k = 16;
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), "garbage", tmpPath("bad.so"));
+  EXPECT_FALSE(out.ok);
+  EXPECT_EQ(out.stage, "parse_schedule");
+}
+
+TEST(Compiler, FailingTransformReportsItsDiagnostic) {
+  GemmWorkload w;
+  w.m = w.n = w.k = 16;
+  // Tiles a handle that matches nothing is fine, but vectorizing a func.func is an error.
+  const char* bad = R"(module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %f vector_sizes [4, 4, 4] : !transform.any_op
+    transform.yield
+  }
+})";
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), bad, tmpPath("bad2.so"));
+  EXPECT_FALSE(out.ok);
+  EXPECT_EQ(out.stage, "transform");
+  EXPECT_FALSE(out.message.empty());
+}

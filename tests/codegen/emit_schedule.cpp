@@ -1,0 +1,22 @@
+// Prints the CPU schedule for a shape and candidate key (AVX-512 host model), for FileCheck.
+#include <iostream>
+
+#include "sextant/codegen/cpu_schedule.h"
+
+int main(int argc, char** argv) {
+  using namespace sextant;
+  if (argc != 3) {
+    std::cerr << "usage: emit_schedule MxNxK KNOBS\n";
+    return 2;
+  }
+  auto w = parseGemmShape(argv[1]);
+  if (!w) return std::cerr << w.error() << "\n", 2;
+  HostCpu cpu;
+  cpu.vector_bits = 512;
+  cpu.vector_registers = 32;
+  Space s = buildCpuGemmSpace(*w, cpu);
+  auto c = s.fromKey(argv[2]);
+  if (!c || !s.isValid(*c)) return std::cerr << "invalid candidate\n", 2;
+  std::cout << emitCpuGemmSchedule(*w, s, *c);
+  return 0;
+}

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+#include <set>
+
+#include "sextant/codegen/cpu_schedule.h"
+
+using namespace sextant;
+
+namespace {
+HostCpu avx512() {
+  HostCpu c;
+  c.vector_isa = "avx512";
+  c.vector_bits = 512;
+  c.vector_registers = 32;
+  return c;
+}
+GemmWorkload gemm(int64_t m, int64_t n, int64_t k) {
+  GemmWorkload w;
+  w.m = m, w.n = n, w.k = k;
+  return w;
+}
+// Counts valid points by brute force over the raw product.
+uint64_t bruteForceSize(const Space& s) {
+  uint64_t count = 0;
+  for (uint64_t id = 0; id < s.rawSize(); ++id)
+    if (s.violations(s.decode(id)).empty()) ++count;
+  return count;
+}
+}  // namespace
+
+TEST(Space, SizeMatchesBruteForceCount) {
+  for (auto w : {gemm(1024, 1024, 1024), gemm(128, 4096, 4096), gemm(96, 80, 48), gemm(7, 13, 5)}) {
+    Space s = buildCpuGemmSpace(w, avx512());
+    EXPECT_GT(s.size(), 0u) << w.key();
+    EXPECT_EQ(s.size(), bruteForceSize(s)) << w.key();
+    EXPECT_LT(s.size(), s.rawSize()) << "constraints must prune something for " << w.key();
+  }
+}
+
+TEST(Space, EncodeDecodeRoundTrip) {
+  Space s = buildCpuGemmSpace(gemm(512, 512, 512), avx512());
+  for (uint64_t i = 0; i < s.size(); i += 7) {
+    Candidate c = s.at(i);
+    EXPECT_EQ(s.decode(s.encode(c)), c);
+    auto back = s.fromKey(s.keyOf(c));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, c);
+    auto fromMap = s.fromMap(s.knobMap(c));
+    ASSERT_TRUE(fromMap.ok());
+    EXPECT_EQ(*fromMap, c);
+  }
+}
+
+TEST(Space, SamplesNeverViolateConstraintsAndCoverTheSpace) {
+  Space s = buildCpuGemmSpace(gemm(256, 512, 128), avx512());
+  std::mt19937_64 rng(7);
+  std::set<uint64_t> seen;
+  const int vw = 16;
+  for (int i = 0; i < 20000; ++i) {
+    Candidate c = s.sample(rng);
+    ASSERT_TRUE(s.isValid(c));
+    ASSERT_TRUE(s.violations(c).empty());
+    auto m = s.knobMap(c);
+    ASSERT_EQ(m["tile_m"] % m["reg_m"], 0);
+    ASSERT_EQ(m["tile_n"] % m["reg_n"], 0);
+    ASSERT_EQ(m["tile_k"] % m["unroll_k"], 0);
+    ASSERT_EQ(256 % m["tile_m"], 0);
+    ASSERT_EQ(512 % m["tile_n"], 0);
+    ASSERT_EQ(128 % m["tile_k"], 0);
+    ASSERT_EQ(m["reg_n"] % vw, 0);
+    ASSERT_LE(m["reg_m"] * (m["reg_n"] / vw) + m["reg_n"] / vw, 32);
+    seen.insert(s.encode(c));
+  }
+  // Uniform sampling of 20000 draws reaches most of a space of this size.
+  EXPECT_GT(double(seen.size()), 0.8 * double(std::min<uint64_t>(s.size(), 20000)) * 0.6);
+}
+
+TEST(Space, InvalidCandidatesAreRejectedWithReasons) {
+  Space s = buildCpuGemmSpace(gemm(256, 256, 256), avx512());
+  auto c = s.fromMap({{"tile_m", 8}, {"tile_n", 16}, {"tile_k", 16}, {"reg_m", 16}, {"reg_n", 64},
+                      {"unroll_k", 1}, {"reg_loop_order", 0}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(s.isValid(*c));
+  auto v = s.violations(*c);
+  EXPECT_NE(std::find(v.begin(), v.end(), "reg_m divides tile_m"), v.end());
+  EXPECT_NE(std::find(v.begin(), v.end(), "register tile fits the vector registers"), v.end());
+  EXPECT_FALSE(s.fromMap({{"tile_m", 3}}).ok());
+  EXPECT_FALSE(s.fromKey("tile_m=64,bogus=1").ok());
+}
+
+TEST(Space, KnobsListTheirValuesAndFingerprintIsStable) {
+  Space a = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
+  Space b = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_NE(a.fingerprint(), buildCpuGemmSpace(gemm(96, 1024, 1024), avx512()).fingerprint());
+  ASSERT_EQ(a.knobs().size(), 7u);
+  EXPECT_EQ(a.knobs()[0].name, "tile_m");
+  EXPECT_EQ(a.knobs()[4].values, (std::vector<int64_t>{16, 32, 64}));
+}
+
+TEST(Space, ContainsTheKnownFastSchedule) {
+  // The hand-written schedule at OpenBLAS speed (shared notes: 128/512/128, 4x64, K unroll 4).
+  Space s = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
+  auto c = s.fromMap({{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 128}, {"reg_m", 4}, {"reg_n", 64},
+                      {"unroll_k", 4}, {"reg_loop_order", 1}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(s.isValid(*c));
+}
+
+TEST(Space, NeighboursDifferInOneKnobByOneStep) {
+  Space s = buildCpuGemmSpace(gemm(512, 512, 512), avx512());
+  Candidate c = s.at(s.size() / 2);
+  auto ns = s.neighbours(c);
+  EXPECT_FALSE(ns.empty());
+  for (auto& n : ns) {
+    EXPECT_TRUE(s.isValid(n));
+    int diff = 0;
+    for (size_t i = 0; i < c.size(); ++i) diff += std::abs(n[i] - c[i]);
+    EXPECT_EQ(diff, 1);
+  }
+}
+
+TEST(Space, DefaultCandidateIsValid) {
+  for (auto w : {gemm(1024, 1024, 1024), gemm(7, 13, 5), gemm(128, 4096, 4096)}) {
+    Space s = buildCpuGemmSpace(w, avx512());
+    EXPECT_TRUE(s.isValid(defaultCpuCandidate(s))) << w.key();
+  }
+}

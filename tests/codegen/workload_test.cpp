@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include "sextant/codegen/workload.h"
+
+using namespace sextant;
+
+TEST(Workload, ParsesShapes) {
+  auto w = parseGemmShape("128x4096x512");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->m, 128);
+  EXPECT_EQ(w->n, 4096);
+  EXPECT_EQ(w->k, 512);
+  EXPECT_DOUBLE_EQ(w->flops(), 2.0 * 128 * 4096 * 512);
+}
+
+TEST(Workload, RejectsBadShapes) {
+  for (const char* bad : {"", "1024", "1024x1024", "1x2x3x4", "0x16x16", "16x-4x16", "16xabcx16", "16x16x16x",
+                          "99999999999x1x1"}) {
+    auto w = parseGemmShape(bad);
+    EXPECT_FALSE(w.ok()) << bad;
+  }
+  EXPECT_NE(parseGemmShape("0x16x16").error().find("positive"), std::string::npos);
+}
+
+TEST(Workload, KeyRoundTripsAndIsCanonical) {
+  GemmWorkload w;
+  w.m = 16, w.n = 4096, w.k = 4096;
+  w.a_type = w.b_type = DType::F16;
+  w.layout = Layout::NT;
+  EXPECT_EQ(w.key(), "gemm:NT:16x4096x4096:f16*f16->f32");
+  auto back = parseWorkloadKey(w.key());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, w);
+  EXPECT_FALSE(parseWorkloadKey("gemm:XX:1x1x1:f32*f32->f32").ok());
+  EXPECT_FALSE(parseWorkloadKey("conv:NN:1x1x1:f32*f32->f32").ok());
+}
+
+TEST(Workload, DTypesAndLayouts) {
+  EXPECT_EQ(*parseDType("bf16"), DType::BF16);
+  EXPECT_FALSE(parseDType("f64").ok());
+  EXPECT_EQ(*parseLayout("TN"), Layout::TN);
+  EXPECT_FALSE(parseLayout("TT").ok());
+}
+
+TEST(Workload, MemoryCheck) {
+  auto w = parseGemmShape("65536x65536x65536");
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(validateForMemory(*w, int64_t(24) << 30).ok());
+  EXPECT_TRUE(validateForMemory(*parseGemmShape("1024x1024x1024"), int64_t(24) << 30).ok());
+}
+
+TEST(Workload, PayloadUsesTransposedMaps) {
+  GemmWorkload w;
+  w.m = 8, w.n = 16, w.k = 32;
+  w.layout = Layout::NT;
+  std::string p = w.payloadMlir();
+  EXPECT_NE(p.find("memref<16x32xf32>"), std::string::npos) << p;  // B stored NxK
+  EXPECT_NE(p.find("affine_map<(d0, d1, d2) -> (d1, d2)>"), std::string::npos) << p;
+  w.layout = Layout::NN;
+  EXPECT_EQ(w.payloadMlir().find("indexing_maps"), std::string::npos);
+}

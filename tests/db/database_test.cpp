@@ -1,0 +1,191 @@
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <thread>
+#include <unistd.h>
+
+#include "sextant/db/database.h"
+
+using namespace sextant;
+
+namespace {
+struct TempDb {
+  std::string path;
+  explicit TempDb(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("sextant-dbtest-" + std::to_string(getpid()) + "-" + name))
+                 .string()) {
+    cleanup();
+  }
+  ~TempDb() { cleanup(); }
+  void cleanup() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  }
+};
+
+void seed(Database& db) {
+  ASSERT_TRUE(db.upsertWorkload({"gemm:NN:8x8x8:f32*f32->f32", "gemm", 8, 8, 8, "f32", "f32", "f32", "NN", 1024}).ok());
+  ASSERT_TRUE(db.upsertTarget({"cpu:x86_64-avx512", "cpu", "x86_64-avx512", "test", "avx512"}).ok());
+}
+
+RunRow run(const std::string& strategy = "random", int64_t seed = 1) {
+  RunRow r;
+  r.workload_key = "gemm:NN:8x8x8:f32*f32->f32";
+  r.target_key = "cpu:x86_64-avx512";
+  r.strategy = strategy;
+  r.seed = seed;
+  r.space = "s";
+  r.space_fingerprint = "fp";
+  r.trials_requested = 10;
+  r.tool_version = "t";
+  r.llvm_version = "22";
+  r.host = "h";
+  return r;
+}
+
+RecordRow record(int64_t run_id, const std::string& cand, double gflops, const std::string& status = "ok") {
+  RecordRow r;
+  r.run_id = run_id;
+  r.workload_key = "gemm:NN:8x8x8:f32*f32->f32";
+  r.target_key = "cpu:x86_64-avx512";
+  r.candidate = cand;
+  r.knobs = "{\"a\":1}";
+  r.schedule = "schedule for " + cand;
+  r.status = status;
+  r.times_s = {0.001, 0.002, 0.0015};
+  r.median_s = 0.0015;
+  r.cv = 0.1;
+  r.gflops = gflops;
+  r.compile_s = 0.2;
+  r.tool_version = "t";
+  r.llvm_version = "22";
+  r.cpu_model = "cpu";
+  r.device = "dev";
+  return r;
+}
+}  // namespace
+
+TEST(Database, RoundTripsRecords) {
+  TempDb t("rt.db");
+  auto db = Database::open(t.path);
+  ASSERT_TRUE(db.ok()) << db.error();
+  EXPECT_EQ(db->schemaVersion(), kSchemaVersion);
+  seed(*db);
+  auto id = db->beginRun(run());
+  ASSERT_TRUE(id.ok()) << id.error();
+  ASSERT_TRUE(db->insertRecords({record(*id, "a=1", 10), record(*id, "a=2", 30), record(*id, "a=3", 0, "crash")}).ok());
+  auto recs = db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", true);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 3u);
+  EXPECT_EQ((*recs)[1].candidate, "a=2");
+  EXPECT_EQ((*recs)[1].times_s, (std::vector<double>{0.001, 0.002, 0.0015}));
+  EXPECT_EQ((*recs)[1].schedule, "schedule for a=2");
+  EXPECT_EQ((*recs)[2].status, "crash");
+  auto best = db->best("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512");
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->candidate, "a=2");
+  auto tried = db->triedCandidates("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512");
+  EXPECT_EQ(tried->size(), 3u);
+
+  // Reopen: everything is still there.
+  db = Database::open(t.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512")->size(), 3u);
+  auto runs = db->runs();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].records, 3);
+  EXPECT_EQ((*runs)[0].ok_records, 2);
+  EXPECT_DOUBLE_EQ((*runs)[0].best_gflops, 30);
+}
+
+TEST(Database, FindsUnfinishedRunsForResume) {
+  TempDb t("resume.db");
+  auto db = Database::open(t.path);
+  ASSERT_TRUE(db.ok());
+  seed(*db);
+  auto done = db->beginRun(run());
+  ASSERT_TRUE(db->finishRun(*done, "finished").ok());
+  auto none = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto killed = db->beginRun(run());  // never finished (as after kill -9)
+  db->insertRecords({record(*killed, "a=1", 5)});
+  auto found = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->id, *killed);
+  EXPECT_EQ((*found)->records, 1);
+  // Other settings do not resume it.
+  EXPECT_FALSE(db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 2, "fp")->has_value());
+}
+
+TEST(Database, BatchIsAllOrNothing) {
+  TempDb t("atomic.db");
+  auto db = Database::open(t.path);
+  seed(*db);
+  auto id = db->beginRun(run());
+  auto bad = record(*id, "a=2", 1);
+  bad.workload_key = "no-such-workload";  // violates NOT NULL on workload_id
+  EXPECT_FALSE(db->insertRecords({record(*id, "a=1", 1), bad}).ok());
+  EXPECT_EQ(db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512")->size(), 0u);
+}
+
+TEST(Database, RejectsFilesThatAreNotSextantDatabases) {
+  TempDb t("junk.db");
+  { std::ofstream(t.path) << "this is not a database, just some text that is long enough to have a header......"; }
+  auto db = Database::open(t.path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().find("not a SQLite database"), std::string::npos) << db.error();
+
+  TempDb other("other.db");
+  sqlite3* raw;
+  sqlite3_open(other.path.c_str(), &raw);
+  sqlite3_exec(raw, "CREATE TABLE x(y)", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto db2 = Database::open(other.path);
+  ASSERT_FALSE(db2.ok());
+  EXPECT_NE(db2.error().find("not a Sextant"), std::string::npos) << db2.error();
+}
+
+TEST(Database, RejectsANewerSchema) {
+  TempDb t("newer.db");
+  { ASSERT_TRUE(Database::open(t.path).ok()); }
+  sqlite3* raw;
+  sqlite3_open(t.path.c_str(), &raw);
+  sqlite3_exec(raw, "UPDATE meta SET value='99' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto db = Database::open(t.path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().find("schema version 99"), std::string::npos) << db.error();
+}
+
+TEST(Database, UnwritableLocationIsAClearError) {
+  auto db = Database::open("/nonexistent-dir/sub/x.db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().find("/nonexistent-dir/sub/x.db"), std::string::npos);
+  EXPECT_FALSE(Database::open("/tmp/definitely-missing.db", /*create=*/false).ok());
+}
+
+TEST(Database, ConcurrentWritersLoseNothing) {
+  TempDb t("concurrent.db");
+  {
+    auto db = Database::open(t.path);
+    seed(*db);
+  }
+  auto writer = [&](int w) {
+    auto db = Database::open(t.path);
+    ASSERT_TRUE(db.ok()) << db.error();
+    auto id = db->beginRun(run("random", w));
+    ASSERT_TRUE(id.ok()) << id.error();
+    for (int b = 0; b < 20; ++b) {
+      std::vector<RecordRow> batch;
+      for (int i = 0; i < 10; ++i) batch.push_back(record(*id, "w" + std::to_string(w) + "-" + std::to_string(b * 10 + i), i));
+      auto s = db->insertRecords(batch);
+      ASSERT_TRUE(s.ok()) << s.error();
+    }
+  };
+  std::thread a(writer, 1), b(writer, 2), c(writer, 3);
+  a.join(), b.join(), c.join();
+  auto db = Database::open(t.path);
+  EXPECT_EQ(db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512")->size(), 600u);
+  EXPECT_EQ(db->runs()->size(), 3u);
+}

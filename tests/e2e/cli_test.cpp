@@ -1,0 +1,207 @@
+// End-to-end: the real `tune` binary on the real JIT path (MLIR -> native code -> measured and
+// verified), plus every kind of bad input.
+#include <csignal>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using json = nlohmann::json;
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string tmp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sextant-e2e-" + std::to_string(getpid()) + "-" + name)).string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+Outcome tune(const std::string& args) {
+  std::string out = tmp("stdout"), err = tmp("stderr");
+  std::string cmd = std::string(TUNE_BIN) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  int st = system(cmd.c_str());
+  Outcome r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+void removeDb(const std::string& p) {
+  for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(p + s);
+}
+
+int64_t queryInt(const std::string& db, const std::string& sql) {
+  sqlite3* h;
+  sqlite3_open(db.c_str(), &h);
+  sqlite3_stmt* s;
+  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
+  int64_t v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  return v;
+}
+
+// One line on stderr, starting "tune: error:", no trace of an abort.
+void expectCleanError(const Outcome& r, const std::string& needle) {
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(r.err.rfind("tune: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos);
+}
+
+}  // namespace
+
+TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
+  std::string db = tmp("e2e.db");
+  removeDb(db);
+  Outcome r = tune("--op gemm --target cpu --shape 64x128x64 --trials 6 --batch 3 --min-time 0.01 --report json --quiet --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["workload"], "gemm:NN:64x128x64:f32*f32->f32");
+  EXPECT_EQ(j["target"].get<std::string>().rfind("cpu:", 0), 0u);
+  EXPECT_EQ(j["trials"], 6);
+  EXPECT_EQ(j["db"], db);
+  for (const char* k : {"failures", "best", "default", "reference"}) EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_TRUE(j["best"].is_object());
+  double g = j["best"]["gflops"];
+  EXPECT_GT(g, 0.5);      // slower than this is no compiled kernel
+  EXPECT_LT(g, 5000.0);   // faster than this is no measurement
+  EXPECT_TRUE(j["best"]["knobs"].contains("tile_m"));
+  EXPECT_GT(j["best"]["schedule_id"].get<int64_t>(), 0);
+  EXPECT_GT(j["default"]["gflops"].get<double>(), 0.5);
+  EXPECT_NE(j["reference"]["name"].get<std::string>().find("OpenBLAS"), std::string::npos);
+  EXPECT_GT(j["reference"]["gflops"].get<double>(), 0.5);
+
+  // Records: 6 in the database, each with repetition times; ok ones verified.
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records"), 6);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status='ok' AND json_array_length(times) >= 5 "
+                         "AND max_abs_err < 0.01 AND gflops > 0"),
+            6 - j["failures"].get<int64_t>());
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines"), 2);
+
+  // show and best read it back.
+  Outcome show = tune("show --db " + db);
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("gemm:NN:64x128x64"), std::string::npos);
+  Outcome best = tune("best --op gemm --shape 64x128x64 --target cpu --db " + db);
+  EXPECT_EQ(best.code, 0) << best.err;
+  EXPECT_NE(best.out.find("transform.tune.knob<\"tile_m\">"), std::string::npos);
+
+  // The best schedule, fed back with --schedule, is measured again and recorded.
+  std::string sched = tmp("best.mlir");
+  std::ofstream(sched) << best.out;
+  Outcome again = tune("--schedule " + sched + " --shape 64x128x64 --min-time 0.01 --quiet --db " + db);
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("GFLOP/s measured"), std::string::npos) << again.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records"), 7);
+  std::filesystem::remove(sched);
+
+  // A second run with the same settings measures new candidates only.
+  Outcome second = tune("--shape 64x128x64 --trials 4 --min-time 0.01 --quiet --report json --db " + db);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) - count(DISTINCT candidate) FROM records WHERE candidate NOT LIKE 'custom:%' "
+                         "AND run_id IN (SELECT id FROM runs WHERE strategy='random')"),
+            0);
+  removeDb(db);
+}
+
+TEST(EndToEnd, InterruptedRunKeepsRecordsAndResumes) {
+  std::string db = tmp("resume.db");
+  removeDb(db);
+  std::string cmd = std::string(TUNE_BIN) + " --shape 128x128x128 --trials 40 --batch 4 --min-time 0.01 --quiet --db " + db;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until some batches are committed, then interrupt as Ctrl-C would.
+  for (int i = 0; i < 600 && queryInt(db, "SELECT count(*) FROM records") < 8; ++i) usleep(100000);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  int64_t kept = queryInt(db, "SELECT count(*) FROM records");
+  EXPECT_GE(kept, 8);
+  EXPECT_LT(kept, 40);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
+
+  // The same command resumes the same run and completes it without measuring anything twice.
+  Outcome r = tune("--shape 128x128x128 --trials 40 --batch 4 --min-time 0.01 --quiet --report json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_TRUE(j["resumed"].get<bool>());
+  EXPECT_EQ(j["trials"], 40);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records"), 40);
+  EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records"), 40);
+  removeDb(db);
+}
+
+TEST(EndToEnd, BadInputGetsOneClearLine) {
+  std::string db = tmp("bad.db");
+  removeDb(db);
+  expectCleanError(tune("--op conv --db " + db), "unknown op 'conv'");
+  expectCleanError(tune("--target tpu --db " + db), "unknown target 'tpu'");
+  expectCleanError(tune("--target mi300 --db " + db), "not built yet");
+  expectCleanError(tune("--dtype f64 --db " + db), "unknown dtype 'f64'");
+  expectCleanError(tune("--dtype f16 --db " + db), "f32 GEMM only");
+  expectCleanError(tune("--shape 12x34 --db " + db), "malformed shape");
+  expectCleanError(tune("--shape 0x16x16 --db " + db), "must be positive");
+  expectCleanError(tune("--shape -4x16x16 --db " + db), "");
+  expectCleanError(tune("--shape 1000000x1000000x1000000 --db " + db), "memory");
+  expectCleanError(tune("--trials 0 --db " + db), "--trials must be at least 1");
+  expectCleanError(tune("--strategy magic --db " + db), "unknown strategy");
+  expectCleanError(tune("--db /nonexistent/dir/x.db --trials 1"), "/nonexistent/dir/x.db");
+
+  std::string junk = tmp("junk.db");
+  std::ofstream(junk) << std::string(4096, 'x');
+  expectCleanError(tune("--trials 1 --db " + junk), "not a SQLite database");
+  std::filesystem::remove(junk);
+
+  std::string newer = tmp("newer.db");
+  removeDb(newer);
+  ASSERT_EQ(tune("show --db " + newer).code, 2);  // missing database: error, nothing created
+  EXPECT_FALSE(std::filesystem::exists(newer));
+  {
+    sqlite3* h;
+    sqlite3_open(newer.c_str(), &h);
+    sqlite3_close(h);
+  }
+  ASSERT_EQ(tune("--shape 16x16x16 --trials 1 --min-time 0.001 --quiet --db " + newer).code, 0);
+  {
+    sqlite3* h;
+    sqlite3_open(newer.c_str(), &h);
+    sqlite3_exec(h, "UPDATE meta SET value='7' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  expectCleanError(tune("show --db " + newer), "schema version 7");
+  removeDb(newer);
+
+  std::string bad_sched = tmp("bad.mlir");
+  std::ofstream(bad_sched) << "module { not mlir at all";
+  expectCleanError(tune("--schedule " + bad_sched + " --shape 16x16x16 --db " + db), "does not parse");
+  std::filesystem::remove(bad_sched);
+  expectCleanError(tune("--schedule /nonexistent.mlir --db " + db), "cannot read");
+  expectCleanError(tune("best --shape 16x16x16 --db /nonexistent.db"), "no such database");
+  removeDb(db);
+}

@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include "sextant/hwspec/target.h"
+
+using namespace sextant;
+
+TEST(HostCpu, ParsesCpuInfo) {
+  const char* text =
+      "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\ncpu MHz\t\t: 2100.000\n"
+      "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw\n\n"
+      "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: fpu\n\n";
+  HostCpu c = parseCpuInfo(text);
+  EXPECT_EQ(c.model, "Test CPU");
+  EXPECT_EQ(c.logical_cores, 2);
+  EXPECT_EQ(c.vector_isa, "avx512");
+  EXPECT_EQ(c.f32Lanes(), 16);
+  EXPECT_EQ(c.vector_registers, 32);
+  HostCpu avx2 = parseCpuInfo("processor : 0\nflags : sse2 avx avx2 fma\n");
+  EXPECT_EQ(avx2.vector_isa, "avx2");
+  EXPECT_EQ(avx2.f32Lanes(), 8);
+}
+
+TEST(HostCpu, LiveHostIsDescribed) {
+  const HostCpu& c = hostCpu();
+  EXPECT_GE(c.logical_cores, 1);
+  EXPECT_FALSE(c.vector_isa.empty());
+  EXPECT_GT(c.lastLevelCacheBytes(), 0);
+}
+
+TEST(Target, ResolvesNamesAndRejectsUnknownOnes) {
+  auto cpu = resolveTarget("cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->kind, TargetKind::Cpu);
+  EXPECT_EQ(cpu->key().rfind("cpu:x86_64-", 0), 0u);
+  auto bad = resolveTarget("tpu9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("known: cpu, h100"), std::string::npos);
+  auto gpu = resolveTarget("mi300");
+  ASSERT_FALSE(gpu.ok());  // recognised, but not built yet: says so rather than pretending
+  EXPECT_NE(gpu.error().find("not built yet"), std::string::npos);
+}

@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include "sextant/runtime/cpu_runner.h"
+
+using namespace sextant;
+
+namespace {
+GemmProblem problem(int64_t m, int64_t n, int64_t k) {
+  GemmWorkload w;
+  w.m = m, w.n = n, w.k = k;
+  auto p = GemmProblem::create(w);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+  return std::move(*p);
+}
+MeasureOptions quick() {
+  MeasureOptions o;
+  o.min_reps = 3;
+  o.max_reps = 5;
+  o.min_time_s = 0.01;
+  o.timeout_s = 3;
+  return o;
+}
+std::string kernel(const char* mode) { return std::string(KERNEL_DIR) + "/kernel_" + mode + ".so"; }
+}  // namespace
+
+TEST(CpuRunner, CorrectKernelIsMeasuredAndVerified) {
+  auto p = problem(48, 40, 32);
+  auto m = measureSharedObject(p, kernel("naive"), quick());
+  ASSERT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  EXPECT_GE(m.times_s.size(), 3u);
+  EXPECT_GT(m.median_s, 0);
+  EXPECT_GT(m.gflops, 0);
+  EXPECT_LT(m.max_abs_err, 1e-3);
+}
+
+TEST(CpuRunner, CrashingKernelIsAFailureRecord) {
+  auto p = problem(16, 16, 16);
+  auto m = measureSharedObject(p, kernel("crash"), quick());
+  EXPECT_EQ(m.status, MeasureStatus::Crash);
+  EXPECT_NE(m.message.find("SIGSEGV"), std::string::npos) << m.message;
+  // The runner (this process) is alive and measures the next candidate.
+  EXPECT_EQ(measureSharedObject(p, kernel("naive"), quick()).status, MeasureStatus::Ok);
+}
+
+TEST(CpuRunner, HangingKernelTimesOut) {
+  auto p = problem(16, 16, 16);
+  auto o = quick();
+  o.timeout_s = 1;
+  auto m = measureSharedObject(p, kernel("hang"), o);
+  EXPECT_EQ(m.status, MeasureStatus::Timeout);
+  EXPECT_EQ(measureSharedObject(p, kernel("naive"), quick()).status, MeasureStatus::Ok);
+}
+
+TEST(CpuRunner, WrongKernelIsCaughtByVerification) {
+  auto p = problem(32, 48, 16);
+  auto m = measureSharedObject(p, kernel("wrong"), quick());
+  EXPECT_EQ(m.status, MeasureStatus::WrongResult);
+  EXPECT_NE(m.message.find("C[16][16]"), std::string::npos) << m.message;
+  EXPECT_NEAR(m.max_abs_err, 0.5, 1e-3);
+  EXPECT_TRUE(m.times_s.empty());
+}
+
+TEST(CpuRunner, MissingObjectIsALoadError) {
+  auto p = problem(16, 16, 16);
+  auto m = measureSharedObject(p, "/nonexistent/kernel.so", quick());
+  EXPECT_EQ(m.status, MeasureStatus::LoadError);
+}
+
+TEST(CpuRunner, OpenBlasUsesSingleThreadAndNativeKernels) {
+  auto p = problem(64, 64, 64);
+  EXPECT_EQ(p.blas().threads, 1);
+  EXPECT_NE(p.blas().corename, "Prescott") << "OpenBLAS fell back to its slowest kernels";
+  auto m = measureOpenBlas(p, quick());
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+}
+
+TEST(CpuRunner, SummaryStatistics) {
+  double med, cv;
+  summarize({1, 3, 2, 4}, med, cv);
+  EXPECT_DOUBLE_EQ(med, 2.5);
+  EXPECT_NEAR(cv, 0.5164, 1e-3);  // sample stddev 1.291 / mean 2.5
+}
