@@ -28,8 +28,8 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kDefaultShape = "256x256x256";
-constexpr int64_t kDefaultTrials = 100;
+constexpr const char* kDefaultShape = "512x512x512";
+constexpr int64_t kDefaultTrials = 200;
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signals{0};
@@ -190,6 +190,8 @@ struct TuneArgs {
   bool quiet = false;
   double min_time = 0.2;
   double timeout = 30;
+  int final_rounds = 3;
+  int final_top_k = 3;
 };
 
 class ProgressLine {
@@ -198,8 +200,8 @@ class ProgressLine {
   void update(const TuneProgress& p) {
     if (quiet_) return;
     std::string line;
-    if (p.phase == "baselines") {
-      line = "measuring baselines (untuned default schedule, OpenBLAS)...";
+    if (p.phase == "final") {
+      line = "final comparison: best candidates, untuned default and OpenBLAS, interleaved...";
     } else {
       line = "[" + std::to_string(p.done) + "/" + std::to_string(p.total) + "] failures " +
              std::to_string(p.failures) + " | best " + fmt("%.1f", p.best_gflops) + " GFLOP/s | elapsed " +
@@ -222,20 +224,10 @@ class ProgressLine {
   std::string last_phase_;
 };
 
-BaselineRow baselineFrom(const Measurement& m, const std::string& detail) {
-  BaselineRow b;
-  b.detail = detail;
-  b.status = measureStatusName(m.status);
-  b.message = m.message;
-  b.times_s = m.times_s;
-  b.median_s = m.median_s;
-  b.cv = m.cv;
-  b.gflops = m.gflops;
-  return b;
-}
-
 int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (a.trials <= 0) return fail("--trials must be at least 1 (got " + std::to_string(a.trials) + ")");
+  if (a.final_rounds < 0 || a.final_top_k < 0) return fail("--final-rounds and --final-top must not be negative");
+  if (a.min_time < 0 || a.timeout <= 0) return fail("--min-time must be >= 0 and --timeout > 0");
   if (a.batch <= 0) return fail("--batch must be at least 1");
   if (a.time_budget < 0) return fail("--time-budget must not be negative");
   if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
@@ -349,15 +341,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   }
 
   Candidate def = defaultCpuCandidate(space);
-  std::vector<Baseline> baselines = {
-      {"default",
-       [&] {
-         Evaluation e = evaluator.evaluateSchedule(emitCpuGemmSchedule(*w, space, def));
-         BaselineRow b = baselineFrom(e.measurement, space.keyOf(def));
-         if (e.status != "ok") b.status = e.status, b.message = e.message;
-         return b;
-       }},
-      {"openblas", [&] { return baselineFrom(measureOpenBlas(*problem, mo), problem->blas().describe()); }},
+  std::vector<Contender> references = {
+      {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def))},
+      {"openblas", problem->blas().describe(), 0, [&] { return measureOpenBlas(*problem, mo); }},
+  };
+  ConfirmFactory confirm = [&](const RecordRow& r) {
+    return Contender{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};
   };
 
   TuneOptions o;
@@ -368,25 +357,37 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.batch = a.batch;
   o.resume = !a.fresh;
   o.args_json = argv_json;
+  o.final_rounds = a.final_rounds;
+  o.final_top_k = a.final_top_k;
   TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   ProgressLine progress(a.quiet);
   if (!a.quiet)
     fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, seed %llu\n",
             w->key().c_str(), target->key().c_str(), device.c_str(), cpu.model.c_str(),
             (unsigned long long)space.size(), (long long)a.trials, a.strategy.c_str(), (unsigned long long)a.seed);
-  auto sum = tune(ctx, o, baselines, g_stop, [&](const TuneProgress& p) { progress.update(p); });
+  auto sum = tune(ctx, o, references, confirm, g_stop, [&](const TuneProgress& p) { progress.update(p); });
   progress.end();
   if (!sum) return fail(sum.error());
 
-  const BaselineRow* def_b = nullptr;
-  const BaselineRow* blas_b = nullptr;
-  for (const auto& b : sum->baselines) {
-    if (b.name == "default") def_b = &b;
-    if (b.name == "openblas") blas_b = &b;
+  const BaselineRow* def_b = sum->finalOf("default");
+  const BaselineRow* blas_b = sum->finalOf("openblas");
+  const BaselineRow* fin = sum->finalBestTuned();
+  // The reported best is the confirmed one: its record, with the pooled final-comparison figures.
+  std::optional<RecordRow> best;
+  if (fin) {
+    auto recs = db->records(w->key(), target->key(), false);
+    if (recs)
+      for (auto& r : *recs)
+        if (r.id == fin->record_id) best = r;
   }
-  const std::optional<RecordRow>& best = sum->best_this_run;
-  double best_g = best ? best->gflops : 0;
+  if (!best) best = sum->best_this_run;
+  double best_g = fin ? fin->gflops : (best ? best->gflops : 0);
   auto ratio = [](double a, double b) { return b > 0 && a > 0 ? a / b : 0.0; };
+  auto finalJson = [](const BaselineRow* b) {
+    return b ? json{{"gflops", b->gflops}, {"median_s", b->median_s}, {"cv", b->cv}, {"repetitions", b->times_s.size()},
+                    {"status", b->status}}
+             : json(nullptr);
+  };
 
   if (a.report == "json") {
     json j;
@@ -405,11 +406,19 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     j["seed"] = a.seed;
     j["elapsed_s"] = sum->elapsed_s;
     j["best"] = best ? recordJson(*best) : json(nullptr);
+    if (best && fin) {
+      j["best"]["search_gflops"] = best->gflops;  // its measurement during the search
+      j["best"]["gflops"] = fin->gflops;          // pooled final-comparison measurement
+      j["best"]["median_s"] = fin->median_s;
+      j["best"]["cv"] = fin->cv;
+      j["best"]["repetitions"] = fin->times_s.size();
+    }
+    j["final_rounds"] = a.final_rounds;
     j["best_in_db"] = sum->best ? recordJson(*sum->best) : json(nullptr);
-    j["default"] = def_b ? json{{"gflops", def_b->gflops}, {"knobs", def_b->detail}, {"status", def_b->status}}
-                         : json(nullptr);
-    j["reference"] = blas_b ? json{{"name", blas_b->detail}, {"gflops", blas_b->gflops}, {"status", blas_b->status}}
-                            : json(nullptr);
+    j["default"] = finalJson(def_b);
+    if (def_b) j["default"]["knobs"] = def_b->detail;
+    j["reference"] = finalJson(blas_b);
+    if (blas_b) j["reference"]["name"] = blas_b->detail;
     j["speedup_over_default"] = def_b ? ratio(best_g, def_b->gflops) : 0.0;
     j["ratio_to_reference"] = blas_b ? ratio(best_g, blas_b->gflops) : 0.0;
     j["measured"] = true;
@@ -426,8 +435,14 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
          fmtDuration(sum->elapsed_s).c_str(),
          sum->resumed ? (", resumed with " + std::to_string(sum->resumed_records) + " records").c_str() : "");
   if (sum->exhausted) printf("             the space (%llu schedules) is fully explored\n", (unsigned long long)space.size());
-  if (best) {
-    printf("  best       %.1f GFLOP/s  (median of %zu repetitions, cv %.1f%%; record %lld, schedule %lld)\n",
+  if (best && fin) {
+    printf("  best       %.1f GFLOP/s  (confirmed: median of %zu repetitions over %d interleaved rounds, cv %.1f%%;\n"
+           "             %.1f GFLOP/s when found; record %lld, schedule %lld)\n",
+           fin->gflops, fin->times_s.size(), a.final_rounds, 100 * fin->cv, best->gflops, (long long)best->id,
+           (long long)best->schedule_id);
+    printf("             %s\n", best->candidate.c_str());
+  } else if (best) {
+    printf("  best       %.1f GFLOP/s  (median of %zu repetitions, cv %.1f%%; record %lld, schedule %lld; not confirmed)\n",
            best->gflops, best->times_s.size(), 100 * best->cv, (long long)best->id, (long long)best->schedule_id);
     printf("             %s\n", best->candidate.c_str());
   } else {
@@ -452,8 +467,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
            sum->best->gflops, (long long)sum->best->run_id);
   printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", a.w.db.c_str(), a.w.db.c_str(),
          a.w.db.c_str());
-  printf("All figures are measurements on this machine in this run: median of repeated calls, last-level\n"
-         "cache flushed between calls, every result verified against OpenBLAS.\n");
+  printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
+         "operands flushed from the caches before each call, every result verified against OpenBLAS; best,\n"
+         "default and reference were re-measured side by side in the final comparison.\n");
   return sum->interrupted ? 130 : 0;
 }
 
@@ -489,6 +505,11 @@ int main(int argc, char** argv) {
   app.add_flag("--fresh", ta.fresh, "start a new run even if an unfinished one with the same settings exists");
   app.add_flag("--quiet,-q", ta.quiet, "no progress output");
   app.add_option("--min-time", ta.min_time, "seconds of timed calls per candidate, at least")
+      ->capture_default_str();
+  app.add_option("--final-rounds", ta.final_rounds,
+                 "interleaved rounds of the final comparison (best candidates, default, OpenBLAS); 0: skip")
+      ->capture_default_str();
+  app.add_option("--final-top", ta.final_top_k, "candidates re-measured in the final comparison")
       ->capture_default_str();
   app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")
       ->capture_default_str();

@@ -46,7 +46,7 @@ CREATE INDEX records_by_workload_target ON records(workload_id, target_id, candi
 CREATE INDEX records_by_run ON records(run_id);
 CREATE TABLE baselines(
   id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-  detail TEXT NOT NULL, status TEXT NOT NULL, message TEXT NOT NULL,
+  detail TEXT NOT NULL, record_id INTEGER REFERENCES records(id), status TEXT NOT NULL, message TEXT NOT NULL,
   times TEXT NOT NULL, median_s REAL, cv REAL, gflops REAL, created_at TEXT NOT NULL);
 )sql",
 };
@@ -343,10 +343,12 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
 
 Status Database::insertBaseline(const BaselineRow& b) {
   Stmt s(db_,
-         "INSERT INTO baselines(run_id, name, detail, status, message, times, median_s, cv, gflops, created_at) "
-         "VALUES(?,?,?,?,?,?,?,?,?,?)");
+         "INSERT INTO baselines(run_id, name, detail, status, message, times, median_s, cv, gflops, created_at, "
+         "record_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, b.run_id).bind(2, b.name).bind(3, b.detail).bind(4, b.status).bind(5, b.message)
       .bind(6, timesJson(b.times_s)).bind(7, b.median_s).bind(8, b.cv).bind(9, b.gflops).bind(10, nowIso8601());
+  if (b.record_id) s.bind(11, b.record_id);
+  else s.bindNull(11);
   if (!s.done()) return Error{explain(path_, s.error())};
   return okStatus();
 }
@@ -437,7 +439,7 @@ Result<std::vector<RunRow>> Database::runs() {
 Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
   Stmt q(db_,
          "SELECT run_id, name, detail, status, message, times, coalesce(median_s,0), coalesce(cv,0), "
-         "coalesce(gflops,0), created_at FROM baselines WHERE run_id=? ORDER BY id");
+         "coalesce(gflops,0), created_at, coalesce(record_id,0) FROM baselines WHERE run_id=? ORDER BY id");
   q.bind(1, run_id);
   std::vector<BaselineRow> out;
   while (q.row()) {
@@ -452,6 +454,7 @@ Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
     b.cv = q.f64(7);
     b.gflops = q.f64(8);
     b.created_at = q.text(9);
+    b.record_id = q.i64(10);
     out.push_back(b);
   }
   return out;

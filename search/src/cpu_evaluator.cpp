@@ -1,4 +1,6 @@
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -39,52 +41,76 @@ Evaluation CpuEvaluator::evaluateSchedule(const std::string& schedule) {
   return compileAndMeasure({schedule}, never, nullptr).front();
 }
 
-std::vector<Evaluation> CpuEvaluator::compileAndMeasure(
-    const std::vector<std::string>& schedules, const std::atomic<bool>& stop,
-    const std::function<void(size_t, const Evaluation&)>& on_result) {
+std::vector<CpuEvaluator::Compiled> CpuEvaluator::compile(const std::vector<std::string>& schedules) {
   const std::string payload = w_.payloadMlir();
-  std::vector<std::string> paths;
+  std::vector<Compiled> out(schedules.size());
   std::vector<IsolatedJob> jobs;
-  for (const auto& s : schedules) {
-    paths.push_back(o_.work_dir + "/cand" + std::to_string(counter_++) + ".so");
-    const std::string path = paths.back();
-    jobs.push_back([payload, s, path]() {
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    out[i].path = o_.work_dir + "/cand" + std::to_string(counter_++) + ".so";
+    jobs.push_back([payload, s = schedules[i], path = out[i].path]() {
       CompileOutcome c = compileCpuGemm(payload, s, path);
       return nlohmann::json{{"ok", c.ok}, {"stage", c.stage}, {"message", c.message}, {"seconds", c.seconds}}.dump();
     });
   }
-  std::vector<ChildOutcome> compiled = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
+  std::vector<ChildOutcome> done = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const ChildOutcome& co = done[i];
+    auto j = nlohmann::json::parse(co.output, nullptr, false);
+    Compiled& c = out[i];
+    c.seconds = co.seconds;
+    if (!co.finished() || j.is_discarded()) {
+      // An LLVM fatal error or a crash in the compiler: its stderr says why.
+      c.message = "compiler " + co.describe();
+      if (!co.stderr_text.empty()) c.message += ": " + co.stderr_text.substr(0, 4000);
+    } else if (!j.value("ok", false)) {
+      c.message = j.value("stage", std::string()) + ": " + j.value("message", std::string()).substr(0, 4000);
+      c.seconds = j.value("seconds", co.seconds);
+    } else {
+      c.ok = true;
+      c.seconds = j.value("seconds", co.seconds);
+    }
+  }
+  return out;
+}
 
+std::function<Measurement()> CpuEvaluator::measurer(const std::string& schedule) {
+  auto compiled = std::make_shared<std::optional<Compiled>>();
+  return [this, schedule, compiled]() {
+    if (!*compiled) *compiled = compile({schedule}).front();
+    if (!(*compiled)->ok) {
+      Measurement m;
+      m.status = MeasureStatus::LoadError;
+      m.message = "compile failed: " + (*compiled)->message;
+      return m;
+    }
+    return measureSharedObject(problem_, (*compiled)->path, o_.measure);
+  };
+}
+
+std::vector<Evaluation> CpuEvaluator::compileAndMeasure(
+    const std::vector<std::string>& schedules, const std::atomic<bool>& stop,
+    const std::function<void(size_t, const Evaluation&)>& on_result) {
+  std::vector<Compiled> compiled = compile(schedules);
   std::vector<Evaluation> out;
   for (size_t i = 0; i < schedules.size(); ++i) {
     if (stop.load()) break;
     Evaluation e;
     e.schedule = schedules[i];
-    const ChildOutcome& co = compiled[i];
-    auto j = nlohmann::json::parse(co.output, nullptr, false);
-    e.compile_s = co.seconds;
-    if (!co.finished() || j.is_discarded()) {
+    e.compile_s = compiled[i].seconds;
+    if (!compiled[i].ok) {
       e.status = "compile_error";
-      e.message = "compiler " + co.describe();
-      if (!co.stderr_text.empty()) e.message += ": " + co.stderr_text.substr(0, 4000);
-    } else if (!j.value("ok", false)) {
-      e.status = "compile_error";
-      e.message = j.value("stage", std::string()) + ": " + j.value("message", std::string()).substr(0, 4000);
-      e.compile_s = j.value("seconds", co.seconds);
+      e.message = compiled[i].message;
     } else {
-      e.compile_s = j.value("seconds", co.seconds);
-      e.measurement = measureSharedObject(problem_, paths[i], o_.measure);
+      e.measurement = measureSharedObject(problem_, compiled[i].path, o_.measure);
       e.status = measureStatusName(e.measurement.status);
       e.message = e.measurement.message;
     }
-    std::error_code ec;
-    std::filesystem::remove(paths[i], ec);
     if (on_result) on_result(i, e);
     out.push_back(std::move(e));
   }
-  for (const auto& p : paths) {
+  for (const auto& c : compiled) {
     std::error_code ec;
-    std::filesystem::remove(p, ec);
+    std::filesystem::remove(c.path, ec);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "sextant/search/tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unistd.h>
 
@@ -21,8 +22,52 @@ static std::string hostName() {
   return buf;
 }
 
-Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Baseline>& baselines,
-                         const std::atomic<bool>& stop, const std::function<void(const TuneProgress&)>& progress) {
+const BaselineRow* TuneSummary::finalOf(const std::string& name) const {
+  for (const auto& b : final)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+const BaselineRow* TuneSummary::finalBestTuned() const {
+  const BaselineRow* best = nullptr;
+  for (const auto& b : final)
+    if (b.name == "tuned" && b.status == "ok" && (!best || b.gflops > best->gflops)) best = &b;
+  return best;
+}
+
+// Measures every contender in interleaved rounds and pools each one's repetitions.
+static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& contenders, int rounds, double flops,
+                                                const std::atomic<bool>& stop) {
+  std::vector<BaselineRow> rows(contenders.size());
+  for (size_t i = 0; i < contenders.size(); ++i) {
+    rows[i].name = contenders[i].name;
+    rows[i].detail = contenders[i].detail;
+    rows[i].record_id = contenders[i].record_id;
+    rows[i].status = "ok";
+  }
+  for (int r = 0; r < rounds && !stop.load(); ++r) {
+    for (size_t i = 0; i < contenders.size() && !stop.load(); ++i) {
+      if (rows[i].status != "ok") continue;
+      Measurement m = contenders[i].measure();
+      if (!m.ok()) {
+        rows[i].status = measureStatusName(m.status);
+        rows[i].message = m.message;
+        continue;
+      }
+      rows[i].times_s.insert(rows[i].times_s.end(), m.times_s.begin(), m.times_s.end());
+    }
+  }
+  for (auto& row : rows) {
+    if (row.status != "ok") continue;
+    summarize(row.times_s, row.median_s, row.cv);
+    row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
+  }
+  return rows;
+}
+
+Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
+                         const ConfirmFactory& confirm, const std::atomic<bool>& stop,
+                         const std::function<void(const TuneProgress&)>& progress) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
@@ -82,18 +127,6 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     if (progress) progress(prog);
   };
 
-  // Baselines, measured in this run (again on resume: same conditions as the new trials).
-  prog.phase = "baselines";
-  emit();
-  for (const auto& b : baselines) {
-    if (stop.load()) break;
-    BaselineRow row = b.measure();
-    row.run_id = sum.run_id;
-    row.name = b.name;
-    if (auto s = ctx.db.insertBaseline(row); !s) return Error{s.error()};
-    sum.baselines.push_back(row);
-  }
-
   prog.phase = "tuning";
   emit();
   int64_t done = sum.resumed_records;
@@ -148,18 +181,40 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     done += int64_t(results.size());
     done_this_session += int64_t(results.size());
   }
-  sum.interrupted = stop.load();
-  std::string status = sum.interrupted ? "interrupted" : "finished";
-  if (auto s = ctx.db.finishRun(sum.run_id, status); !s) return Error{s.error()};
-
-  auto recs = ctx.db.records(wkey, tkey);
+  auto recs = ctx.db.records(wkey, tkey, /*include_schedule=*/true);
   if (!recs) return Error{recs.error()};
+  std::vector<const RecordRow*> ok_this_run;
   for (auto& r : *recs) {
     if (r.run_id != sum.run_id) continue;
     ++sum.trials;
     if (r.status != "ok") ++sum.failures;
-    else if (!sum.best_this_run || r.gflops > sum.best_this_run->gflops) sum.best_this_run = r;
+    else ok_this_run.push_back(&r);
   }
+  std::sort(ok_this_run.begin(), ok_this_run.end(),
+            [](const RecordRow* a, const RecordRow* b) { return a->gflops > b->gflops; });
+  if (!ok_this_run.empty()) sum.best_this_run = *ok_this_run.front();
+
+  // The final comparison: references and the run's best candidates, interleaved.
+  if (!stop.load() && o.final_rounds > 0) {
+    prog.phase = "final";
+    emit();
+    std::vector<Contender> contenders = references;
+    for (int i = 0; i < o.final_top_k && i < int(ok_this_run.size()) && confirm; ++i)
+      contenders.push_back(confirm(*ok_this_run[size_t(i)]));
+    sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);
+    if (!stop.load()) {
+      for (auto& row : sum.final) {
+        row.run_id = sum.run_id;
+        if (auto s = ctx.db.insertBaseline(row); !s) return Error{s.error()};
+      }
+    } else {
+      sum.final.clear();
+    }
+  }
+
+  sum.interrupted = stop.load();
+  std::string status = sum.interrupted ? "interrupted" : "finished";
+  if (auto s = ctx.db.finishRun(sum.run_id, status); !s) return Error{s.error()};
   auto best = ctx.db.best(wkey, tkey);
   if (!best) return Error{best.error()};
   sum.best = *best;

@@ -93,7 +93,13 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status='ok' AND json_array_length(times) >= 5 "
                          "AND max_abs_err < 0.01 AND gflops > 0"),
             6 - j["failures"].get<int64_t>());
-  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines"), 2);
+  // Final comparison: default, OpenBLAS and the 3 best candidates, each re-measured in 3
+  // interleaved rounds; the reported best is the confirmed figure.
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name IN ('default', 'openblas')"), 2);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name = 'tuned' AND record_id IS NOT NULL"), 3);
+  EXPECT_GE(queryInt(db, "SELECT min(json_array_length(times)) FROM baselines"), 15);  // 3 rounds x >= 5
+  EXPECT_TRUE(j["best"].contains("search_gflops"));
+  EXPECT_GE(j["best"]["repetitions"].get<int64_t>(), 15);
 
   // show and best read it back.
   Outcome show = tune("show --db " + db);

@@ -62,10 +62,12 @@ struct RecordRow {
   std::string tool_version, llvm_version, cpu_model, device, created_at;
 };
 
+// A measurement of the final comparison of a run (see TuneOptions::final_rounds).
 struct BaselineRow {
   int64_t run_id = 0;
-  std::string name;    // "default" (untuned schedule) or "openblas"
-  std::string detail;  // e.g. the BLAS configuration, or the default's knobs
+  std::string name;       // "default" (untuned schedule), "openblas", or "tuned" (a confirmed record)
+  std::string detail;     // the BLAS configuration, or the knobs
+  int64_t record_id = 0;  // for "tuned": the record confirmed
   std::string status, message;
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0;

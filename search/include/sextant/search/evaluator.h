@@ -45,8 +45,20 @@ class CpuEvaluator : public Evaluator {
   ~CpuEvaluator() override;  // removes the work directory
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
                                    const std::function<void(size_t, const Evaluation&)>& on_result) override;
-  // Compiles and measures one given schedule text (also used for the untuned default).
+  // Compiles and measures one given schedule text.
   Evaluation evaluateSchedule(const std::string& schedule);
+  // A function that measures `schedule` each time it is called (compiled once, on first call);
+  // a compile failure comes back as a LoadError measurement. For the final comparison.
+  std::function<Measurement()> measurer(const std::string& schedule);
+
+  struct Compiled {
+    bool ok = false;
+    std::string path;     // the shared object when ok
+    std::string message;  // the failure otherwise
+    double seconds = 0;
+  };
+  // Compiles in parallel isolated children (at most `jobs` at once).
+  std::vector<Compiled> compile(const std::vector<std::string>& schedules);
 
  private:
   std::vector<Evaluation> compileAndMeasure(const std::vector<std::string>& schedules, const std::atomic<bool>& stop,

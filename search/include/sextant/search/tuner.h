@@ -24,20 +24,30 @@ struct TuneOptions {
   double time_budget_s = 0;     // 0: no time limit
   int batch = 16;               // candidates proposed, compiled and committed together
   bool resume = true;           // continue an unfinished run with the same settings
+  // Final comparison: the best `final_top_k` candidates of the run, the untuned default and the
+  // reference are measured again in `final_rounds` interleaved rounds (A B C A B C ...), so that
+  // drift on a noisy machine hits all of them alike; the reported figures pool those rounds.
+  int final_rounds = 3;
+  int final_top_k = 3;
   std::string args_json = "{}"; // the command line, stored with the run
 };
 
 struct TuneProgress {
   int64_t done = 0, total = 0, failures = 0;
   double best_gflops = 0, elapsed_s = 0, eta_s = 0;
-  std::string phase;  // "baselines", "tuning"
+  std::string phase;  // "tuning", "final"
 };
 
-// A reference point measured in the same run (untuned default schedule, BLAS peer).
-struct Baseline {
-  std::string name;
-  std::function<BaselineRow()> measure;
+// Something measured in the final comparison: a reference point (untuned default schedule,
+// BLAS peer) or a confirmed tuned candidate.
+struct Contender {
+  std::string name;    // "default", "openblas", "tuned"
+  std::string detail;  // knobs, library description
+  int64_t record_id = 0;
+  std::function<Measurement()> measure;  // one measurement (its own repetitions)
 };
+// Makes a contender for a record of this run (compiles its schedule).
+using ConfirmFactory = std::function<Contender(const RecordRow&)>;
 
 struct TuneSummary {
   int64_t run_id = 0;
@@ -49,8 +59,11 @@ struct TuneSummary {
   bool exhausted = false;       // the space ran out before the budget
   double elapsed_s = 0;
   std::optional<RecordRow> best;           // best measured record of this workload/target (all runs)
-  std::optional<RecordRow> best_this_run;  // best of this run
-  std::vector<BaselineRow> baselines;
+  std::optional<RecordRow> best_this_run;  // best of this run during the search
+  // Final comparison (empty when interrupted): pooled over the interleaved rounds.
+  std::vector<BaselineRow> final;
+  const BaselineRow* finalOf(const std::string& name) const;  // "default", "openblas"
+  const BaselineRow* finalBestTuned() const;                   // highest pooled GFLOP/s of "tuned"
 };
 
 struct TuneContext {
@@ -64,8 +77,9 @@ struct TuneContext {
   std::string llvm_version;
 };
 
-Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Baseline>& baselines,
-                         const std::atomic<bool>& stop, const std::function<void(const TuneProgress&)>& progress);
+Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
+                         const ConfirmFactory& confirm, const std::atomic<bool>& stop,
+                         const std::function<void(const TuneProgress&)>& progress);
 
 // Stores the workload and target rows (idempotent).
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
