@@ -94,48 +94,54 @@ static std::string knobOp(const Knob& k, int64_t selected) {
   return o.str();
 }
 
-std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
+std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind) {
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   std::ostringstream o;
+  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order"};
+  for (size_t i = 0; i < k.size(); ++i) o << ind << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
+  o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [%tile_m, %tile_n]"
+    << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %tile_k]"
+    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [%reg_m, %reg_n, 0]"
+    << (n_outer ? " interchange = [1, 0, 2]" : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
+    << ", " << H << ", " << H << ")\n"
+    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [0, 0, %unroll_k]"
+    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << ind << "transform.structured.vectorize %t4 vector_sizes [%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
+    << ", " << P << ", " << P << "\n"
+    << ind << "transform.apply_patterns to %f {\n"
+    << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
+    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
+    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
+    << ind << "  transform.apply_patterns.canonicalization\n"
+    << ind << "} : " << H << "\n"
+    << ind << "// Canonicalization replaced the loops: match them again, then keep the C register tile\n"
+    << ind << "// in registers across the K loops.\n"
+    << ind << "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" << H
+    << ") -> !transform.op<\"scf.for\">\n"
+    << ind << "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n"
+    << ind << "transform.apply_patterns to %f {\n"
+    << ind << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
+    << ind << "  transform.apply_patterns.vector.lower_outerproduct\n"
+    << ind << "} : " << H << "\n";
+  return o.str();
+}
+
+std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
+  std::ostringstream o;
   o << "// Sextant CPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
     << "// workload: " << w.key() << "\n"
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
-    << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
-  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order"};
-  for (size_t i = 0; i < k.size(); ++i) o << "    " << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
-  o << "    %mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
-    << "    %t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [%tile_m, %tile_n]"
-    << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << "    %t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %tile_k]"
-    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << "    %t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [%reg_m, %reg_n, 0]"
-    << (n_outer ? " interchange = [1, 0, 2]" : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
-    << ", " << H << ", " << H << ")\n"
-    << "    %t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [0, 0, %unroll_k]"
-    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << "    transform.structured.vectorize %t4 vector_sizes [%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
-    << ", " << P << ", " << P << "\n"
-    << "    %f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
-    << "    transform.apply_patterns to %f {\n"
-    << "      transform.apply_patterns.vector.reduction_to_contract\n"
-    << "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
-    << "      transform.apply_patterns.vector.lower_masked_transfers\n"
-    << "      transform.apply_patterns.canonicalization\n"
-    << "    } : " << H << "\n"
-    << "    // Canonicalization replaced the loops: match them again, then keep the C register tile\n"
-    << "    // in registers across the K loops.\n"
-    << "    %loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" << H
-    << ") -> !transform.op<\"scf.for\">\n"
-    << "    transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n"
-    << "    transform.apply_patterns to %f {\n"
-    << "      transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
-    << "      transform.apply_patterns.vector.lower_outerproduct\n"
-    << "    } : " << H << "\n"
-    << "    transform.yield\n"
+    << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
+    << "    %mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> "
+       "!transform.any_op\n"
+    << emitCpuGemmActions(space, c, "    ") << "    transform.yield\n"
     << "  }\n"
     << "}\n";
   return o.str();

@@ -24,5 +24,8 @@ Candidate defaultCpuCandidate(const Space& space);
 Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted);
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
+// The body of that script: knob ops, then the schedule applied to the handle `%mm` (consumed),
+// each line prefixed by `indent`. Shared by the standalone script and exported libraries.
+std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent);
 
 }  // namespace sextant
