@@ -19,6 +19,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -26,6 +29,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -144,6 +148,11 @@ int runProgram(const std::vector<std::string>& args, std::string& out) {
 
 CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
                               const std::string& so_path) {
+  return compileModuleCpu(payload, schedule, so_path);
+}
+
+CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
+                                const std::string& so_path) {
   auto t0 = std::chrono::steady_clock::now();
   CompileOutcome out;
   auto finish = [&](const std::string& stage, std::string msg) {
@@ -157,16 +166,22 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 
   auto payloadMod = mlir::parseSourceString<mlir::ModuleOp>(payload, ctx.get(), "payload");
   if (!payloadMod) return finish("parse_payload", diags.text);
-  auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
-  if (!schedMod) return finish("parse_schedule", diags.text);
-
-  auto entry = mlir::transform::detail::findTransformEntryPoint(payloadMod->getOperation(), *schedMod,
-                                                                "__transform_main");
-  if (!entry) return finish("parse_schedule", diags.text + "no @__transform_main in the schedule");
-  mlir::transform::TransformOptions topts;
-  if (mlir::failed(mlir::transform::applyTransformNamedSequence(payloadMod->getOperation(), entry,
-                                                                  *schedMod, topts)))
-    return finish("transform", diags.text);
+  if (!schedule.empty()) {
+    auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
+    if (!schedMod) return finish("parse_schedule", diags.text);
+    auto entry = mlir::transform::detail::findTransformEntryPoint(payloadMod->getOperation(), *schedMod,
+                                                                  "__transform_main");
+    if (!entry) return finish("parse_schedule", diags.text + "no @__transform_main in the schedule");
+    mlir::transform::TransformOptions topts;
+    if (mlir::failed(mlir::transform::applyTransformNamedSequence(payloadMod->getOperation(), entry,
+                                                                    *schedMod, topts)))
+      return finish("transform", diags.text);
+  }
+  // C interfaces for every public function with a body, so callers need no MLIR descriptors ABI
+  // beyond the memref structs.
+  payloadMod->walk([&](mlir::func::FuncOp f) {
+    if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
+  });
 
   mlir::PassManager pm(ctx.get());
   if (mlir::failed(mlir::parsePassPipeline(kCpuLowering, pm)))
@@ -189,7 +204,8 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
     return finish("codegen", "LLVM optimization failed: " + err);
   }
 
-  std::string obj_path = so_path + ".o";
+  const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
+  std::string obj_path = object_only ? so_path : so_path + ".o";
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(obj_path, ec, llvm::sys::fs::OF_None);
@@ -201,12 +217,117 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
     os.flush();
     out.object_bytes = int64_t(os.tell());
   }
+  if (object_only) {
+    out.ok = true;
+    return finish("", "");
+  }
   std::string link_out;
   int rc = runProgram({SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path}, link_out);
   unlink(obj_path.c_str());
   if (rc != 0) return finish("link", "ld.lld failed: " + link_out);
   out.ok = true;
   return finish("", "");
+}
+
+static std::string typeName(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename) {
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(module, ctx.get(), filename);
+  if (!mod) return Error{filename + " does not parse: " + diags.text};
+  std::vector<FoundOp> found;
+  mod->walk([&](mlir::linalg::LinalgOp op) {
+    if (!mlir::linalg::isaContractionOpInterface(op)) return;
+    FoundOp f;
+    f.op_name = op->getName().getStringRef().str();
+    {
+      llvm::raw_string_ostream os(f.location);
+      os << op->getLoc();
+    }
+    auto dims = mlir::linalg::inferContractionDims(op);
+    if (mlir::failed(dims) || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) {
+      f.reason = "not a two-operand contraction";
+      found.push_back(f);
+      return;
+    }
+    auto ranges = op.getStaticLoopRanges();
+    bool dynamic = false;
+    for (int64_t r : ranges) dynamic |= mlir::ShapedType::isDynamic(r);
+    auto elem = [](mlir::Value v) { return mlir::getElementTypeOrSelf(v.getType()); };
+    f.a_type = typeName(elem(op.getDpsInputOperand(0)->get()));
+    f.b_type = typeName(elem(op.getDpsInputOperand(1)->get()));
+    f.c_type = typeName(elem(op.getDpsInitOperand(0)->get()));
+    if (dims->batch.size() == 1 && dims->m.size() == 1 && dims->n.size() == 1 && dims->k.size() == 1 && !dynamic) {
+      f.batch = ranges[dims->batch[0]];
+      f.m = ranges[dims->m[0]];
+      f.n = ranges[dims->n[0]];
+      f.k = ranges[dims->k[0]];
+      f.reason = "batched GEMM: no batched schedule space yet (default lowering)";
+      found.push_back(f);
+      return;
+    }
+    if (!dims->batch.empty() || dims->m.size() != 1 || dims->n.size() != 1 || dims->k.size() != 1) {
+      f.reason = "contraction with several M/N/K dimensions";
+      found.push_back(f);
+      return;
+    }
+    if (dynamic) {
+      f.reason = "dynamic sizes";
+      found.push_back(f);
+      return;
+    }
+    f.m = ranges[dims->m[0]];
+    f.n = ranges[dims->n[0]];
+    f.k = ranges[dims->k[0]];
+    if (dims->m[0] != 0 || dims->n[0] != 1 || dims->k[0] != 2) {
+      f.reason = "loops not in (m, n, k) order";
+      found.push_back(f);
+      return;
+    }
+    auto maps = op.getIndexingMapsArray();
+    auto is = [&](mlir::AffineMap map, unsigned d0, unsigned d1) {
+      return map.getNumResults() == 2 && map.getResult(0) == mlir::getAffineDimExpr(d0, ctx.get()) &&
+             map.getResult(1) == mlir::getAffineDimExpr(d1, ctx.get());
+    };
+    bool a_n = is(maps[0], 0, 2), a_t = is(maps[0], 2, 0), b_n = is(maps[1], 2, 1), b_t = is(maps[1], 1, 2);
+    if (!is(maps[2], 0, 1) || !(a_n || a_t) || !(b_n || b_t) || (a_t && b_t)) {
+      f.reason = "operand layout not NN, NT or TN";
+      found.push_back(f);
+      return;
+    }
+    f.layout = a_t ? "TN" : (b_t ? "NT" : "NN");
+    bool fl = mlir::isa<mlir::FloatType>(elem(op.getDpsInputOperand(0)->get())) &&
+              mlir::isa<mlir::FloatType>(elem(op.getDpsInitOperand(0)->get()));
+    if (!fl) {
+      f.reason = "integer contraction";
+      found.push_back(f);
+      return;
+    }
+    f.supported = true;
+    found.push_back(f);
+  });
+  return found;
+}
+
+Status validateTransformLibrary(const std::string& library) {
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(library, ctx.get(), "library");
+  if (!mod) return Error{"the generated library does not parse: " + diags.text};
+  if (mlir::failed(mlir::verify(*mod))) return Error{"the generated library does not verify: " + diags.text};
+  bool has_entry = false;
+  mod->walk([&](mlir::Operation* op) {
+    if (auto sym = op->getAttrOfType<mlir::StringAttr>("sym_name"))
+      if (sym.getValue() == "__transform_main") has_entry = true;
+  });
+  if (!has_entry) return Error{"the generated library has no @__transform_main"};
+  return okStatus();
 }
 
 Result<std::map<std::string, int64_t>> readScheduleKnobs(const std::string& schedule) {

@@ -325,8 +325,8 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
     Stmt s(db_,
            "INSERT INTO records(run_id, workload_id, target_id, candidate, knobs, schedule_id, status, source, "
            "message, times, median_s, cv, gflops, compile_s, max_abs_err, tool_version, llvm_version, "
-           "cpu_model, device, created_at) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
-           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "cpu_model, device, created_at, schema_version) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
+           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (r.run_id) s.bind(1, r.run_id);
     else s.bindNull(1);
     s.bind(2, r.workload_key).bind(3, r.target_key).bind(4, r.candidate).bind(5, r.knobs);
@@ -335,7 +335,7 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
     s.bind(7, r.status).bind(8, r.source).bind(9, r.message).bind(10, timesJson(r.times_s)).bind(11, r.median_s)
         .bind(12, r.cv).bind(13, r.gflops).bind(14, r.compile_s).bind(15, r.max_abs_err).bind(16, r.tool_version)
         .bind(17, r.llvm_version).bind(18, r.cpu_model).bind(19, r.device)
-        .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at);
+        .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at).bind(21, int64_t(r.schema_version));
     if (!s.done()) return fail(s.error());
   }
   return exec("COMMIT");
@@ -368,7 +368,7 @@ static const char* kRecordColumns =
     "r.id, coalesce(r.run_id, 0), w.key, t.key, r.candidate, r.knobs, coalesce(r.schedule_id, 0), r.status, "
     "r.source, r.message, r.times, coalesce(r.median_s, 0), coalesce(r.cv, 0), coalesce(r.gflops, 0), "
     "coalesce(r.compile_s, 0), coalesce(r.max_abs_err, 0), r.tool_version, r.llvm_version, r.cpu_model, "
-    "r.device, r.created_at, coalesce(s.text, '') FROM records r JOIN workloads w ON w.id=r.workload_id "
+    "r.device, r.created_at, coalesce(s.text, ''), r.schema_version FROM records r JOIN workloads w ON w.id=r.workload_id "
     "JOIN targets t ON t.id=r.target_id LEFT JOIN schedules s ON s.id=r.schedule_id ";
 
 static RecordRow recordFrom(Stmt& q, bool with_schedule) {
@@ -395,6 +395,7 @@ static RecordRow recordFrom(Stmt& q, bool with_schedule) {
   r.device = q.text(19);
   r.created_at = q.text(20);
   if (with_schedule) r.schedule = q.text(21);
+  r.schema_version = int(q.i64(22));
   return r;
 }
 
@@ -458,6 +459,45 @@ Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
     out.push_back(b);
   }
   return out;
+}
+
+Result<std::vector<RecordRow>> Database::allRecords(bool include_schedule) {
+  std::string sql = std::string("SELECT ") + kRecordColumns + "ORDER BY w.key, t.key, r.candidate, r.created_at, r.id";
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  std::vector<RecordRow> out;
+  while (q.row()) out.push_back(recordFrom(q, include_schedule));
+  return out;
+}
+
+Result<std::optional<WorkloadRow>> Database::workload(const std::string& key) {
+  Stmt q(db_, "SELECT key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops FROM workloads WHERE key=?");
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  q.bind(1, key);
+  if (!q.row()) return std::optional<WorkloadRow>();
+  return std::optional<WorkloadRow>(WorkloadRow{q.text(0), q.text(1), q.i64(2), q.i64(3), q.i64(4), q.text(5),
+                                                q.text(6), q.text(7), q.text(8), q.f64(9)});
+}
+
+Result<std::optional<TargetRow>> Database::target(const std::string& key) {
+  Stmt q(db_, "SELECT key, name, arch, device, features FROM targets WHERE key=?");
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  q.bind(1, key);
+  if (!q.row()) return std::optional<TargetRow>();
+  return std::optional<TargetRow>(TargetRow{q.text(0), q.text(1), q.text(2), q.text(3), q.text(4)});
+}
+
+Result<int64_t> Database::countSame(const RecordRow& r, bool exact) {
+  std::string sql =
+      "SELECT count(*) FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id "
+      "WHERE w.key=? AND t.key=? AND r.candidate=? AND r.source=?";
+  if (exact) sql += " AND r.times=? AND r.created_at=? AND r.status=?";
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return Error{explain(path_, q.error())};
+  q.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.candidate).bind(4, r.source);
+  if (exact) q.bind(5, timesJson(r.times_s)).bind(6, r.created_at).bind(7, r.status);
+  if (!q.row()) return Error{explain(path_, q.error())};
+  return q.i64(0);
 }
 
 }  // namespace sextant

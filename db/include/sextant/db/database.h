@@ -60,6 +60,7 @@ struct RecordRow {
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0, compile_s = 0, max_abs_err = 0;
   std::string tool_version, llvm_version, cpu_model, device, created_at;
+  int schema_version = kSchemaVersion;  // of the database the record was measured into
 };
 
 // A measurement of the final comparison of a run (see TuneOptions::final_rounds).
@@ -110,6 +111,14 @@ class Database {
   Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key);
   Result<std::vector<RunRow>> runs();
   Result<std::vector<BaselineRow>> baselines(int64_t run_id);
+
+  // For export and import.
+  Result<std::vector<RecordRow>> allRecords(bool include_schedule);
+  Result<std::optional<WorkloadRow>> workload(const std::string& key);
+  Result<std::optional<TargetRow>> target(const std::string& key);
+  // Records with the same workload, target, candidate and source; `exact` also requires the same
+  // measurement (times and timestamp).
+  Result<int64_t> countSame(const RecordRow& r, bool exact);
 
  private:
   Database() = default;

@@ -1,0 +1,36 @@
+// Transform-dialect libraries: tuned schedules in the form a compiler consumes as is. One
+// matcher named sequence per workload (by structure: a rank-3 contraction with a float
+// multiply-add body, its M/N/K loop sizes and the bit widths of its operands), one action named
+// sequence per workload (the schedule), and an entry point combining them with
+// transform.foreach_match. Stock `mlir-opt --transform-interpreter
+// --transform-preload-library=transform-library-paths=LIB` applies it.
+//
+// Upstream match ops cannot compare indexing maps or element types beyond their bit width, so
+// NN/NT/TN of the same sizes, and f16 vs bf16, look alike to a matcher: emitLibrary refuses to put
+// two such workloads in one library rather than apply the wrong one silently.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/common/result.h"
+
+namespace sextant {
+
+struct LibraryEntry {
+  GemmWorkload workload;
+  Space space;
+  Candidate candidate;
+  std::string source = "tuned";                   // tuned | default | predicted
+  std::map<std::string, std::string> provenance;  // tool, llvm, target, measured_at, gflops, record
+};
+
+// What a matcher can tell apart: loop sizes and operand bit widths.
+std::string matcherSignature(const GemmWorkload& w);
+
+Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title);
+
+}  // namespace sextant
