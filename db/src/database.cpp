@@ -41,7 +41,7 @@ CREATE TABLE records(
   status TEXT NOT NULL, source TEXT NOT NULL DEFAULT 'measured', message TEXT NOT NULL DEFAULT '',
   times TEXT NOT NULL DEFAULT '[]', median_s REAL, cv REAL, gflops REAL, compile_s REAL, max_abs_err REAL,
   tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, cpu_model TEXT NOT NULL, device TEXT NOT NULL,
-  created_at TEXT NOT NULL);
+  created_at TEXT NOT NULL, schema_version INTEGER NOT NULL DEFAULT 1);
 CREATE INDEX records_by_workload_target ON records(workload_id, target_id, candidate);
 CREATE INDEX records_by_run ON records(run_id);
 CREATE TABLE baselines(

@@ -73,7 +73,8 @@ TEST(Database, RoundTripsRecords) {
   seed(*db);
   auto id = db->beginRun(run());
   ASSERT_TRUE(id.ok()) << id.error();
-  ASSERT_TRUE(db->insertRecords({record(*id, "a=1", 10), record(*id, "a=2", 30), record(*id, "a=3", 0, "crash")}).ok());
+  auto ins = db->insertRecords({record(*id, "a=1", 10), record(*id, "a=2", 30), record(*id, "a=3", 0, "crash")});
+  ASSERT_TRUE(ins.ok()) << ins.error();
   auto recs = db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", true);
   ASSERT_TRUE(recs.ok());
   ASSERT_EQ(recs->size(), 3u);
