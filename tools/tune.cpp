@@ -22,6 +22,7 @@
 #include "sextant/search/evaluator.h"
 #include "sextant/search/strategy.h"
 #include "sextant/search/tuner.h"
+#include "commands.h"
 
 using namespace sextant;
 using json = nlohmann::json;
@@ -47,10 +48,7 @@ void onSignal(int) {
   (void)!write(2, msg, sizeof msg - 1);
 }
 
-int fail(const std::string& msg) {
-  std::cerr << "tune: error: " << msg << "\n";
-  return 2;
-}
+using cli::fail;
 
 int64_t availableMemory() {
   std::ifstream f("/proc/meminfo");
@@ -484,7 +482,10 @@ int main(int argc, char** argv) {
       "  tune --op gemm --shape 1024x1024x1024 --trials 300 --db sextant.db\n"
       "  tune --schedule my.mlir --shape 512x512x512       measure one schedule file\n"
       "  tune show --db sextant.db                         runs and best schedules\n"
-      "  tune best --op gemm --shape 512x512x512 --db sextant.db   print the best schedule\n\n"
+      "  tune best --op gemm --shape 512x512x512 --db sextant.db   print the best schedule\n"
+      "  tune export --db sextant.db --target cpu --format transform -o tuned.mlir\n"
+      "  tune compile model.mlir --db sextant.db --target cpu -o model.so\n"
+      "  tune import records.jsonl --db sextant.db;  tune merge a.db b.db -o c.db\n\n"
       "An interrupted run (Ctrl-C, kill) keeps every committed batch; the same command resumes it.\n",
       "tune"};
   app.set_version_flag("--version", std::string("sextant ") + SEXTANT_VERSION + " (LLVM/MLIR " + llvmVersion() + ")");
@@ -522,6 +523,37 @@ int main(int argc, char** argv) {
   WorkloadArgs bw;
   addWorkloadOptions(bestc, bw, true);
 
+  auto* exp = app.add_subcommand("export", "write the best schedules as a Transform library (mlir-opt applies it) "
+                                          "or all records as JSON lines");
+  cli::ExportArgs ea;
+  exp->add_option("--db", ea.db, "schedule database")->capture_default_str();
+  exp->add_option("--target", ea.target, "target whose schedules to export")->capture_default_str();
+  exp->add_option("--format", ea.format, "transform (a Transform-dialect library) or json (JSON lines)")
+      ->capture_default_str();
+  exp->add_option("-o,--output", ea.out, "output file")->required();
+  exp->add_flag("--include-predicted", ea.include_predicted, "also export predicted (never measured) records, marked");
+  exp->add_flag("--allow-stale", ea.allow_stale,
+                "export schedules measured with another LLVM major version, schema or generator, with a warning");
+
+  auto* imp = app.add_subcommand("import", "merge records from a JSON-lines file (tune export --format json)");
+  std::string imp_file, imp_db = "sextant.db";
+  imp->add_option("file", imp_file, "records file")->required();
+  imp->add_option("--db", imp_db, "database to import into (created if missing)")->capture_default_str();
+
+  auto* mrg = app.add_subcommand("merge", "merge two databases into a third (the same result in either order)");
+  std::string mrg_a, mrg_b, mrg_out;
+  mrg->add_option("a", mrg_a, "first database")->required();
+  mrg->add_option("b", mrg_b, "second database")->required();
+  mrg->add_option("-o,--output", mrg_out, "merged database (created if missing)")->required();
+
+  auto* cmp = app.add_subcommand("compile", "compile a module's GEMM ops with the database's best schedules");
+  cli::CompileArgs ca;
+  cmp->add_option("input", ca.input, "MLIR module with linalg.matmul / matmul-like linalg.generic ops")->required();
+  cmp->add_option("--db", ca.db, "schedule database")->capture_default_str();
+  cmp->add_option("--target", ca.target, "target to compile for")->capture_default_str();
+  cmp->add_option("-o,--output", ca.out, "output: .so (shared object) or .o (object file)")->required();
+  cmp->add_option("--emit-library", ca.library_out, "also write the Transform library that was applied");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -531,6 +563,10 @@ int main(int argc, char** argv) {
   }
   if (*show) return cmdShow(show_db);
   if (*bestc) return cmdBest(bw);
+  if (*exp) return cli::cmdExport(ea);
+  if (*imp) return cli::cmdImport(imp_file, imp_db);
+  if (*mrg) return cli::cmdMerge(mrg_a, mrg_b, mrg_out);
+  if (*cmp) return cli::cmdCompile(ca);
   json args;
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   return cmdTune(ta, args.dump());

@@ -1,0 +1,198 @@
+// Export, import, merge and compile with a database: the schedules leave Sextant in forms a
+// compiler takes as is.
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string tmp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sextant-export-" + std::to_string(getpid()) + "-" + name)).string();
+}
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+Outcome sh(const std::string& cmd) {
+  std::string out = tmp("o"), err = tmp("e");
+  int st = system((cmd + " >" + out + " 2>" + err + " </dev/null").c_str());
+  Outcome r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+Outcome tune(const std::string& args) { return sh(std::string(TUNE_BIN) + " " + args); }
+void removeDb(const std::string& p) {
+  for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(p + s);
+}
+// Drops the header line and the volatile paths: what two exports of the same records share.
+std::string recordsOf(const std::string& jsonl) { return jsonl.substr(jsonl.find('\n') + 1); }
+
+// A database with one tuned schedule for each of the two GEMMs of tests/data/two_gemms.mlir.
+class TunedDb : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    db_ = new std::string(tmp("tuned.db"));
+    removeDb(*db_);
+    for (const char* shape : {"64x32x16", "128x64x32"}) {
+      Outcome r = tune(std::string("--shape ") + shape +
+                       " --strategy exhaustive --trials 1 --final-rounds 0 --min-time 0.001 --quiet --db " + *db_);
+      ASSERT_EQ(r.code, 0) << r.err;
+    }
+  }
+  static void TearDownTestSuite() {
+    removeDb(*db_);
+    delete db_;
+  }
+  static std::string* db_;
+};
+std::string* TunedDb::db_ = nullptr;
+
+}  // namespace
+
+TEST_F(TunedDb, ExportedLibraryIsAppliedByStockMlirOpt) {
+  std::string lib = tmp("tuned.mlir");
+  Outcome e = tune("export --db " + *db_ + " --target cpu --format transform -o " + lib);
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::string text = slurp(lib);
+  EXPECT_NE(text.find("transform.foreach_match"), std::string::npos);
+  EXPECT_NE(text.find("sextant.llvm = \"22."), std::string::npos);  // provenance travels with it
+  EXPECT_NE(text.find("sextant.source = \"tuned\""), std::string::npos);
+  std::string tools = SEXTANT_LLVM_TOOLS, applied = tmp("applied.mlir");
+  Outcome opt = sh(tools + "/mlir-opt " + std::string(DATA_DIR) +
+                   "/two_gemms.mlir --transform-preload-library=transform-library-paths=" + lib +
+                   " --transform-interpreter -o " + applied);
+  ASSERT_EQ(opt.code, 0) << opt.err;
+  Outcome fc = sh(tools + "/FileCheck " + DATA_DIR + "/two_gemms.check --input-file " + applied);
+  EXPECT_EQ(fc.code, 0) << fc.out << fc.err;
+  std::filesystem::remove(applied);
+  std::filesystem::remove(lib);
+}
+
+TEST_F(TunedDb, CompileProducesASharedObjectThatComputesTheRightResult) {
+  std::string so = tmp("two_gemms.so");
+  Outcome run = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --db " + *db_ + " --target cpu -o " + so);
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::string& report = run.out;
+  // The per-op report: both tuned ops from the database, the 8x8 one with the default schedule.
+  EXPECT_NE(report.find("gemm:NN:64x32x16:f32*f32->f32"), std::string::npos) << report;
+  EXPECT_NE(report.find("gemm:NN:128x64x32:f32*f32->f32"), std::string::npos) << report;
+  EXPECT_NE(report.find("tuned (record"), std::string::npos);
+  EXPECT_NE(report.find("gemm:NN:8x8x8:f32*f32->f32"), std::string::npos);
+  EXPECT_NE(report.find(" default "), std::string::npos);
+
+  struct D {
+    float *alloc, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  };
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  using Fn = void (*)(D*, D*, D*, D*, D*, D*, D*, D*, D*);
+  auto fn = reinterpret_cast<Fn>(dlsym(h, "_mlir_ciface_two_gemms"));
+  ASSERT_NE(fn, nullptr);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  struct Mat {
+    int64_t r, c;
+    std::vector<float> v;
+    D d() { return D{v.data(), v.data(), 0, {r, c}, {c, 1}}; }
+  };
+  auto mat = [&](int64_t r, int64_t c) {
+    Mat m{r, c, std::vector<float>(size_t(r * c))};
+    for (auto& x : m.v) x = u(rng);
+    return m;
+  };
+  Mat A = mat(64, 16), B = mat(16, 32), C = mat(64, 32), Dm = mat(128, 32), E = mat(32, 64), F = mat(128, 64),
+      X = mat(8, 8), Y = mat(8, 8), Z = mat(8, 8);
+  D a = A.d(), b = B.d(), c = C.d(), d = Dm.d(), e = E.d(), f = F.d(), x = X.d(), y = Y.d(), z = Z.d();
+  fn(&a, &b, &c, &d, &e, &f, &x, &y, &z);
+  auto check = [](const Mat& P, const Mat& Q, const Mat& R, const char* name) {
+    double worst = 0;
+    for (int64_t i = 0; i < P.r; ++i)
+      for (int64_t j = 0; j < Q.c; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < P.c; ++k) acc += double(P.v[size_t(i * P.c + k)]) * Q.v[size_t(k * Q.c + j)];
+        worst = std::max(worst, std::fabs(acc - R.v[size_t(i * R.c + j)]));
+      }
+    EXPECT_LT(worst, 1e-4) << name;
+  };
+  check(A, B, C, "64x32x16 (tuned)");
+  check(Dm, E, F, "128x64x32 generic (tuned)");
+  check(X, Y, Z, "8x8x8 (default)");
+  dlclose(h);
+  std::filesystem::remove(so);
+}
+
+TEST_F(TunedDb, JsonRoundTripAndOrderIndependentMerge) {
+  std::string j1 = tmp("a.jsonl"), j2 = tmp("b.jsonl"), db2 = tmp("copy.db");
+  removeDb(db2);
+  ASSERT_EQ(tune("export --db " + *db_ + " --format json -o " + j1).code, 0);
+  Outcome imp = tune("import " + j1 + " --db " + db2);
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  EXPECT_NE(imp.out.find("2 imported"), std::string::npos) << imp.out;
+  // Importing again adds nothing.
+  Outcome again = tune("import " + j1 + " --db " + db2);
+  EXPECT_NE(again.out.find("0 imported, 2 duplicates"), std::string::npos) << again.out;
+  ASSERT_EQ(tune("export --db " + db2 + " --format json -o " + j2).code, 0);
+  EXPECT_EQ(recordsOf(slurp(j1)), recordsOf(slurp(j2)));  // db -> json -> db is the identity
+
+  // A second database with another measurement of the same candidate and a new workload.
+  std::string other = tmp("other.db");
+  removeDb(other);
+  ASSERT_EQ(tune("--shape 64x32x16 --strategy exhaustive --trials 2 --final-rounds 0 --min-time 0.001 --quiet --db " + other).code, 0);
+  ASSERT_EQ(tune("--shape 32x32x32 --trials 1 --final-rounds 0 --min-time 0.001 --quiet --db " + other).code, 0);
+  std::string ab = tmp("ab.db"), ba = tmp("ba.db"), jab = tmp("ab.jsonl"), jba = tmp("ba.jsonl");
+  removeDb(ab), removeDb(ba);
+  Outcome m1 = tune("merge " + *db_ + " " + other + " -o " + ab);
+  ASSERT_EQ(m1.code, 0) << m1.err;
+  EXPECT_NE(m1.out.find("1 conflicting"), std::string::npos) << m1.out;  // same candidate, other measurement
+  ASSERT_EQ(tune("merge " + other + " " + *db_ + " -o " + ba).code, 0);
+  ASSERT_EQ(tune("export --db " + ab + " --format json -o " + jab).code, 0);
+  ASSERT_EQ(tune("export --db " + ba + " --format json -o " + jba).code, 0);
+  EXPECT_EQ(recordsOf(slurp(jab)), recordsOf(slurp(jba)));
+  EXPECT_EQ(std::count(slurp(jab).begin(), slurp(jab).end(), '\n'), 1 + 2 + 3);
+  for (auto p : {j1, j2, jab, jba}) std::filesystem::remove(p);
+  for (auto p : {db2, other, ab, ba}) removeDb(p);
+}
+
+TEST(ExportErrors, ClearMessagesAndNothingWritten) {
+  std::string empty = tmp("empty.db"), out = tmp("never.mlir");
+  removeDb(empty);
+  ASSERT_EQ(tune("show --db " + empty).code, 2);
+  { std::ofstream touch(empty); }  // an empty file is a valid, empty SQLite database
+  ASSERT_EQ(tune("import /dev/null --db " + empty).code, 2);
+  Outcome e = tune("export --db " + empty + " -o " + out);
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.err.find("nothing to export"), std::string::npos) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  std::string bad = tmp("bad.jsonl");
+  std::ofstream(bad) << "{\"format\":\"sextant-records\",\"version\":1}\n{\"workload\": {\"key\": \"gemm:NN:8x8x8:f32*f32->f32\"";
+  Outcome t = tune("import " + bad + " --db " + empty);
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.err.find(bad + ":2: not valid JSON"), std::string::npos) << t.err;
+  std::ofstream(bad) << "hello\n";
+  EXPECT_NE(tune("import " + bad + " --db " + empty).err.find("not a Sextant records file"), std::string::npos);
+  std::ofstream(bad) << "{\"format\":\"sextant-records\",\"version\":1}\n{\"workload\": {}}\n";
+  EXPECT_NE(tune("import " + bad + " --db " + empty).err.find("missing or invalid field 'workload.key'"), std::string::npos);
+  EXPECT_NE(tune("import /nonexistent.jsonl --db " + empty).err.find("cannot read"), std::string::npos);
+  EXPECT_NE(tune("merge /nonexistent.db " + empty + " -o " + tmp("m.db")).err.find("no such database"), std::string::npos);
+
+  std::string notmlir = tmp("bad.mlir");
+  std::ofstream(notmlir) << "func.func @f( {";
+  Outcome c = tune("compile " + notmlir + " --db " + empty + " -o " + tmp("x.so"));
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("does not parse"), std::string::npos) << c.err;
+  std::filesystem::remove(bad);
+  std::filesystem::remove(notmlir);
+  removeDb(empty);
+}

@@ -1,0 +1,313 @@
+#include "commands.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/library.h"
+#include "sextant/common/strings.h"
+#include "sextant/db/database.h"
+#include "sextant/db/interchange.h"
+#include "sextant/hwspec/target.h"
+
+namespace sextant::cli {
+
+using json = nlohmann::json;
+
+int fail(const std::string& msg) {
+  std::string m = msg;
+  std::replace(m.begin(), m.end(), '\n', ' ');
+  std::cerr << "tune: error: " << m << "\n";
+  return 2;
+}
+
+namespace {
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Error{path + ": cannot read the file"};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Writes through a temporary file and a rename: a reader never sees half a file.
+Status writeFileAtomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return Error{path + ": cannot write (does the directory exist?)"};
+    f << text;
+    if (!f.flush()) return Error{path + ": write failed"};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Error{path + ": cannot write: " + ec.message()};
+  }
+  return okStatus();
+}
+
+// The CPU model a CPU target key describes ("cpu:x86_64-avx512"), so that a database tuned on one
+// machine is exported on another with the space it was tuned in.
+HostCpu cpuForTargetArch(const std::string& arch) {
+  HostCpu c;
+  if (arch.find("avx512") != std::string::npos) c.vector_bits = 512, c.vector_registers = 32;
+  else if (arch.find("avx2") != std::string::npos) c.vector_bits = 256, c.vector_registers = 16;
+  else c.vector_bits = 128, c.vector_registers = 16;
+  return c;
+}
+
+int majorOf(const std::string& version) { return std::atoi(version.c_str()); }
+
+// A tuned record turned into a library entry; empty error = usable. `stale` explains why the
+// record may no longer compile as measured.
+struct Resolved {
+  std::optional<LibraryEntry> entry;
+  std::string stale;  // non-empty: why it is stale
+  std::string error;  // non-empty: unusable
+};
+
+Resolved resolveRecord(const RecordRow& r, const std::string& arch) {
+  Resolved out;
+  auto w = parseWorkloadKey(r.workload_key);
+  if (!w) {
+    out.error = w.error();
+    return out;
+  }
+  Space space = buildCpuGemmSpace(*w, cpuForTargetArch(arch));
+  auto knobs = json::parse(r.knobs, nullptr, false);
+  std::map<std::string, int64_t> km;
+  if (knobs.is_object())
+    for (auto& [k, v] : knobs.items())
+      if (v.is_number_integer()) km[k] = v.get<int64_t>();
+  auto cand = space.fromMap(km);
+  if (!cand || !space.isValid(*cand)) {
+    out.error = "its knobs (" + r.candidate + ") are not a valid point of the current schedule space";
+    return out;
+  }
+  if (majorOf(r.llvm_version) != majorOf(llvmVersion()))
+    out.stale = "measured with LLVM " + r.llvm_version + ", this is LLVM " + llvmVersion();
+  else if (r.schema_version < kSchemaVersion)
+    out.stale = "measured with database schema " + std::to_string(r.schema_version);
+  else if (!r.schedule.empty() && r.schedule != emitCpuGemmSchedule(*w, space, *cand))
+    out.stale = "the schedule generator changed since it was measured";
+  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", {}};
+  e.provenance["record"] = std::to_string(r.id);
+  char g[32];
+  snprintf(g, sizeof g, "%.1f", r.gflops);
+  e.provenance["gflops"] = r.source == "predicted" ? "predicted" : g;
+  e.provenance["measured_at"] = r.created_at;
+  e.provenance["tool"] = r.tool_version;
+  e.provenance["llvm"] = r.llvm_version;
+  e.provenance["target"] = r.target_key;
+  if (!out.stale.empty()) e.provenance["stale"] = out.stale;
+  out.entry = std::move(e);
+  return out;
+}
+
+// Best measured record per workload for a target (predicted ones only where asked for and no
+// measured one exists).
+Result<std::vector<RecordRow>> bestPerWorkload(Database& db, const std::string& target_key, bool include_predicted) {
+  auto recs = db.allRecords(true);
+  if (!recs) return Error{recs.error()};
+  std::map<std::string, RecordRow> best;
+  for (auto& r : *recs) {
+    if (r.target_key != target_key || r.status != "ok") continue;
+    if (r.source == "predicted" && !include_predicted) continue;
+    auto it = best.find(r.workload_key);
+    auto rank = [](const RecordRow& x) { return std::make_pair(x.source == "measured" ? 1 : 0, x.gflops); };
+    if (it == best.end() || rank(r) > rank(it->second)) best[r.workload_key] = r;
+  }
+  std::vector<RecordRow> out;
+  for (auto& [k, r] : best) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+int cmdExport(const ExportArgs& a) {
+  if (a.out.empty()) return fail("export needs -o FILE");
+  if (a.format != "transform" && a.format != "json") return fail("--format must be transform or json");
+  auto db = Database::open(a.db, /*create=*/false);
+  if (!db) return fail(db.error());
+  auto target = resolveTarget(a.target);
+  if (!target) return fail(target.error());
+
+  if (a.format == "json") {
+    ExportOptions o;
+    o.target_key = target->key();
+    o.include_predicted = a.include_predicted;
+    auto text = exportRecordsJsonl(*db, o);
+    if (!text) return fail(text.error());
+    int64_t n = std::count(text->begin(), text->end(), '\n') - 1;
+    if (n == 0) return fail(a.db + ": nothing to export for target " + target->key());
+    if (auto s = writeFileAtomically(a.out, *text); !s) return fail(s.error());
+    std::cout << "wrote " << n << " records for " << target->key() << " to " << a.out << "\n";
+    return 0;
+  }
+
+  auto best = bestPerWorkload(*db, target->key(), a.include_predicted);
+  if (!best) return fail(best.error());
+  if (best->empty()) return fail(a.db + ": nothing to export: no measured schedule for target " + target->key());
+  std::vector<LibraryEntry> entries;
+  std::vector<std::string> stale;
+  for (const auto& r : *best) {
+    Resolved res = resolveRecord(r, target->arch);
+    if (!res.error.empty()) {
+      std::cerr << "tune: warning: skipping " << r.workload_key << " (record " << r.id << "): " << res.error << "\n";
+      continue;
+    }
+    if (!res.stale.empty()) {
+      stale.push_back(r.workload_key + " (record " + std::to_string(r.id) + "): " + res.stale);
+      if (!a.allow_stale) continue;
+      std::cerr << "tune: warning: exporting a stale schedule for " << r.workload_key << ": " << res.stale << "\n";
+    }
+    entries.push_back(std::move(*res.entry));
+  }
+  if (!stale.empty() && !a.allow_stale)
+    return fail("refusing to export stale schedules (a schedule that no longer compiles is worse than none; "
+                "--allow-stale exports them with a warning): " + join(stale, "; "));
+  if (entries.empty()) return fail(a.db + ": nothing to export for target " + target->key());
+  auto lib = emitTransformLibrary(entries, "Sextant tuned schedules for " + target->key() + " from " + a.db);
+  if (!lib) return fail(lib.error());
+  // Never write a library that mlir-opt cannot parse.
+  if (auto s = validateTransformLibrary(*lib); !s) return fail("internal error: " + s.error());
+  if (auto s = writeFileAtomically(a.out, *lib); !s) return fail(s.error());
+  std::cout << "wrote " << entries.size() << " tuned schedule" << (entries.size() == 1 ? "" : "s") << " for "
+            << target->key() << " to " << a.out << "\n";
+  for (const auto& e : entries)
+    std::cout << "  " << e.workload.key() << "  " << e.provenance.at("gflops") << " GFLOP/s  (record "
+              << e.provenance.at("record") << ", " << e.source << ")\n";
+  std::cout << "apply with: mlir-opt IN.mlir --transform-preload-library=transform-library-paths=" << a.out
+            << " --transform-interpreter\n";
+  return 0;
+}
+
+int cmdImport(const std::string& file, const std::string& db_path) {
+  auto text = readFile(file);
+  if (!text) return fail(text.error());
+  auto db = Database::open(db_path);
+  if (!db) return fail(db.error());
+  auto st = importRecordsJsonl(*db, *text, file);
+  if (!st) return fail(st.error());
+  std::cout << file << ": " << st->read << " records read, " << st->inserted << " imported, " << st->duplicates
+            << " duplicates skipped, " << st->conflicts
+            << " conflicting measurements kept side by side with existing ones\n";
+  return 0;
+}
+
+int cmdMerge(const std::string& a, const std::string& b, const std::string& out) {
+  if (out.empty()) return fail("merge needs -o OUT.db");
+  auto da = Database::open(a, false);
+  if (!da) return fail(da.error());
+  auto dbb = Database::open(b, false);
+  if (!dbb) return fail(dbb.error());
+  auto dc = Database::open(out);
+  if (!dc) return fail(dc.error());
+  for (Database* src : {&*da, &*dbb}) {
+    auto st = mergeDatabase(*dc, *src);
+    if (!st) return fail(st.error());
+    std::cout << src->path() << ": " << st->inserted << " records merged, " << st->duplicates << " duplicates, "
+              << st->conflicts << " conflicting measurements kept side by side\n";
+  }
+  return 0;
+}
+
+int cmdCompile(const CompileArgs& a) {
+  if (a.out.empty()) return fail("compile needs -o OUT (.so for a shared object, .o for an object file)");
+  auto target = resolveTarget(a.target);
+  if (!target) return fail(target.error());
+  auto text = readFile(a.input);
+  if (!text) return fail(text.error());
+  auto ops = findGemmOps(*text, a.input);
+  if (!ops) return fail(ops.error());
+  auto db = Database::open(a.db, /*create=*/false);
+  if (!db) return fail(db.error());
+
+  const HostCpu cpu = cpuForTargetArch(target->arch);
+  std::vector<LibraryEntry> entries;
+  std::map<std::string, size_t> entry_of;  // workload key -> entry
+  struct Line {
+    const FoundOp* op;
+    std::string key, source, expected;
+  };
+  std::vector<Line> report;
+  for (const FoundOp& op : *ops) {
+    if (!op.supported) {
+      report.push_back({&op, op.batch ? "batch " + std::to_string(op.batch) : "", "untouched", op.reason});
+      continue;
+    }
+    GemmWorkload w;
+    w.m = op.m, w.n = op.n, w.k = op.k;
+    auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
+    if (!at || !bt || !ct) {
+      report.push_back({&op, "", "untouched", "element types " + op.a_type + "/" + op.b_type + "/" + op.c_type});
+      continue;
+    }
+    w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
+    w.layout = *parseLayout(op.layout);
+    std::string key = w.key();
+    if (!entry_of.count(key)) {
+      std::optional<LibraryEntry> entry;
+      std::string source = "default";
+      auto best = db->best(key, target->key());
+      if (!best) return fail(best.error());
+      if (*best) {
+        Resolved res = resolveRecord(**best, target->arch);
+        if (res.error.empty() && res.stale.empty()) {
+          entry = std::move(res.entry);
+          source = "tuned";
+        } else {
+          std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
+                    << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
+        }
+      }
+      if (!entry) {
+        Space space = buildCpuGemmSpace(w, cpu);
+        entry = LibraryEntry{w, space, defaultCpuCandidate(space), "default", {}};
+      }
+      entry_of[key] = entries.size();
+      entries.push_back(std::move(*entry));
+    }
+    const LibraryEntry& e = entries[entry_of[key]];
+    std::string expected = e.source == "tuned" ? e.provenance.at("gflops") : "-";
+    if (expected != "-") expected = std::to_string(int(std::atof(expected.c_str()) + 0.5)) + " GFLOP/s";
+    report.push_back({&op, key, e.source == "tuned" ? "tuned (record " + e.provenance.at("record") + ")" : "default",
+                      expected});
+  }
+
+  std::string library;
+  if (!entries.empty()) {
+    auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+    if (!lib) return fail(lib.error());
+    library = *lib;
+    if (!a.library_out.empty())
+      if (auto s = writeFileAtomically(a.library_out, library); !s) return fail(s.error());
+  }
+  CompileOutcome c = compileModuleCpu(*text, library, a.out);
+  if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
+
+  printf("%-16s %-24s %-40s %-22s %s\n", "op", "location", "workload", "schedule", "expected");
+  for (const auto& l : report) {
+    std::string loc = l.op->location;
+    if (loc.size() > 24) loc = "..." + loc.substr(loc.size() - 21);
+    printf("%-16s %-24s %-40s %-22s %s\n", l.op->op_name.c_str(), loc.c_str(), l.key.c_str(), l.source.c_str(),
+           l.expected.c_str());
+  }
+  if (ops->empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
+  printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
+  printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
+         "module.\n");
+  return 0;
+}
+
+}  // namespace sextant::cli
