@@ -159,7 +159,8 @@ TEST_F(TunedDb, JsonRoundTripAndOrderIndependentMerge) {
   ASSERT_EQ(tune("export --db " + ab + " --format json -o " + jab).code, 0);
   ASSERT_EQ(tune("export --db " + ba + " --format json -o " + jba).code, 0);
   EXPECT_EQ(recordsOf(slurp(jab)), recordsOf(slurp(jba)));
-  EXPECT_EQ(std::count(slurp(jab).begin(), slurp(jab).end(), '\n'), 1 + 2 + 3);
+  const std::string merged = slurp(jab);
+  EXPECT_EQ(std::count(merged.begin(), merged.end(), '\n'), 1 + 2 + 3);  // header + 2 + 3 records
   for (auto p : {j1, j2, jab, jba}) std::filesystem::remove(p);
   for (auto p : {db2, other, ab, ba}) removeDb(p);
 }
@@ -180,9 +181,9 @@ TEST(ExportErrors, ClearMessagesAndNothingWritten) {
   Outcome t = tune("import " + bad + " --db " + empty);
   EXPECT_EQ(t.code, 2);
   EXPECT_NE(t.err.find(bad + ":2: not valid JSON"), std::string::npos) << t.err;
-  std::ofstream(bad) << "hello\n";
+  std::ofstream(bad) << "{\"a\": 1}\n";
   EXPECT_NE(tune("import " + bad + " --db " + empty).err.find("not a Sextant records file"), std::string::npos);
-  std::ofstream(bad) << "{\"format\":\"sextant-records\",\"version\":1}\n{\"workload\": {}}\n";
+  std::ofstream(bad) << "{\"format\":\"sextant-records\",\"version\":1}\n{\"workload\": {}, \"target\": {}}\n";
   EXPECT_NE(tune("import " + bad + " --db " + empty).err.find("missing or invalid field 'workload.key'"), std::string::npos);
   EXPECT_NE(tune("import /nonexistent.jsonl --db " + empty).err.find("cannot read"), std::string::npos);
   EXPECT_NE(tune("merge /nonexistent.db " + empty + " -o " + tmp("m.db")).err.find("no such database"), std::string::npos);
