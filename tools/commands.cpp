@@ -1,6 +1,8 @@
 #include "commands.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,8 +15,11 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/library.h"
 #include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/costmodel/model.h"
 #include "sextant/db/database.h"
 #include "sextant/db/interchange.h"
+#include "sextant/hwspec/devices.h"
 #include "sextant/hwspec/target.h"
 
 namespace sextant::cli {
@@ -307,6 +312,168 @@ int cmdCompile(const CompileArgs& a) {
   printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
          "module.\n");
+  return 0;
+}
+
+int cmdModelEval(const ModelEvalArgs& a) {
+  auto db = Database::open(a.db, false);
+  if (!db) return fail(db.error());
+  auto target = resolveTarget(a.target);
+  if (!target) return fail(target.error());
+  auto recs = db->allRecords(false);
+  if (!recs) return fail(recs.error());
+  std::map<std::string, std::vector<const RecordRow*>> by_workload;
+  for (const auto& r : *recs)
+    if (r.target_key == target->key() && r.source == "measured") by_workload[r.workload_key].push_back(&r);
+  const HostCpu cpu = cpuForTargetArch(target->arch);
+  bool any = false;
+  printf("Cost model accuracy on held-out measured records (%s, target %s). Train on a fraction of a workload's\n"
+         "records, rank the rest; medians over %d random splits. pick = measured GFLOP/s of the model's top-1 pick\n"
+         "among the held-out records / the best held-out GFLOP/s.\n\n",
+         a.db.c_str(), target->key().c_str(), a.seeds);
+  printf("%-36s %7s %6s %8s %8s %8s %8s\n", "workload", "records", "train", "tau", "top-1", "top-5", "pick");
+  for (auto& [wkey, rows] : by_workload) {
+    auto w = parseWorkloadKey(wkey);
+    if (!w) continue;
+    Space space = buildCpuGemmSpace(*w, cpu);
+    std::vector<Sample> all;
+    for (const RecordRow* r : rows) {
+      auto c = space.fromKey(r->candidate);
+      if (!c || !space.isValid(*c)) continue;
+      all.push_back(Sample{cpuGemmFeatures(*w, space, *c, cpu), float(r->gflops), r->status != "ok", 0});
+    }
+    size_t ok = 0;
+    for (auto& s : all) ok += !s.failed;
+    if (int(ok) < a.min_records) {
+      printf("%-36s %7zu   (fewer than %d successful records: skipped)\n", wkey.c_str(), all.size(), a.min_records);
+      continue;
+    }
+    any = true;
+    for (double frac : {0.10, 0.25, 0.50}) {
+      std::vector<double> taus, top1, top5, picks;
+      for (int seed = 1; seed <= a.seeds; ++seed) {
+        std::vector<Sample> shuffled = all;
+        std::mt19937_64 rng{static_cast<uint64_t>(seed)};
+        std::shuffle(shuffled.begin(), shuffled.end(), rng);
+        size_t ntrain = size_t(double(shuffled.size()) * frac);
+        std::vector<Sample> train(shuffled.begin(), shuffled.begin() + long(ntrain));
+        std::vector<Sample> test;
+        for (size_t i = ntrain; i < shuffled.size(); ++i)
+          if (!shuffled[i].failed) test.push_back(shuffled[i]);
+        CostModelOptions mo;
+        mo.seed = uint64_t(seed);
+        CostModel m(int(cpuGemmFeatureNames().size()), mo);
+        m.fit(train);
+        std::vector<std::vector<float>> xs;
+        std::vector<double> truth, pred;
+        for (auto& s : test) xs.push_back(s.x), truth.push_back(s.gflops);
+        auto p = m.predict(xs);
+        for (auto& q : p) pred.push_back(q.mean);
+        taus.push_back(kendallTau(truth, pred));
+        size_t best = size_t(std::max_element(truth.begin(), truth.end()) - truth.begin());
+        std::vector<size_t> order(pred.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return pred[x] > pred[y]; });
+        top1.push_back(order[0] == best ? 1 : 0);
+        top5.push_back(std::find(order.begin(), order.begin() + long(std::min<size_t>(5, order.size())), best) !=
+                               order.begin() + long(std::min<size_t>(5, order.size()))
+                           ? 1
+                           : 0);
+        picks.push_back(truth[order[0]] / truth[best]);
+      }
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      };
+      auto mean = [](const std::vector<double>& v) {
+        double s = 0;
+        for (double x : v) s += x;
+        return v.empty() ? 0 : s / double(v.size());
+      };
+      printf("%-36s %7zu %5.0f%% %8.3f %8.2f %8.2f %8.3f\n", wkey.c_str(), all.size(), 100 * frac, median(taus),
+             mean(top1), mean(top5), median(picks));
+    }
+  }
+  if (!any) return fail(a.db + ": no workload of target " + target->key() + " has " + std::to_string(a.min_records) +
+                        " successful records to evaluate on (collect some with tune --trials N)");
+  printf("\ntop-1 / top-5: fraction of splits where the true best held-out record is the model's first pick /\n"
+         "within its first five. Cross-target evaluation needs records of a second target (none on CPU-only machines).\n");
+  return 0;
+}
+
+int cmdHwList() {
+  const DeviceTable& t = builtinDeviceTable();
+  printf("hardware table version %d (%zu devices; tune hw show NAME for sources and the Blueprint)\n\n", t.version,
+         t.devices.size());
+  printf("%-10s %-32s %-7s %5s %6s %8s %9s %7s %6s %5s\n", "name", "device", "arch", "CUs", "MHz", "FP32 TF",
+         "FP16 TF", "GB/s", "L2 MB", "warp");
+  for (const auto& d : t.devices)
+    printf("%-10s %-32s %-7s %5lld %6.0f %8.1f %9.1f %7.0f %6.0f %5lld\n", d.name.c_str(), d.display.c_str(),
+           d.arch.c_str(), (long long)d.compute_units, d.boost_mhz, d.fp32_tflops, d.fp16_tflops, d.bw_gbs, d.l2_mb,
+           (long long)d.warp_size);
+  const HostCpu& c = hostCpu();
+  printf("%-10s %-32s %-7s %5d   (tune hw show cpu)\n", "cpu", c.model.substr(0, 32).c_str(), c.vector_isa.c_str(),
+         c.logical_cores);
+  return 0;
+}
+
+int cmdHwShow(const std::string& name) {
+  if (name == "cpu" || name == "host") {
+    const HostCpu& c = hostCpu();
+    printf("host CPU (from /proc/cpuinfo and sysfs)\n");
+    printf("  model            %s (%s)\n", c.model.c_str(), c.vendor.c_str());
+    printf("  LLVM CPU         %s\n", llvmHostCpuName().c_str());
+    printf("  logical cores    %d\n", c.logical_cores);
+    printf("  clock            %.0f MHz as reported (nominal in a VM)\n", c.mhz);
+    printf("  vector ISA       %s: %d-bit registers, %d of them, %d f32 lanes\n", c.vector_isa.c_str(), c.vector_bits,
+           c.vector_registers, c.f32Lanes());
+    printf("  caches           L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", (long long)(c.l1d_bytes >> 10),
+           (long long)(c.l2_bytes >> 10), (long long)(c.l3_bytes >> 10));
+    std::vector<std::string> notable;
+    for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})
+      if (c.hasFlag(f)) notable.push_back(f);
+    printf("  features         %s\n", join(notable, " ").c_str());
+    return 0;
+  }
+  const DeviceTable& t = builtinDeviceTable();
+  const DeviceSpec* d = t.find(name);
+  if (!d) {
+    std::vector<std::string> names;
+    for (const auto& x : t.devices) names.push_back(x.name);
+    return fail("unknown device '" + name + "' (known: " + join(names, ", ") + ", cpu)");
+  }
+  auto row = [&](const char* field, const std::string& value) {
+    auto note = d->notes.find(field);
+    printf("  %-22s %s%s\n", field, value.c_str(), note == d->notes.end() ? "" : ("   [" + note->second + "]").c_str());
+  };
+  auto num = [](double v) {
+    char b[32];
+    snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  printf("%s (%s, %s)\n", d->display.c_str(), d->vendor.c_str(), d->arch.c_str());
+  row("compute_units", std::to_string(d->compute_units));
+  row("boost_mhz", num(d->boost_mhz));
+  row("fp32_tflops", num(d->fp32_tflops));
+  row("fp16_tflops", num(d->fp16_tflops) + " (dense, matrix units)");
+  row("bf16_tflops", d->bf16_tflops > 0 ? num(d->bf16_tflops) + " (dense, matrix units)" : "no bf16 matrix support");
+  row("mem_gb", num(d->mem_gb));
+  row("bw_gbs", num(d->bw_gbs));
+  row("l2_mb", num(d->l2_mb));
+  row("smem_per_cu_kb", num(d->smem_per_cu_kb));
+  row("smem_per_block_kb", num(d->smem_per_block_kb));
+  row("regs_per_cu", std::to_string(d->regs_per_cu));
+  row("warp_size", std::to_string(d->warp_size));
+  row("max_threads_per_block", std::to_string(d->max_threads_per_block));
+  row("max_threads_per_cu", std::to_string(d->max_threads_per_cu));
+  row("matrix_shapes", join(d->matrix_shapes, ", "));
+  printf("  sources:\n");
+  for (const auto& s : d->sources) printf("    [%s] %s\n", s.c_str(), t.sources.at(s).c_str());
+  Blueprint b = fitBlueprint(t);
+  auto e = b.embed(*d);
+  printf("  Blueprint (table v%d, PCA of %zu standardised log figures):", b.table_version, b.features.size());
+  for (double v : e) printf(" %+.3f", v);
+  printf("\n");
   return 0;
 }
 

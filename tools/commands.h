@@ -19,6 +19,16 @@ struct CompileArgs {
 };
 int cmdCompile(const CompileArgs& a);
 
+struct ModelEvalArgs {
+  std::string db = "sextant.db", target = "cpu";
+  int min_records = 100;
+  int seeds = 3;
+};
+int cmdModelEval(const ModelEvalArgs& a);
+
+int cmdHwList();
+int cmdHwShow(const std::string& name);
+
 int fail(const std::string& msg);  // prints "tune: error: MSG", returns 2
 
 }  // namespace sextant::cli

@@ -15,6 +15,7 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/workload.h"
 #include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
 #include "sextant/db/database.h"
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/cpu_runner.h"
@@ -235,7 +236,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!target) return fail(target.error());
   if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
-  if (!makeStrategy(a.strategy, a.seed)) return fail(makeStrategy(a.strategy, a.seed).error());
+  {
+    auto names = strategyNames();
+    if (std::find(names.begin(), names.end(), a.strategy) == names.end())
+      return fail("unknown strategy '" + a.strategy + "' (known: " + join(names, ", ") + ")");
+  }
 
   std::string schedule_text;
   std::map<std::string, int64_t> schedule_knobs;
@@ -357,6 +362,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.args_json = argv_json;
   o.final_rounds = a.final_rounds;
   o.final_top_k = a.final_top_k;
+  o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
+  o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
   TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   ProgressLine progress(a.quiet);
   if (!a.quiet)
@@ -554,6 +561,24 @@ int main(int argc, char** argv) {
   cmp->add_option("-o,--output", ca.out, "output: .so (shared object) or .o (object file)")->required();
   cmp->add_option("--emit-library", ca.library_out, "also write the Transform library that was applied");
 
+  auto* model = app.add_subcommand("model", "the learned cost model");
+  auto* model_eval = model->add_subcommand("eval", "rank held-out records with the cost model and report its accuracy");
+  cli::ModelEvalArgs me;
+  model_eval->add_option("--db", me.db, "schedule database")->capture_default_str();
+  model_eval->add_option("--target", me.target, "target whose records to use")->capture_default_str();
+  model_eval->add_option("--min-records", me.min_records, "skip workloads with fewer successful records")
+      ->capture_default_str();
+  model_eval->add_option("--seeds", me.seeds, "random train/test splits per fraction (results are medians)")
+      ->capture_default_str();
+  model->require_subcommand(1);
+
+  auto* hw = app.add_subcommand("hw", "the hardware table: datasheet figures with sources, and Blueprints");
+  auto* hw_list = hw->add_subcommand("list", "list the devices of the table and the host CPU");
+  auto* hw_show = hw->add_subcommand("show", "every figure of one device, its sources and its Blueprint");
+  std::string hw_name;
+  hw_show->add_option("name", hw_name, "device name (tune hw list), or cpu")->required();
+  hw->require_subcommand(1);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -567,6 +592,9 @@ int main(int argc, char** argv) {
   if (*imp) return cli::cmdImport(imp_file, imp_db);
   if (*mrg) return cli::cmdMerge(mrg_a, mrg_b, mrg_out);
   if (*cmp) return cli::cmdCompile(ca);
+  if (*model_eval) return cli::cmdModelEval(me);
+  if (*hw_list) return cli::cmdHwList();
+  if (*hw_show) return cli::cmdHwShow(hw_name);
   json args;
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   return cmdTune(ta, args.dump());

@@ -2,6 +2,7 @@
 #include <random>
 
 #include "sextant/common/strings.h"
+#include "sextant/costmodel/model.h"
 #include "sextant/search/strategy.h"
 
 namespace sextant {
@@ -65,13 +66,79 @@ class ExhaustiveSearch : public SearchStrategy {
   uint64_t next_ = 0;
 };
 
+// Random proposals ordered by the learned cost model (the simplest model-based search): each
+// round draws a pool of unmeasured candidates, drops those the model thinks will fail, and takes
+// the best by predicted throughput, plus a few random ones (epsilon-greedy) so the model keeps
+// seeing the rest of the space. Until the model has data it is plain random search.
+class ModelGuidedSearch : public SearchStrategy {
+ public:
+  ModelGuidedSearch(uint64_t seed, StrategyContext ctx)
+      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed)) {}
+  std::string name() const override { return "model"; }
+
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    if (!model_.trained()) return random_.propose(space, tried, n);
+    auto pool = random_.propose(space, tried, std::max<size_t>(n, kPoolFactor * n));
+    if (pool.size() <= n) return pool;
+    std::vector<std::vector<float>> xs;
+    for (const auto& c : pool) xs.push_back(ctx_.features(c));
+    auto pred = model_.predict(xs);
+    std::vector<size_t> order(pool.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a].mean > pred[b].mean; });
+    std::vector<Candidate> out;
+    std::vector<size_t> rest;
+    const size_t greedy = n - size_t(double(n) * kEpsilon);
+    for (size_t i : order) {
+      if (pred[i].p_fail > 0.5f) {
+        ++skipped_;
+        continue;
+      }
+      if (out.size() < greedy) out.push_back(pool[i]);
+      else rest.push_back(i);
+    }
+    std::shuffle(rest.begin(), rest.end(), rng_);
+    for (size_t i = 0; out.size() < n && i < rest.size(); ++i) out.push_back(pool[rest[i]]);
+    return out;
+  }
+
+  void observe(const Space& space, const std::vector<Observation>& results) override {
+    for (const auto& r : results) data_.push_back(Sample{ctx_.features(r.candidate), float(r.gflops), !r.ok, 0});
+    size_t ok = 0;
+    for (const auto& s : data_) ok += !s.failed;
+    if (ok < kMinSamples) return;
+    if (!model_.trained()) model_.fit(data_);
+    else model_.update(data_);
+  }
+
+ private:
+  static CostModelOptions opts(uint64_t seed) {
+    CostModelOptions o;
+    o.seed = seed;
+    return o;
+  }
+  static constexpr size_t kPoolFactor = 32, kMinSamples = 16;
+  static constexpr double kEpsilon = 0.05;
+  RandomSearch random_;
+  std::mt19937_64 rng_;
+  StrategyContext ctx_;
+  CostModel model_;
+  std::vector<Sample> data_;
+  int64_t skipped_ = 0;
+};
+
 }  // namespace
 
-std::vector<std::string> strategyNames() { return {"random", "exhaustive"}; }
+std::vector<std::string> strategyNames() { return {"random", "exhaustive", "model"}; }
 
-Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed) {
+Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed,
+                                                     const StrategyContext& ctx) {
   if (name == "random") return std::unique_ptr<SearchStrategy>(new RandomSearch(seed));
   if (name == "exhaustive") return std::unique_ptr<SearchStrategy>(new ExhaustiveSearch());
+  if (name == "model") {
+    if (!ctx.features || ctx.num_features <= 0) return Error{"strategy 'model' needs the cost model's features"};
+    return std::unique_ptr<SearchStrategy>(new ModelGuidedSearch(seed, ctx));
+  }
   return Error{"unknown strategy '" + name + "' (known: " + join(strategyNames(), ", ") + ")"};
 }
 

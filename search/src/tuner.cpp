@@ -74,7 +74,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   TuneSummary sum;
   const std::string wkey = ctx.workload.key(), tkey = ctx.target.key();
 
-  auto strategy = makeStrategy(o.strategy, o.seed);
+  auto strategy = makeStrategy(o.strategy, o.seed, o.strategy_context);
   if (!strategy) return Error{strategy.error()};
 
   // Resume an unfinished run with the same settings, or start a new one.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -32,7 +33,14 @@ class SearchStrategy {
   virtual void observe(const Space& space, const std::vector<Observation>& results) {}
 };
 
+// What model-based strategies need beyond the space: the cost model's features of a candidate.
+struct StrategyContext {
+  std::function<std::vector<float>(const Candidate&)> features;
+  int num_features = 0;
+};
+
 std::vector<std::string> strategyNames();  // for --help
-Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed);
+Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed,
+                                                     const StrategyContext& ctx = {});
 
 }  // namespace sextant

@@ -30,6 +30,7 @@ struct TuneOptions {
   int final_rounds = 3;
   int final_top_k = 3;
   std::string args_json = "{}"; // the command line, stored with the run
+  StrategyContext strategy_context;  // features for model-based strategies
 };
 
 struct TuneProgress {

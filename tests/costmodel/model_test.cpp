@@ -1,0 +1,130 @@
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+#include <unistd.h>
+
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/costmodel/model.h"
+
+using namespace sextant;
+
+namespace {
+// A synthetic "throughput" with interactions, as a function of 6 inputs in [0, 1).
+float truth(const std::vector<float>& x) {
+  return 10.f + 8.f * x[0] - 6.f * (x[1] - 0.5f) * (x[1] - 0.5f) * 4 + 4.f * x[2] * x[3] + 2.f * std::sin(6 * x[4]);
+}
+std::vector<Sample> synthetic(int n, uint64_t seed, bool with_failures = false) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<Sample> out;
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    for (int k = 0; k < 6; ++k) s.x.push_back(u(rng));
+    s.gflops = truth(s.x);
+    s.failed = with_failures && s.x[5] > 0.7f;  // failures depend on one input only
+    out.push_back(s);
+  }
+  return out;
+}
+}  // namespace
+
+TEST(KendallTau, KnownValues) {
+  EXPECT_DOUBLE_EQ(kendallTau({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(kendallTau({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  EXPECT_NEAR(kendallTau({1, 2, 3, 4}, {1, 3, 2, 4}), 2.0 / 3.0, 1e-12);
+}
+
+TEST(CostModel, LearnsAKnownFunctionWellEnoughToRankHeldOutPoints) {
+  auto train = synthetic(400, 1), test = synthetic(300, 2);
+  CostModel m(6);
+  m.fit(train);
+  std::vector<std::vector<float>> xs;
+  std::vector<double> truth_v, pred_v;
+  for (auto& s : test) xs.push_back(s.x), truth_v.push_back(s.gflops);
+  auto p = m.predict(xs);
+  for (auto& q : p) pred_v.push_back(q.mean);
+  double tau = kendallTau(truth_v, pred_v);
+  // An untrained or constant model scores ~0; a linear fit of x0 alone about 0.45.
+  std::cout << "held-out Kendall tau " << tau << "\n";
+  EXPECT_GT(tau, 0.75) << "Kendall tau on held-out points";
+  for (auto& q : p) EXPECT_GE(q.spread, 0.f);
+}
+
+TEST(CostModel, OnlineUpdatesImproveAWeakModel) {
+  auto all = synthetic(600, 3), test = synthetic(300, 4);
+  std::vector<std::vector<float>> xs;
+  std::vector<double> tv;
+  for (auto& s : test) xs.push_back(s.x), tv.push_back(s.gflops);
+  auto tauOf = [&](const CostModel& m) {
+    std::vector<double> pv;
+    for (auto& q : m.predict(xs)) pv.push_back(q.mean);
+    return kendallTau(tv, pv);
+  };
+  CostModel m(6);
+  m.fit(std::vector<Sample>(all.begin(), all.begin() + 20));
+  double early = tauOf(m);
+  for (int n = 80; n <= 600; n += 60) m.update(std::vector<Sample>(all.begin(), all.begin() + n));
+  EXPECT_GT(tauOf(m), early);
+  EXPECT_GT(tauOf(m), 0.7);
+}
+
+TEST(CostModel, FailureHeadSeparatesFailingRegion) {
+  auto train = synthetic(500, 5, true), test = synthetic(300, 6, true);
+  CostModel m(6);
+  m.fit(train);
+  std::vector<std::vector<float>> xs;
+  for (auto& s : test) xs.push_back(s.x);
+  auto p = m.predict(xs);
+  int right = 0;
+  for (size_t i = 0; i < test.size(); ++i) right += (p[i].p_fail > 0.5f) == test[i].failed;
+  EXPECT_GT(double(right) / double(test.size()), 0.85);
+}
+
+TEST(CostModel, SaveLoadRoundTripAndCorruptFiles) {
+  auto train = synthetic(200, 7);
+  CostModel m(6);
+  m.fit(train);
+  std::string path = (std::filesystem::temp_directory_path() / ("sextant-model-" + std::to_string(getpid()))).string();
+  ASSERT_TRUE(m.save(path).ok());
+  auto back = CostModel::load(path);
+  ASSERT_TRUE(back.ok()) << back.error();
+  std::vector<std::vector<float>> xs;
+  for (auto& s : synthetic(50, 8)) xs.push_back(s.x);
+  auto a = m.predict(xs), b = back->predict(xs);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_FLOAT_EQ(a[i].mean, b[i].mean);
+    EXPECT_FLOAT_EQ(a[i].p_fail, b[i].p_fail);
+  }
+  std::ofstream(path) << "garbage";
+  auto bad = CostModel::load(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("not a readable cost model"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(Features, KnownCandidate) {
+  HostCpu cpu;
+  cpu.vector_bits = 512;
+  cpu.vector_registers = 32;
+  cpu.l1d_bytes = 48 << 10;
+  cpu.l2_bytes = 2 << 20;
+  cpu.l3_bytes = 32 << 20;
+  GemmWorkload w;
+  w.m = w.n = w.k = 1024;
+  Space s = buildCpuGemmSpace(w, cpu);
+  auto c = s.fromMap({{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 128}, {"reg_m", 4}, {"reg_n", 64},
+                      {"unroll_k", 4}, {"reg_loop_order", 1}});
+  ASSERT_TRUE(c.ok());
+  auto f = cpuGemmFeatures(w, s, *c, cpu);
+  ASSERT_EQ(f.size(), cpuGemmFeatureNames().size());
+  EXPECT_FLOAT_EQ(f[0], 7);  // log2 128
+  EXPECT_FLOAT_EQ(f[4], 6);  // log2 64
+  EXPECT_FLOAT_EQ(f[6], 1);
+  EXPECT_FLOAT_EQ(f[12], 16.f / 8.f);       // 4x4 accumulators, 4 + 4 loads per K step
+  EXPECT_FLOAT_EQ(f[13], 16.f / 32.f);      // accumulators / registers
+  EXPECT_FLOAT_EQ(f[15], std::log2(8.f * 2.f));  // 8 x 2 blocks
+  EXPECT_FLOAT_EQ(f[19], 10);               // log2 M
+}
