@@ -246,7 +246,11 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
     if (!mlir::linalg::isaContractionOpInterface(op)) return;
     FoundOp f;
     f.op_name = op->getName().getStringRef().str();
-    {
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(op->getLoc())) {
+      std::string file = fl.getFilename().str();
+      file = file.substr(file.find_last_of('/') + 1);
+      f.location = file + ":" + std::to_string(fl.getLine()) + ":" + std::to_string(fl.getColumn());
+    } else {
       llvm::raw_string_ostream os(f.location);
       os << op->getLoc();
     }

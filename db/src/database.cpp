@@ -83,6 +83,8 @@ class Stmt {
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double f64(int c) const { return sqlite3_column_double(s_, c); }
   std::string error() const { return sqlite3_errmsg(db_); }
+  // After a `while (q.row())` loop: true if it stopped on an error rather than at the end.
+  bool failed() const { return rc_ != SQLITE_DONE && rc_ != SQLITE_ROW && rc_ != SQLITE_OK; }
 
  private:
   sqlite3* db_;
@@ -361,6 +363,7 @@ Result<std::set<std::string>> Database::triedCandidates(const std::string& workl
   q.bind(1, workload_key).bind(2, target_key);
   std::set<std::string> out;
   while (q.row()) out.insert(q.text(0));
+  if (q.failed()) return Error{explain(path_, q.error())};
   return out;
 }
 
@@ -407,6 +410,7 @@ Result<std::vector<RecordRow>> Database::records(const std::string& workload_key
   q.bind(1, workload_key).bind(2, target_key);
   std::vector<RecordRow> out;
   while (q.row()) out.push_back(recordFrom(q, include_schedule));
+  if (q.failed()) return Error{explain(path_, q.error())};
   return out;
 }
 
@@ -434,6 +438,7 @@ Result<std::vector<RunRow>> Database::runs() {
   if (!q.ok()) return Error{explain(path_, q.error())};
   std::vector<RunRow> out;
   while (q.row()) out.push_back(runFrom(q));
+  if (q.failed()) return Error{explain(path_, q.error())};
   return out;
 }
 
@@ -458,6 +463,7 @@ Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
     b.record_id = q.i64(10);
     out.push_back(b);
   }
+  if (q.failed()) return Error{explain(path_, q.error())};
   return out;
 }
 
@@ -467,6 +473,7 @@ Result<std::vector<RecordRow>> Database::allRecords(bool include_schedule) {
   if (!q.ok()) return Error{explain(path_, q.error())};
   std::vector<RecordRow> out;
   while (q.row()) out.push_back(recordFrom(q, include_schedule));
+  if (q.failed()) return Error{explain(path_, q.error())};
   return out;
 }
 

@@ -147,6 +147,38 @@ TEST(Database, RejectsFilesThatAreNotSextantDatabases) {
   EXPECT_NE(db2.error().find("not a Sextant"), std::string::npos) << db2.error();
 }
 
+TEST(Database, TruncatedDatabaseIsAClearError) {
+  TempDb t("truncated.db");
+  {
+    auto db = Database::open(t.path);
+    ASSERT_TRUE(db.ok());
+    seed(*db);
+    auto id = db->beginRun(run());
+    std::vector<RecordRow> many;
+    for (int i = 0; i < 300; ++i) many.push_back(record(*id, "a=" + std::to_string(i), i));
+    ASSERT_TRUE(db->insertRecords(many).ok());
+  }
+  // Checkpoint the WAL into the main file, then cut the file in half.
+  sqlite3* raw;
+  sqlite3_open(t.path.c_str(), &raw);
+  sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto size = std::filesystem::file_size(t.path);
+  ASSERT_GT(size, 8192u);
+  std::filesystem::resize_file(t.path, size / 2);
+  auto db = Database::open(t.path);
+  std::string err;
+  if (!db.ok()) {
+    err = db.error();
+  } else {
+    auto recs = db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512");
+    ASSERT_FALSE(recs.ok()) << "a truncated database read back " << recs->size() << " records without an error";
+    err = recs.error();
+  }
+  EXPECT_NE(err.find(t.path), std::string::npos) << err;
+  EXPECT_NE(err.find("corrupt"), std::string::npos) << err;
+}
+
 TEST(Database, RejectsANewerSchema) {
   TempDb t("newer.db");
   { ASSERT_TRUE(Database::open(t.path).ok()); }
