@@ -18,6 +18,7 @@
 #include "sextant/costmodel/features.h"
 #include "sextant/db/database.h"
 #include "sextant/hwspec/target.h"
+#include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
 #include "sextant/runtime/isolation.h"
 #include "sextant/search/evaluator.h"
@@ -481,6 +482,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: OpenBLAS (loaded with LibTorch at start-up) must see its settings.
+  configureOpenBlasEnvironment(argv);
   CLI::App app{
       "Sextant: an autotuning compiler. Searches Transform-dialect schedules for an operation, compiles\n"
       "them with MLIR 22 to native code, measures them in isolation, verifies every result and records\n"

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <strings.h>
+#include <unistd.h>
 
 #include "sextant/hwspec/target.h"
 
@@ -16,17 +18,38 @@ std::string OpenBlas::describe() const {
          (threads == 1 ? "" : "s") + ")";
 }
 
+std::string openBlasCoreTypeForHost() {
+  const HostCpu& cpu = hostCpu();
+  if (cpu.vector_isa == "avx512") return "SkylakeX";
+  if (cpu.vector_isa == "avx2") return "Haswell";
+  return "";
+}
+
+void configureOpenBlasEnvironment(char** argv) {
+  if (getenv("SEXTANT_BLAS_CONFIGURED")) return;  // already re-executed once
+  bool changed = false;
+  if (!getenv("OPENBLAS_NUM_THREADS")) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    changed = true;
+  }
+  std::string core = openBlasCoreTypeForHost();
+  if (!getenv("OPENBLAS_CORETYPE") && !core.empty()) {
+    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    changed = true;
+  }
+  if (!changed) return;
+  setenv("SEXTANT_BLAS_CONFIGURED", "1", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: carry on, loadOpenBlas will tell
+}
+
 Result<const OpenBlas*> loadOpenBlas() {
   static OpenBlas blas;
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    if (!getenv("OPENBLAS_CORETYPE")) {
-      const HostCpu& cpu = hostCpu();
-      if (cpu.vector_isa == "avx512") setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-      else if (cpu.vector_isa == "avx2") setenv("OPENBLAS_CORETYPE", "Haswell", 1);
-    }
+    if (!getenv("OPENBLAS_CORETYPE") && !openBlasCoreTypeForHost().empty())
+      setenv("OPENBLAS_CORETYPE", openBlasCoreTypeForHost().c_str(), 1);
     void* h = nullptr;
     for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
       h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -50,6 +73,12 @@ Result<const OpenBlas*> loadOpenBlas() {
     if (get_config) blas.config = get_config();
     if (get_core) blas.corename = get_core();
     if (get_threads) blas.threads = get_threads();
+    const char* want = getenv("OPENBLAS_CORETYPE");
+    if (want && strcasecmp(want, blas.corename.c_str()) != 0) {
+      error = "OpenBLAS uses its " + blas.corename + " kernels although " + want +
+              " was requested: it was loaded before it could be configured (another library links it). "
+              "Start the program with OPENBLAS_CORETYPE=" + want + " and OPENBLAS_NUM_THREADS=1 in its environment.";
+    }
   });
   if (!error.empty()) return Error{error};
   return &blas;

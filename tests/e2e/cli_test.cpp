@@ -86,6 +86,9 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   EXPECT_GT(j["best"]["schedule_id"].get<int64_t>(), 0);
   EXPECT_GT(j["default"]["gflops"].get<double>(), 0.5);
   EXPECT_NE(j["reference"]["name"].get<std::string>().find("OpenBLAS"), std::string::npos);
+  // tune links LibTorch, which loads OpenBLAS before main(): the reference must still run the
+  // host's kernels, not the generic fallback (a 4x slower peer would flatter every ratio).
+  EXPECT_EQ(j["reference"]["name"].get<std::string>().find("Prescott"), std::string::npos) << j["reference"];
   EXPECT_GT(j["reference"]["gflops"].get<double>(), 0.5);
 
   // Records: 6 in the database, each with repetition times; ok ones verified.
@@ -209,5 +212,19 @@ TEST(EndToEnd, BadInputGetsOneClearLine) {
   std::filesystem::remove(bad_sched);
   expectCleanError(tune("--schedule /nonexistent.mlir --db " + db), "cannot read");
   expectCleanError(tune("best --shape 16x16x16 --db /nonexistent.db"), "no such database");
+  removeDb(db);
+}
+
+TEST(EndToEnd, ModelGuidedStrategyTrainsOnlineAndNeverRepeats) {
+  std::string db = tmp("model.db");
+  removeDb(db);
+  // 16 random candidates train the model; the third batch is chosen by it.
+  Outcome r = tune("--shape 64x128x64 --strategy model --trials 24 --batch 8 --min-time 0.01 --final-rounds 0 "
+                   "--quiet --report json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["trials"], 24);
+  EXPECT_EQ(j["strategy"], "model");
+  EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records"), 24);
   removeDb(db);
 }

@@ -21,8 +21,18 @@ struct OpenBlas {
   std::string describe() const;  // "OpenBLAS 0.3.21 (SkylakeX kernels, 1 thread)"
 };
 
+// The OpenBLAS kernel family for the host ISA ("SkylakeX", "Haswell"; empty: leave it alone).
+std::string openBlasCoreTypeForHost();
+
+// Sets OPENBLAS_NUM_THREADS=1 and OPENBLAS_CORETYPE (unless the user set them) and, if the
+// process had to change its environment, re-executes it so that the settings are in place before
+// any library is loaded: OpenBLAS reads them once, when it is loaded, and a program that links
+// LibTorch loads it before main(). Returns only when no re-execution was needed or it failed.
+void configureOpenBlasEnvironment(char** argv);
+
 // Loads libopenblas once per process (thread count 1; OPENBLAS_CORETYPE chosen from the host
-// ISA unless the user set it).
+// ISA unless the user set it). Fails if OpenBLAS is not using the requested kernels (it was
+// loaded, unconfigured, before this call).
 Result<const OpenBlas*> loadOpenBlas();
 
 }  // namespace sextant
