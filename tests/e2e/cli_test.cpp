@@ -10,51 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
+
 using json = nlohmann::json;
+using namespace e2e;
 
 namespace {
-
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string tmp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("sextant-e2e-" + std::to_string(getpid()) + "-" + name)).string();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-Outcome tune(const std::string& args) {
-  std::string out = tmp("stdout"), err = tmp("stderr");
-  std::string cmd = std::string(TUNE_BIN) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  int st = system(cmd.c_str());
-  Outcome r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
-  return r;
-}
-
-void removeDb(const std::string& p) {
-  for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(p + s);
-}
-
-int64_t queryInt(const std::string& db, const std::string& sql) {
-  sqlite3* h;
-  sqlite3_open(db.c_str(), &h);
-  sqlite3_stmt* s;
-  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
-  int64_t v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-  sqlite3_finalize(s);
-  sqlite3_close(h);
-  return v;
-}
 
 // One line on stderr, starting "tune: error:", no trace of an abort.
 void expectCleanError(const Outcome& r, const std::string& needle) {

@@ -8,32 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
+
+using namespace e2e;
+
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string tmp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("sextant-export-" + std::to_string(getpid()) + "-" + name)).string();
-}
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-Outcome sh(const std::string& cmd) {
-  std::string out = tmp("o"), err = tmp("e");
-  int st = system((cmd + " >" + out + " 2>" + err + " </dev/null").c_str());
-  Outcome r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
-  return r;
-}
-Outcome tune(const std::string& args) { return sh(std::string(TUNE_BIN) + " " + args); }
-void removeDb(const std::string& p) {
-  for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(p + s);
-}
 // Drops the header line and the volatile paths: what two exports of the same records share.
 std::string recordsOf(const std::string& jsonl) { return jsonl.substr(jsonl.find('\n') + 1); }
 
