@@ -15,7 +15,12 @@ std::vector<std::string> cpuGemmFeatureNames() {
           "vectors per register-tile row", "log2 blocks (parallel)", "log2 K chunks",
           "log2 row stride of B (bytes)", "log2 register tiles per block",
           // workload
-          "log2 M", "log2 N", "log2 K", "layout NT", "layout TN"};
+          "log2 M", "log2 N", "log2 K", "layout NT", "layout TN",
+          // one-hot knob values: effects that are not monotonic in the value
+          "reg_m=1", "reg_m=2", "reg_m=4", "reg_m=8", "reg_m=16", "reg_n=1 vector", "reg_n=2 vectors",
+          "reg_n=4 vectors", "unroll_k=1", "unroll_k=2", "unroll_k=4", "unroll_k=8",
+          "log2 micro-kernel K iterations (tile_k / unroll_k)", "log2 register tile elements",
+          "tile_k<=32", "tile_k=64", "tile_k=128", "tile_k=256", "tile_k>=512"};
 }
 
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu) {
@@ -36,7 +41,10 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(tk * rn * e / l1), float(acc / loads), float(acc / cpu.vector_registers), float(cols),
           lg(double(w.m) / tm * double(w.n) / tn), lg(double(w.k) / tk), lg(double(w.n) * e), lg(tm / rm * tn / rn),
           lg(double(w.m)), lg(double(w.n)), lg(double(w.k)), w.layout == Layout::NT ? 1.f : 0.f,
-          w.layout == Layout::TN ? 1.f : 0.f};
+          w.layout == Layout::TN ? 1.f : 0.f,
+          rm == 1, rm == 2, rm == 4, rm == 8, rm == 16, cols == 1, cols == 2, cols == 4,
+          uk == 1, uk == 2, uk == 4, uk == 8, lg(tk / uk), lg(rm * rn),
+          tk <= 32, tk == 64, tk == 128, tk == 256, tk >= 512};
 }
 
 }  // namespace sextant

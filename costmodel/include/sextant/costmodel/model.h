@@ -32,8 +32,8 @@ struct Prediction {
 
 struct CostModelOptions {
   int members = 5;
-  int hidden = 64;
-  int epochs = 200;           // per fit; online updates use `update_epochs`
+  int hidden = 32;
+  int epochs = 150;           // per fit; online updates use `update_epochs`
   int update_epochs = 40;
   double lr = 3e-3;
   double rank_weight = 1.0, regression_weight = 1.0, failure_weight = 0.3;
