@@ -365,6 +365,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_top_k = a.final_top_k;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
+  // The model lives next to the database, one file per target, shared by its workloads.
+  {
+    std::string t = target->key();
+    std::replace(t.begin(), t.end(), ':', '_');
+    o.strategy_context.model_path = a.w.db + "." + t + ".costmodel";
+  }
   TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   ProgressLine progress(a.quiet);
   if (!a.quiet)
@@ -409,6 +415,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     j["space_exhausted"] = sum->exhausted;
     j["space_size"] = space.size();
     j["strategy"] = a.strategy;
+    if (!sum->strategy_report.empty()) j["strategy_report"] = sum->strategy_report;
     j["seed"] = a.seed;
     j["elapsed_s"] = sum->elapsed_s;
     j["best"] = best ? recordJson(*best) : json(nullptr);
@@ -440,6 +447,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
          a.strategy.c_str(), (unsigned long long)a.seed, (long long)sum->trials, (long long)sum->failures,
          fmtDuration(sum->elapsed_s).c_str(),
          sum->resumed ? (", resumed with " + std::to_string(sum->resumed_records) + " records").c_str() : "");
+  if (!sum->strategy_report.empty()) printf("  strategy   %s\n", sum->strategy_report.c_str());
   if (sum->exhausted) printf("             the space (%llu schedules) is fully explored\n", (unsigned long long)space.size());
   if (best && fin) {
     printf("  best       %.1f GFLOP/s  (confirmed: median of %zu repetitions over %d interleaved rounds, cv %.1f%%;\n"

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "sextant/common/strings.h"
@@ -73,7 +75,19 @@ class ExhaustiveSearch : public SearchStrategy {
 class ModelGuidedSearch : public SearchStrategy {
  public:
   ModelGuidedSearch(uint64_t seed, StrategyContext ctx)
-      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed)) {}
+      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed)) {
+    // Warm start from the model saved by an earlier run next to the database.
+    if (!ctx_.model_path.empty() && std::filesystem::exists(ctx_.model_path)) {
+      auto loaded = CostModel::load(ctx_.model_path);
+      if (loaded && loaded->numFeatures() == ctx_.num_features) {
+        model_ = std::move(*loaded);
+        warm_started_ = true;
+      } else {
+        notes_ = "ignored the saved model " + ctx_.model_path + " (" +
+                 (loaded ? "other features" : loaded.error()) + "); ";
+      }
+    }
+  }
   std::string name() const override { return "model"; }
 
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
@@ -86,16 +100,26 @@ class ModelGuidedSearch : public SearchStrategy {
     std::vector<size_t> order(pool.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a].mean > pred[b].mean; });
+    // Epsilon-greedy: most of the batch by predicted throughput, at least one pick at random.
+    const size_t explore = n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * kEpsilon))) : 0;
+    const size_t greedy = n - explore;
     std::vector<Candidate> out;
-    std::vector<size_t> rest;
-    const size_t greedy = n - size_t(double(n) * kEpsilon);
+    std::vector<size_t> rest, skipped;
     for (size_t i : order) {
-      if (pred[i].p_fail > 0.5f) {
+      if (pred[i].p_fail > kSkipAbove) {
         ++skipped_;
+        skipped.push_back(i);
         continue;
       }
       if (out.size() < greedy) out.push_back(pool[i]);
       else rest.push_back(i);
+    }
+    // Now and then, measure a skipped candidate: the only way to know whether skips are right.
+    if (!skipped.empty() && out.size() < n && skipped_ >= next_check_) {
+      const Candidate& c = pool[skipped[rng_() % skipped.size()]];
+      checks_.insert(space.encode(c));
+      out.push_back(c);
+      next_check_ = skipped_ + kCheckEvery;
     }
     std::shuffle(rest.begin(), rest.end(), rng_);
     for (size_t i = 0; out.size() < n && i < rest.size(); ++i) out.push_back(pool[rest[i]]);
@@ -103,12 +127,31 @@ class ModelGuidedSearch : public SearchStrategy {
   }
 
   void observe(const Space& space, const std::vector<Observation>& results) override {
-    for (const auto& r : results) data_.push_back(Sample{ctx_.features(r.candidate), float(r.gflops), !r.ok, 0});
+    for (const auto& r : results) {
+      data_.push_back(Sample{ctx_.features(r.candidate), float(r.gflops), !r.ok, 0});
+      if (checks_.erase(space.encode(r.candidate))) {
+        ++checked_;
+        checked_failed_ += !r.ok;
+      }
+    }
     size_t ok = 0;
     for (const auto& s : data_) ok += !s.failed;
-    if (ok < kMinSamples) return;
+    if (ok < kMinSamples && !model_.trained()) return;
     if (!model_.trained()) model_.fit(data_);
     else model_.update(data_);
+    if (!ctx_.model_path.empty()) {
+      auto st = model_.save(ctx_.model_path);
+      if (!st && save_error_.empty()) save_error_ = st.error();
+    }
+  }
+
+  std::string report() const override {
+    std::string r = notes_;
+    if (warm_started_) r += "warm-started from " + ctx_.model_path + "; ";
+    r += std::to_string(skipped_) + " candidates skipped as predicted to fail (p > 0.5), " +
+         std::to_string(checked_) + " of them measured as a check (" + std::to_string(checked_failed_) + " failed)";
+    if (!save_error_.empty()) r += "; " + save_error_;
+    return r;
   }
 
  private:
@@ -119,12 +162,17 @@ class ModelGuidedSearch : public SearchStrategy {
   }
   static constexpr size_t kPoolFactor = 32, kMinSamples = 16;
   static constexpr double kEpsilon = 0.05;
+  static constexpr float kSkipAbove = 0.5f;
+  static constexpr int64_t kCheckEvery = 20;  // one measured check per 20 skips
   RandomSearch random_;
   std::mt19937_64 rng_;
   StrategyContext ctx_;
   CostModel model_;
   std::vector<Sample> data_;
-  int64_t skipped_ = 0;
+  bool warm_started_ = false;
+  int64_t skipped_ = 0, next_check_ = 1, checked_ = 0, checked_failed_ = 0;
+  std::unordered_set<uint64_t> checks_;
+  std::string notes_, save_error_;
 };
 
 }  // namespace

@@ -212,6 +212,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     }
   }
 
+  sum.strategy_report = (*strategy)->report();
   sum.interrupted = stop.load();
   std::string status = sum.interrupted ? "interrupted" : "finished";
   if (auto s = ctx.db.finishRun(sum.run_id, status); !s) return Error{s.error()};

@@ -48,3 +48,47 @@ TEST(Strategy, UnknownNameIsAnError) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().find("known: random, exhaustive"), std::string::npos);
 }
+
+TEST(Strategy, ModelGuidedSkipsPredictedFailuresAndChecksSomeSkips) {
+  Space s = smallSpace();
+  StrategyContext ctx;
+  ctx.num_features = int(s.knobs().size());
+  ctx.features = [&](const Candidate& c) {
+    std::vector<float> x;
+    for (size_t i = 0; i < c.size(); ++i) x.push_back(float(c[i]) / float(s.knobs()[i].values.size()));
+    return x;
+  };
+  const int reg_m = s.knobIndex("reg_m");
+  // Synthetic truth: the largest register tile row count always fails; throughput grows with
+  // tile_k.
+  auto measure = [&](const Candidate& c) {
+    bool fails = s.knobs()[size_t(reg_m)].values[size_t(c[size_t(reg_m)])] >= 8;
+    return Observation{c, !fails, fails ? 0.0 : 10.0 + c[2]};
+  };
+  auto st = makeStrategy("model", 3, ctx);
+  ASSERT_TRUE(st.ok()) << st.error();
+  std::unordered_set<uint64_t> tried;
+  int proposed_failing = 0, proposed = 0;
+  for (int round = 0; round < 12; ++round) {
+    auto batch = (*st)->propose(s, tried, 16);
+    std::vector<Observation> obs;
+    for (auto& c : batch) {
+      ASSERT_TRUE(tried.insert(s.encode(c)).second);
+      obs.push_back(measure(c));
+      if (round >= 4) {
+        ++proposed;
+        proposed_failing += !obs.back().ok;
+      }
+    }
+    (*st)->observe(s, obs);
+  }
+  std::string report = (*st)->report();
+  // Failing candidates are a large share of the space; once trained, the model avoids them
+  // except for the occasional check.
+  int64_t failing = 0;
+  for (uint64_t i = 0; i < s.size(); ++i) failing += !measure(s.at(i)).ok;
+  EXPECT_GT(double(failing) / double(s.size()), 0.3);
+  EXPECT_LT(double(proposed_failing) / double(proposed), 0.15) << report;
+  EXPECT_EQ(report.find("0 candidates skipped"), std::string::npos) << report;
+  EXPECT_EQ(report.find(" 0 of them measured"), std::string::npos) << report;
+}

@@ -31,12 +31,15 @@ class SearchStrategy {
                                          size_t n) = 0;
   // Results of measured candidates, including those known before this run (on resume).
   virtual void observe(const Space& space, const std::vector<Observation>& results) {}
+  // What the strategy wants the user to know at the end (skips, warm start); may be empty.
+  virtual std::string report() const { return ""; }
 };
 
 // What model-based strategies need beyond the space: the cost model's features of a candidate.
 struct StrategyContext {
   std::function<std::vector<float>(const Candidate&)> features;
   int num_features = 0;
+  std::string model_path;  // where a model-based strategy keeps its model (warm start); empty: nowhere
 };
 
 std::vector<std::string> strategyNames();  // for --help

@@ -58,6 +58,7 @@ struct TuneSummary {
   int64_t failures = 0;         // of those, not ok
   bool interrupted = false;
   bool exhausted = false;       // the space ran out before the budget
+  std::string strategy_report;  // SearchStrategy::report()
   double elapsed_s = 0;
   std::optional<RecordRow> best;           // best measured record of this workload/target (all runs)
   std::optional<RecordRow> best_this_run;  // best of this run during the search
