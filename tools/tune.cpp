@@ -477,8 +477,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
       printf("  reference  failed: %s\n", blas_b->status.c_str());
   }
   if (sum->best && best && sum->best->id != best->id)
-    printf("  database   best ever for this workload: %.1f GFLOP/s (run %lld, measured in another run)\n",
-           sum->best->gflops, (long long)sum->best->run_id);
+    printf("  database   highest single search-time measurement for this workload: %.1f GFLOP/s (record %lld, run "
+           "%lld);\n             the best above is the one that held up in the final comparison\n",
+           sum->best->gflops, (long long)sum->best->id, (long long)sum->best->run_id);
   printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", a.w.db.c_str(), a.w.db.c_str(),
          a.w.db.c_str());
   printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"

@@ -98,8 +98,9 @@ std::string hostFeatureString() {
   std::string out;
   for (auto& f : features) {
     if (!f.second) continue;
-    if (!out.empty()) out += ",";
-    out += "+" + f.first().str();
+    if (!out.empty()) out += ',';
+    out += '+';
+    out += f.first().str();
   }
   return out;
 }

@@ -33,6 +33,7 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double llc = double(cpu.lastLevelCacheBytes());
   const double e = dtypeBytes(w.a_type);
   auto lg = [](double x) { return float(std::log2(std::max(x, 1e-9))); };
+  auto is = [](bool b) { return b ? 1.f : 0.f; };
   const double cols = std::ceil(rn / vw);
   const double acc = rm * cols;
   const double loads = rm + cols;  // broadcasts of A plus vector loads of B per K step
@@ -42,9 +43,9 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(double(w.m) / tm * double(w.n) / tn), lg(double(w.k) / tk), lg(double(w.n) * e), lg(tm / rm * tn / rn),
           lg(double(w.m)), lg(double(w.n)), lg(double(w.k)), w.layout == Layout::NT ? 1.f : 0.f,
           w.layout == Layout::TN ? 1.f : 0.f,
-          rm == 1, rm == 2, rm == 4, rm == 8, rm == 16, cols == 1, cols == 2, cols == 4,
-          uk == 1, uk == 2, uk == 4, uk == 8, lg(tk / uk), lg(rm * rn),
-          tk <= 32, tk == 64, tk == 128, tk == 256, tk >= 512};
+          is(rm == 1), is(rm == 2), is(rm == 4), is(rm == 8), is(rm == 16), is(cols == 1), is(cols == 2),
+          is(cols == 4), is(uk == 1), is(uk == 2), is(uk == 4), is(uk == 8), lg(tk / uk), lg(rm * rn),
+          is(tk <= 32), is(tk == 64), is(tk == 128), is(tk == 256), is(tk >= 512)};
 }
 
 }  // namespace sextant

@@ -171,7 +171,7 @@ Result<Database> Database::open(const std::string& path, bool create) {
   if (auto s = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
     return Error{s.error()};
   if (auto s = d.migrate(fresh); !s) return Error{s.error()};
-  return std::move(d);
+  return Result<Database>(std::move(d));
 }
 
 int Database::schemaVersion() const {

@@ -211,7 +211,12 @@ TEST(Database, ConcurrentWritersLoseNothing) {
     ASSERT_TRUE(id.ok()) << id.error();
     for (int b = 0; b < 20; ++b) {
       std::vector<RecordRow> batch;
-      for (int i = 0; i < 10; ++i) batch.push_back(record(*id, "w" + std::to_string(w) + "-" + std::to_string(b * 10 + i), i));
+      for (int i = 0; i < 10; ++i) {
+        std::string cand = std::to_string(w);  // "W-N", built in steps (GCC 12 -Wrestrict false positive)
+        cand += '-';
+        cand += std::to_string(b * 10 + i);
+        batch.push_back(record(*id, cand, i));
+      }
       auto s = db->insertRecords(batch);
       ASSERT_TRUE(s.ok()) << s.error();
     }
