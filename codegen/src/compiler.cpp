@@ -268,12 +268,29 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
     f.a_type = typeName(elem(op.getDpsInputOperand(0)->get()));
     f.b_type = typeName(elem(op.getDpsInputOperand(1)->get()));
     f.c_type = typeName(elem(op.getDpsInitOperand(0)->get()));
+    auto maps = op.getIndexingMapsArray();
+    auto is = [&](mlir::AffineMap map, std::initializer_list<unsigned> ds) {
+      if (map.getNumResults() != ds.size()) return false;
+      unsigned i = 0;
+      for (unsigned d : ds)
+        if (map.getResult(i++) != mlir::getAffineDimExpr(d, ctx.get())) return false;
+      return true;
+    };
+    bool fl = mlir::isa<mlir::FloatType>(elem(op.getDpsInputOperand(0)->get())) &&
+              mlir::isa<mlir::FloatType>(elem(op.getDpsInitOperand(0)->get()));
     if (dims->batch.size() == 1 && dims->m.size() == 1 && dims->n.size() == 1 && dims->k.size() == 1 && !dynamic) {
       f.batch = ranges[dims->batch[0]];
       f.m = ranges[dims->m[0]];
       f.n = ranges[dims->n[0]];
       f.k = ranges[dims->k[0]];
-      f.reason = "batched GEMM: no batched schedule space yet (default lowering)";
+      if (dims->batch[0] != 0 || dims->m[0] != 1 || dims->n[0] != 2 || dims->k[0] != 3)
+        f.reason = "batched GEMM with loops not in (batch, m, n, k) order";
+      else if (!is(maps[0], {0, 1, 3}) || !is(maps[1], {0, 3, 2}) || !is(maps[2], {0, 1, 2}))
+        f.reason = "batched GEMM with a layout other than NN";
+      else if (!fl)
+        f.reason = "integer contraction";
+      else
+        f.supported = true, f.layout = "NN";
       found.push_back(f);
       return;
     }
@@ -295,20 +312,13 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
       found.push_back(f);
       return;
     }
-    auto maps = op.getIndexingMapsArray();
-    auto is = [&](mlir::AffineMap map, unsigned d0, unsigned d1) {
-      return map.getNumResults() == 2 && map.getResult(0) == mlir::getAffineDimExpr(d0, ctx.get()) &&
-             map.getResult(1) == mlir::getAffineDimExpr(d1, ctx.get());
-    };
-    bool a_n = is(maps[0], 0, 2), a_t = is(maps[0], 2, 0), b_n = is(maps[1], 2, 1), b_t = is(maps[1], 1, 2);
-    if (!is(maps[2], 0, 1) || !(a_n || a_t) || !(b_n || b_t) || (a_t && b_t)) {
+    bool a_n = is(maps[0], {0, 2}), a_t = is(maps[0], {2, 0}), b_n = is(maps[1], {2, 1}), b_t = is(maps[1], {1, 2});
+    if (!is(maps[2], {0, 1}) || !(a_n || a_t) || !(b_n || b_t) || (a_t && b_t)) {
       f.reason = "operand layout not NN, NT or TN";
       found.push_back(f);
       return;
     }
     f.layout = a_t ? "TN" : (b_t ? "NT" : "NN");
-    bool fl = mlir::isa<mlir::FloatType>(elem(op.getDpsInputOperand(0)->get())) &&
-              mlir::isa<mlir::FloatType>(elem(op.getDpsInitOperand(0)->get()));
     if (!fl) {
       f.reason = "integer contraction";
       found.push_back(f);

@@ -94,7 +94,7 @@ static std::string knobOp(const Knob& k, int64_t selected) {
   return o.str();
 }
 
-std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind) {
+std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;
@@ -102,22 +102,27 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   std::ostringstream o;
   const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order"};
   for (size_t i = 0; i < k.size(); ++i) o << ind << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
+  // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
+  // tiled) in the other tile sizes, 1 in the vector sizes.
+  const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
+  const std::string order = batched ? " interchange = [0, 2, 1, 3]" : " interchange = [1, 0, 2]";
   o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [%tile_m, %tile_n]"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << "%tile_m, %tile_n]"
     << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %tile_k]"
+    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, %tile_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [%reg_m, %reg_n, 0]"
-    << (n_outer ? " interchange = [1, 0, 2]" : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
+    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
+    << (n_outer ? order : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
     << ", " << H << ", " << H << ")\n"
-    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [0, 0, %unroll_k]"
+    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %t4 vector_sizes [%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
+    << ind << "transform.structured.vectorize %t4 vector_sizes [" << b1 << "%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
     << ", " << P << ", " << P << "\n"
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
     << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
+    << (batched ? ind + "  transform.apply_patterns.vector.drop_unit_dims_with_shape_cast\n" : std::string())
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
     << ind << "// Canonicalization replaced the loops: match them again, then keep the C register tile\n"

@@ -6,8 +6,8 @@
 
 namespace sextant {
 
-std::string matcherSignature(const GemmWorkload& w) {
-  return w.shapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
+std::string matcherSignature(const GemmWorkload& w, int64_t batch) {
+  return (batch > 0 ? std::to_string(batch) + "x" : std::string()) + w.shapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
          std::to_string(dtypeBytes(w.b_type) * 8) + "," + std::to_string(dtypeBytes(w.c_type) * 8);
 }
 
@@ -24,7 +24,7 @@ static std::string escape(const std::string& s) {
   return o;
 }
 
-static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w) {
+static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
   auto param = [&](const std::string& name, int64_t v) {
     o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
@@ -32,28 +32,35 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w) 
   auto cmp = [&](const std::string& a, const std::string& b) {
     o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
   };
-  o << "  // " << w.key() << "\n"
+  const int b = batch > 0 ? 1 : 0;  // loop offset of m, n, k
+  o << "  // " << (batch > 0 ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
     << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n"
     << "    %0 = transform.match.structured failures(propagate) %op : (" << H << ") -> " << H << " {\n"
     << "    ^bb0(%s: " << H << "):\n"
     << "      %rank = transform.match.structured.rank %s : (" << H << ") -> " << P << "\n";
-  param("three", 3);
-  cmp("rank", "three");
+  param("rank_want", 3 + b);
+  cmp("rank", "rank_want");
   o << "      %ins = transform.match.structured.num_inputs %s : (" << H << ") -> " << P << "\n";
   param("two", 2);
   cmp("ins", "two");
   o << "      transform.match.structured.body %s { contraction = [\"arith.mulf\", \"arith.addf\"] } : " << H << "\n"
     << "      %batch, %md, %nd, %kd = transform.match.structured.classify_contraction_dims %s : (" << H << ") -> ("
     << P << ", " << P << ", " << P << ", " << P << ")\n";
-  param("zero", 0);
-  param("one", 1);
-  cmp("md", "zero");
-  cmp("nd", "one");
-  cmp("kd", "two");
-  const char* dn[] = {"m", "n", "k"};
-  int64_t dv[] = {w.m, w.n, w.k};
-  for (int d = 0; d < 3; ++d) {
-    o << "      %" << dn[d] << " = transform.match.structured.dim %s[" << d << "] : (" << H << ") -> " << P << "\n";
+  param("m_pos", b);
+  param("n_pos", b + 1);
+  param("k_pos", b + 2);
+  cmp("md", "m_pos");
+  cmp("nd", "n_pos");
+  cmp("kd", "k_pos");
+  if (b) {
+    param("b_pos", 0);
+    cmp("batch", "b_pos");
+  }
+  const char* dn[] = {"batch_size", "m", "n", "k"};
+  int64_t dv[] = {batch, w.m, w.n, w.k};
+  for (int d = 1 - b; d < 4; ++d) {
+    o << "      %" << dn[d] << " = transform.match.structured.dim %s[" << d - 1 + b << "] : (" << H << ") -> " << P
+      << "\n";
     param(std::string(dn[d]) + "_want", dv[d]);
     cmp(dn[d], std::string(dn[d]) + "_want");
   }
@@ -77,7 +84,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
   if (entries.empty()) return Error{"nothing to put in the library"};
   std::map<std::string, std::string> seen;
   for (const auto& e : entries) {
-    auto [it, fresh] = seen.emplace(matcherSignature(e.workload), e.workload.key());
+    auto [it, fresh] = seen.emplace(matcherSignature(e.workload, e.batch), e.workload.key());
     if (!fresh)
       return Error{"workloads " + it->second + " and " + e.workload.key() +
                    " differ only in layout or float format, which upstream Transform matchers cannot tell apart; "
@@ -91,7 +98,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     << "module attributes {transform.with_named_sequence} {\n";
   for (size_t i = 0; i < entries.size(); ++i) {
     const LibraryEntry& e = entries[i];
-    emitMatcher(o, i, e.workload);
+    emitMatcher(o, i, e.workload, e.batch);
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";
@@ -103,7 +110,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     for (const auto& [k, v] : e.provenance) o << ", sextant." << k << " = \"" << escape(v) << "\"";
     o << "} {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
-      << emitCpuGemmActions(e.space, e.candidate, "    ") << "    transform.yield\n"
+      << emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0) << "    transform.yield\n"
       << "  }\n";
   }
   o << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n"

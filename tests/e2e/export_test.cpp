@@ -1,5 +1,6 @@
 // Export, import, merge and compile with a database: the schedules leave Sextant in forms a
 // compiler takes as is.
+#include <cmath>
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +111,48 @@ TEST_F(TunedDb, CompileProducesASharedObjectThatComputesTheRightResult) {
   check(X, Y, Z, "8x8x8 (default)");
   dlclose(h);
   std::filesystem::remove(so);
+}
+
+TEST_F(TunedDb, CompileSchedulesBatchedGemmWithTheDefault) {
+  std::string so = tmp("batched.so"), lib = tmp("batched_lib.mlir");
+  Outcome run = tune("compile " + std::string(DATA_DIR) + "/batched.mlir --db " + *db_ + " -o " + so +
+                     " --emit-library " + lib);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("linalg.batch_matmul"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("batch 4 x gemm:NN:64x128x32:f32*f32->f32"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" default "), std::string::npos) << run.out;
+  // The library scheduled it (one batch element per block), and the result is right.
+  EXPECT_NE(slurp(lib).find("tile_sizes [1, %tile_m, %tile_n]"), std::string::npos);
+  struct D3 {
+    float *alloc, *aligned;
+    int64_t offset, sizes[3], strides[3];
+  };
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D3*, D3*, D3*)>(dlsym(h, "_mlir_ciface_bmm"));
+  ASSERT_NE(fn, nullptr);
+  const int64_t B = 4, M = 64, N = 128, K = 32;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(size_t(B * M * K)), b(size_t(B * K * N)), c(size_t(B * M * N), NAN);
+  for (auto& x : a) x = u(rng);
+  for (auto& x : b) x = u(rng);
+  D3 da{a.data(), a.data(), 0, {B, M, K}, {M * K, K, 1}}, db{b.data(), b.data(), 0, {B, K, N}, {K * N, N, 1}},
+      dc{c.data(), c.data(), 0, {B, M, N}, {M * N, N, 1}};
+  fn(&da, &db, &dc);
+  double worst = 0;
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(a[size_t(p * M * K + i * K + k)]) * b[size_t(p * K * N + k * N + j)];
+        double got = c[size_t(p * M * N + i * N + j)];
+        worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(acc - got));
+      }
+  EXPECT_LT(worst, 1e-4);
+  dlclose(h);
+  std::filesystem::remove(so);
+  std::filesystem::remove(lib);
 }
 
 TEST_F(TunedDb, JsonRoundTripAndOrderIndependentMerge) {

@@ -26,6 +26,8 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
 // The body of that script: knob ops, then the schedule applied to the handle `%mm` (consumed),
 // each line prefixed by `indent`. Shared by the standalone script and exported libraries.
-std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent);
+// `batched`: the op has a leading batch loop (linalg.batch_matmul), one batch element per block.
+std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
+                               bool batched = false);
 
 }  // namespace sextant

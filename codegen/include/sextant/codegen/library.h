@@ -25,11 +25,12 @@ struct LibraryEntry {
   Space space;
   Candidate candidate;
   std::string source = "tuned";                   // tuned | default | predicted
+  int64_t batch = 0;                              // > 0: a batched GEMM with this batch size
   std::map<std::string, std::string> provenance;  // tool, llvm, target, measured_at, gflops, record
 };
 
-// What a matcher can tell apart: loop sizes and operand bit widths.
-std::string matcherSignature(const GemmWorkload& w);
+// What a matcher can tell apart: loop sizes (batch included) and operand bit widths.
+std::string matcherSignature(const GemmWorkload& w, int64_t batch = 0);
 
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title);
 
