@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <filesystem>
@@ -409,6 +410,26 @@ int cmdModelEval(const ModelEvalArgs& a) {
   }
   if (!any) return fail(a.db + ": no workload of target " + target->key() + " has " + std::to_string(a.min_records) +
                         " successful records to evaluate on (collect some with tune --trials N)");
+  // Scoring speed: what one round of model-based search costs (features + ensemble prediction).
+  {
+    auto w = parseWorkloadKey(by_workload.begin()->first);
+    Space space = buildCpuGemmSpace(*w, cpu);
+    std::vector<Sample> train;
+    std::mt19937_64 rng{1};
+    for (int i = 0; i < 200; ++i) train.push_back(Sample{cpuGemmFeatures(*w, space, space.sample(rng), cpu), 1.0f + float(i % 7), false, 0});
+    CostModel m(int(cpuGemmFeatureNames().size()));
+    m.fit(train);
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::vector<float>> xs;
+    for (int i = 0; i < 10000; ++i) xs.push_back(cpuGemmFeatures(*w, space, space.sample(rng), cpu));
+    auto t1 = std::chrono::steady_clock::now();
+    auto p = m.predict(xs);
+    auto t2 = std::chrono::steady_clock::now();
+    printf("\nscoring 10,000 candidates: %.0f ms (features %.0f ms + 5-member ensemble %.0f ms), measured now\n",
+           std::chrono::duration<double, std::milli>(t2 - t0).count(),
+           std::chrono::duration<double, std::milli>(t1 - t0).count(),
+           std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
   printf("\ntop-1 / top-5: fraction of splits where the true best held-out record is the model's first pick /\n"
          "within its first five. Cross-target evaluation needs records of a second target (none on CPU-only machines).\n");
   return 0;
