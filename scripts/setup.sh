@@ -17,8 +17,8 @@ PACKAGES=(
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
   # tests
   libgtest-dev libgmock-dev
-  # experiment plots
-  python3 python3-matplotlib
+  # experiment scripts
+  python3
 )
 
 missing=()

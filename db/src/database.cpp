@@ -414,13 +414,6 @@ Result<std::vector<RecordRow>> Database::records(const std::string& workload_key
   return out;
 }
 
-Result<int64_t> Database::countRunRecords(int64_t run_id) {
-  Stmt q(db_, "SELECT count(*) FROM records WHERE run_id=?");
-  q.bind(1, run_id);
-  if (!q.row()) return Error{explain(path_, q.error())};
-  return q.i64(0);
-}
-
 Result<std::optional<RecordRow>> Database::best(const std::string& workload_key, const std::string& target_key) {
   std::string sql = std::string("SELECT ") + kRecordColumns +
                     "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' "

@@ -106,7 +106,6 @@ class Database {
   Result<std::set<std::string>> triedCandidates(const std::string& workload_key, const std::string& target_key);
   Result<std::vector<RecordRow>> records(const std::string& workload_key, const std::string& target_key,
                                          bool include_schedule = false);
-  Result<int64_t> countRunRecords(int64_t run_id);
   // Best measured ("ok", source measured) record for a workload and target.
   Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key);
   Result<std::vector<RunRow>> runs();
