@@ -29,7 +29,8 @@ CREATE TABLE runs(
   strategy TEXT NOT NULL, seed INTEGER NOT NULL, space TEXT NOT NULL, space_fingerprint TEXT NOT NULL,
   trials_requested INTEGER NOT NULL, status TEXT NOT NULL,
   started_at TEXT NOT NULL, finished_at TEXT, args TEXT NOT NULL,
-  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, host TEXT NOT NULL);
+  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, host TEXT NOT NULL,
+  owner_pid INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE schedules(id INTEGER PRIMARY KEY, text TEXT UNIQUE NOT NULL);
 CREATE TABLE records(
   id INTEGER PRIMARY KEY,
@@ -236,12 +237,12 @@ Status Database::upsertTarget(const TargetRow& t) {
 Result<int64_t> Database::beginRun(const RunRow& r) {
   Stmt s(db_,
          "INSERT INTO runs(workload_id, target_id, strategy, seed, space, space_fingerprint, trials_requested, "
-         "status, started_at, args, tool_version, llvm_version, host) "
+         "status, started_at, args, tool_version, llvm_version, host, owner_pid) "
          "VALUES((SELECT id FROM workloads WHERE key=?), (SELECT id FROM targets WHERE key=?), ?,?,?,?,?, "
-         "'running', ?,?,?,?,?)");
+         "'running', ?,?,?,?,?,?)");
   s.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.strategy).bind(4, r.seed).bind(5, r.space)
       .bind(6, r.space_fingerprint).bind(7, r.trials_requested).bind(8, nowIso8601()).bind(9, r.args)
-      .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host);
+      .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host).bind(13, r.owner_pid);
   if (!s.done()) return Error{explain(path_, s.error())};
   return int64_t(sqlite3_last_insert_rowid(db_));
 }
@@ -251,7 +252,7 @@ static const char* kRunColumns =
     "r.started_at, coalesce(r.finished_at, ''), r.args, r.tool_version, r.llvm_version, r.host, "
     "(SELECT count(*) FROM records x WHERE x.run_id = r.id), "
     "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), "
-    "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), 0) "
+    "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), 0), r.owner_pid "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
 
 static RunRow runFrom(Stmt& q) {
@@ -274,6 +275,7 @@ static RunRow runFrom(Stmt& q) {
   r.records = q.i64(15);
   r.ok_records = q.i64(16);
   r.best_gflops = q.f64(17);
+  r.owner_pid = q.i64(18);
   return r;
 }
 
@@ -288,6 +290,13 @@ Result<std::optional<RunRow>> Database::findUnfinishedRun(const std::string& wor
   q.bind(1, workload_key).bind(2, target_key).bind(3, strategy).bind(4, seed).bind(5, space_fingerprint);
   if (q.row()) return std::optional<RunRow>(runFrom(q));
   return std::optional<RunRow>();
+}
+
+Status Database::claimRun(int64_t run_id, const std::string& host, int64_t pid) {
+  Stmt s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running' WHERE id=?");
+  s.bind(1, host).bind(2, pid).bind(3, run_id);
+  if (!s.done()) return Error{explain(path_, s.error())};
+  return okStatus();
 }
 
 Status Database::finishRun(int64_t run_id, const std::string& status) {

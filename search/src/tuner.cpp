@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <csignal>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -82,9 +84,17 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     auto prev = ctx.db.findUnfinishedRun(wkey, tkey, o.strategy, int64_t(o.seed), ctx.space.fingerprint());
     if (!prev) return Error{prev.error()};
     if (*prev) {
-      sum.run_id = (*prev)->id;
+      const RunRow& p = **prev;
+      // A run still owned by a live process on this machine is not resumed: two processes on one
+      // run would measure the same candidates.
+      if (p.status == "running" && p.host == hostName() && p.owner_pid > 0 && p.owner_pid != getpid() &&
+          (kill(pid_t(p.owner_pid), 0) == 0 || errno == EPERM))
+        return Error{"run " + std::to_string(p.id) + " with these settings is being tuned by process " +
+                     std::to_string(p.owner_pid) + " on this machine; wait for it to finish, or stop it"};
+      if (auto s = ctx.db.claimRun(p.id, hostName(), getpid()); !s) return Error{s.error()};
+      sum.run_id = p.id;
       sum.resumed = true;
-      sum.resumed_records = (*prev)->records;
+      sum.resumed_records = p.records;
     }
   }
   if (!sum.run_id) {
@@ -100,6 +110,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     r.tool_version = SEXTANT_VERSION;
     r.llvm_version = ctx.llvm_version;
     r.host = hostName();
+    r.owner_pid = getpid();
     auto id = ctx.db.beginRun(r);
     if (!id) return Error{id.error()};
     sum.run_id = *id;

@@ -116,6 +116,8 @@ TEST(EndToEnd, InterruptedRunKeepsRecordsAndResumes) {
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
 
   // The same command resumes the same run and completes it without measuring anything twice.
+  // (While the first process was alive, a second one would have been refused: see
+  // SecondProcessDoesNotResumeALiveRun.)
   Outcome r = tune("--shape 128x128x128 --trials 40 --batch 4 --min-time 0.01 --quiet --report json --db " + db);
   ASSERT_EQ(r.code, 0) << r.err;
   json j = json::parse(r.out);
@@ -187,5 +189,28 @@ TEST(EndToEnd, ModelGuidedStrategyTrainsOnlineAndNeverRepeats) {
   EXPECT_EQ(j["trials"], 24);
   EXPECT_EQ(j["strategy"], "model");
   EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records"), 24);
+  removeDb(db);
+}
+
+TEST(EndToEnd, SecondProcessDoesNotResumeALiveRun) {
+  std::string db = tmp("live.db");
+  removeDb(db);
+  std::string args = " --shape 128x128x128 --trials 400 --batch 4 --min-time 0.01 --quiet --db " + db;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl("/bin/sh", "sh", "-c", ("exec " + std::string(TUNE_BIN) + args).c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && queryInt(db, "SELECT count(*) FROM records") < 4; ++i) usleep(100000);
+  Outcome second = tune(args);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_EQ(second.code, 2) << second.out;
+  EXPECT_NE(second.err.find("is being tuned by process " + std::to_string(pid)), std::string::npos) << second.err;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) - count(DISTINCT candidate) FROM records"), 0);
   removeDb(db);
 }

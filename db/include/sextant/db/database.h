@@ -42,6 +42,7 @@ struct RunRow {
   std::string started_at, finished_at;
   std::string args;    // JSON of the command line options
   std::string tool_version, llvm_version, host;
+  int64_t owner_pid = 0;                // the process running it (on `host`) while status is running
   int64_t records = 0, ok_records = 0;  // filled by queries
   double best_gflops = 0;               // filled by queries
 };
@@ -96,6 +97,8 @@ class Database {
   Result<std::optional<RunRow>> findUnfinishedRun(const std::string& workload_key, const std::string& target_key,
                                                   const std::string& strategy, int64_t seed,
                                                   const std::string& space_fingerprint);
+  // Takes over an unfinished run (resume).
+  Status claimRun(int64_t run_id, const std::string& host, int64_t pid);
   Status finishRun(int64_t run_id, const std::string& status);
 
   // One transaction for the whole batch: all of it is stored or none.
