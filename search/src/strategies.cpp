@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "sextant/common/strings.h"
@@ -154,6 +155,12 @@ class ModelGuidedSearch : public SearchStrategy {
     return r;
   }
 
+ protected:
+  const CostModel& model() const { return model_; }
+  RandomSearch& randomSearch() { return random_; }
+  std::mt19937_64& rng() { return rng_; }
+  std::vector<float> features(const Candidate& c) const { return ctx_.features(c); }
+
  private:
   static CostModelOptions opts(uint64_t seed) {
     CostModelOptions o;
@@ -175,16 +182,94 @@ class ModelGuidedSearch : public SearchStrategy {
   std::string notes_, save_error_;
 };
 
+// AutoTVM-style search: simulated annealing over the cost model's prediction (not the hardware):
+// 128 persistent chains, up to 500 steps per round, temperature 1 -> 0, early stop after 50 steps
+// without a better prediction; the plan is the best unmeasured points the chains visited, with
+// 5% of it (at least one) drawn at random. Shares the model, its training and its warm start with
+// ModelGuidedSearch.
+class AnnealingSearch : public ModelGuidedSearch {
+ public:
+  AnnealingSearch(uint64_t seed, StrategyContext ctx) : ModelGuidedSearch(seed, std::move(ctx)) {}
+  std::string name() const override { return "sa"; }
+
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    if (!model().trained()) return randomSearch().propose(space, tried, n);
+    if (chains_.empty())
+      for (int i = 0; i < kChains; ++i) chains_.push_back(space.sample(rng()));
+    auto score = [&](const std::vector<Candidate>& cs) {
+      std::vector<std::vector<float>> xs;
+      for (const auto& c : cs) xs.push_back(features(c));
+      auto p = model().predict(xs);
+      std::vector<float> out;
+      for (auto& q : p) out.push_back(q.p_fail > 0.5f ? -1.f : q.mean);
+      return out;
+    };
+    std::vector<float> cur = score(chains_);
+    std::map<uint64_t, float> visited;  // unmeasured points seen, with their predicted score
+    auto note = [&](const Candidate& c, float v) {
+      uint64_t id = space.encode(c);
+      if (!tried.count(id)) visited[id] = v;
+    };
+    for (size_t i = 0; i < chains_.size(); ++i) note(chains_[i], cur[i]);
+    float best = *std::max_element(cur.begin(), cur.end());
+    int since_better = 0;
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int step = 0; step < kSteps && since_better < kEarlyStop; ++step) {
+      const double temp = 1.0 - double(step) / kSteps;
+      std::vector<Candidate> next = chains_;
+      for (auto& c : next) {
+        // One knob takes another of its values; an invalid point keeps the chain where it is.
+        size_t k = rng()() % c.size();
+        size_t nv = space.knobs()[k].values.size();
+        if (nv < 2) continue;
+        Candidate t = c;
+        t[k] = int((size_t(c[k]) + 1 + rng()() % (nv - 1)) % nv);
+        if (space.isValid(t)) c = t;
+      }
+      std::vector<float> ns = score(next);
+      bool improved = false;
+      for (size_t i = 0; i < next.size(); ++i) {
+        note(next[i], ns[i]);
+        if (ns[i] > best) best = ns[i], improved = true;
+        if (ns[i] >= cur[i] || (temp > 0 && u(rng()) < std::exp((ns[i] - cur[i]) / (temp * kScale))))
+          chains_[i] = next[i], cur[i] = ns[i];
+      }
+      since_better = improved ? 0 : since_better + 1;
+    }
+    std::vector<std::pair<float, uint64_t>> ranked;
+    for (auto& [id, v] : visited) ranked.push_back({v, id});
+    std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    const size_t explore = n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * 0.05))) : 0;
+    std::vector<Candidate> out;
+    std::unordered_set<uint64_t> taken;
+    for (auto& [v, id] : ranked) {
+      if (out.size() + explore >= n) break;
+      out.push_back(space.decode(id));
+      taken.insert(id);
+    }
+    std::unordered_set<uint64_t> avoid = tried;
+    avoid.insert(taken.begin(), taken.end());
+    for (auto& c : randomSearch().propose(space, avoid, n - out.size())) out.push_back(c);
+    return out;
+  }
+
+ private:
+  static constexpr int kChains = 128, kSteps = 500, kEarlyStop = 50;
+  static constexpr double kScale = 0.05;  // predicted scores are throughput / best, in [0, ~1]
+  std::vector<Candidate> chains_;
+};
+
 }  // namespace
 
-std::vector<std::string> strategyNames() { return {"random", "exhaustive", "model"}; }
+std::vector<std::string> strategyNames() { return {"random", "exhaustive", "model", "sa"}; }
 
 Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed,
                                                      const StrategyContext& ctx) {
   if (name == "random") return std::unique_ptr<SearchStrategy>(new RandomSearch(seed));
   if (name == "exhaustive") return std::unique_ptr<SearchStrategy>(new ExhaustiveSearch());
-  if (name == "model") {
-    if (!ctx.features || ctx.num_features <= 0) return Error{"strategy 'model' needs the cost model's features"};
+  if (name == "model" || name == "sa") {
+    if (!ctx.features || ctx.num_features <= 0) return Error{"strategy '" + name + "' needs the cost model's features"};
+    if (name == "sa") return std::unique_ptr<SearchStrategy>(new AnnealingSearch(seed, ctx));
     return std::unique_ptr<SearchStrategy>(new ModelGuidedSearch(seed, ctx));
   }
   return Error{"unknown strategy '" + name + "' (known: " + join(strategyNames(), ", ") + ")"};
