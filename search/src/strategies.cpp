@@ -102,8 +102,7 @@ class ModelGuidedSearch : public SearchStrategy {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a].mean > pred[b].mean; });
     // Epsilon-greedy: most of the batch by predicted throughput, at least one pick at random.
-    const size_t explore = n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * kEpsilon))) : 0;
-    const size_t greedy = n - explore;
+    const size_t greedy = n - exploreCount(n);
     std::vector<Candidate> out;
     std::vector<size_t> rest, skipped;
     for (size_t i : order) {
@@ -157,9 +156,38 @@ class ModelGuidedSearch : public SearchStrategy {
 
  protected:
   const CostModel& model() const { return model_; }
+  // Epsilon-greedy: the share of a plan drawn at random (at least one in plans of two or more).
+  static size_t exploreCount(size_t n) {
+    return n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * kEpsilon))) : 0;
+  }
+  // Predicted normalised throughput; candidates predicted to fail score lowest.
+  std::vector<float> predictedScores(const std::vector<Candidate>& cs) const {
+    std::vector<std::vector<float>> xs;
+    for (const auto& c : cs) xs.push_back(ctx_.features(c));
+    std::vector<float> out;
+    for (const auto& q : model_.predict(xs)) out.push_back(q.p_fail > kSkipAbove ? -1.f : q.mean);
+    return out;
+  }
+  // A plan from scored unmeasured points: the best by score, then random untried ones for the
+  // exploration share (and for any shortfall).
+  std::vector<Candidate> planFrom(const Space& space, const std::map<uint64_t, float>& scored,
+                                  const std::unordered_set<uint64_t>& tried, size_t n) {
+    std::vector<std::pair<float, uint64_t>> ranked;
+    for (const auto& [id, v] : scored) ranked.push_back({v, id});
+    std::sort(ranked.begin(), ranked.end(),
+              [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    const size_t greedy = n - exploreCount(n);
+    std::vector<Candidate> out;
+    std::unordered_set<uint64_t> avoid = tried;
+    for (size_t i = 0; i < ranked.size() && out.size() < greedy; ++i) {
+      out.push_back(space.decode(ranked[i].second));
+      avoid.insert(ranked[i].second);
+    }
+    for (auto& c : random_.propose(space, avoid, n - out.size())) out.push_back(c);
+    return out;
+  }
   RandomSearch& randomSearch() { return random_; }
   std::mt19937_64& rng() { return rng_; }
-  std::vector<float> features(const Candidate& c) const { return ctx_.features(c); }
 
  private:
   static CostModelOptions opts(uint64_t seed) {
@@ -196,14 +224,7 @@ class AnnealingSearch : public ModelGuidedSearch {
     if (!model().trained()) return randomSearch().propose(space, tried, n);
     if (chains_.empty())
       for (int i = 0; i < kChains; ++i) chains_.push_back(space.sample(rng()));
-    auto score = [&](const std::vector<Candidate>& cs) {
-      std::vector<std::vector<float>> xs;
-      for (const auto& c : cs) xs.push_back(features(c));
-      auto p = model().predict(xs);
-      std::vector<float> out;
-      for (auto& q : p) out.push_back(q.p_fail > 0.5f ? -1.f : q.mean);
-      return out;
-    };
+    auto score = [&](const std::vector<Candidate>& cs) { return predictedScores(cs); };
     std::vector<float> cur = score(chains_);
     std::map<uint64_t, float> visited;  // unmeasured points seen, with their predicted score
     auto note = [&](const Candidate& c, float v) {
@@ -236,21 +257,7 @@ class AnnealingSearch : public ModelGuidedSearch {
       }
       since_better = improved ? 0 : since_better + 1;
     }
-    std::vector<std::pair<float, uint64_t>> ranked;
-    for (auto& [id, v] : visited) ranked.push_back({v, id});
-    std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-    const size_t explore = n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * 0.05))) : 0;
-    std::vector<Candidate> out;
-    std::unordered_set<uint64_t> taken;
-    for (auto& [v, id] : ranked) {
-      if (out.size() + explore >= n) break;
-      out.push_back(space.decode(id));
-      taken.insert(id);
-    }
-    std::unordered_set<uint64_t> avoid = tried;
-    avoid.insert(taken.begin(), taken.end());
-    for (auto& c : randomSearch().propose(space, avoid, n - out.size())) out.push_back(c);
-    return out;
+    return planFrom(space, visited, tried, n);
   }
 
  private:
@@ -279,14 +286,7 @@ class EvolutionarySearch : public ModelGuidedSearch {
 
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
     if (!model().trained()) return randomSearch().propose(space, tried, n);
-    auto score = [&](const std::vector<Candidate>& cs) {
-      std::vector<std::vector<float>> xs;
-      for (const auto& c : cs) xs.push_back(features(c));
-      auto p = model().predict(xs);
-      std::vector<float> out;
-      for (auto& q : p) out.push_back(q.p_fail > 0.5f ? -1.f : q.mean);
-      return out;
-    };
+    auto score = [&](const std::vector<Candidate>& cs) { return predictedScores(cs); };
     std::vector<Candidate> pop;
     for (auto& [g, c] : measured_) pop.push_back(c);
     while (pop.size() < kPopulation) pop.push_back(space.sample(rng()));
@@ -322,20 +322,7 @@ class EvolutionarySearch : public ModelGuidedSearch {
       fit = score(pop);
       note(pop, fit);
     }
-    std::vector<std::pair<float, uint64_t>> ranked;
-    for (auto& [id, v] : seen) ranked.push_back({v, id});
-    std::sort(ranked.begin(), ranked.end(),
-              [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-    const size_t explore = n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * 0.05))) : 0;
-    std::vector<Candidate> out;
-    std::unordered_set<uint64_t> avoid = tried;
-    for (auto& [v, id] : ranked) {
-      if (out.size() + explore >= n) break;
-      out.push_back(space.decode(id));
-      avoid.insert(id);
-    }
-    for (auto& c : randomSearch().propose(space, avoid, n - out.size())) out.push_back(c);
-    return out;
+    return planFrom(space, seen, tried, n);
   }
 
  private:
