@@ -301,7 +301,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     run.args = argv_json;
     run.tool_version = SEXTANT_VERSION;
     run.llvm_version = llvmVersion();
-    run.host = "";
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    run.host = host;
     auto run_id = db->beginRun(run);
     if (!run_id) return fail(run_id.error());
     RecordRow r;
@@ -385,14 +387,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   const BaselineRow* blas_b = sum->finalOf("openblas");
   const BaselineRow* fin = sum->finalBestTuned();
   // The reported best is the confirmed one: its record, with the pooled final-comparison figures.
-  std::optional<RecordRow> best;
-  if (fin) {
-    auto recs = db->records(w->key(), target->key(), false);
-    if (recs)
-      for (auto& r : *recs)
-        if (r.id == fin->record_id) best = r;
-  }
-  if (!best) best = sum->best_this_run;
+  const std::optional<RecordRow>& best = sum->best_confirmed ? sum->best_confirmed : sum->best_this_run;
   double best_g = fin ? fin->gflops : (best ? best->gflops : 0);
   auto ratio = [](double a, double b) { return b > 0 && a > 0 ? a / b : 0.0; };
   auto finalJson = [](const BaselineRow* b) {

@@ -48,8 +48,8 @@ Result<const OpenBlas*> loadOpenBlas() {
   static std::once_flag once;
   std::call_once(once, [] {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    if (!getenv("OPENBLAS_CORETYPE") && !openBlasCoreTypeForHost().empty())
-      setenv("OPENBLAS_CORETYPE", openBlasCoreTypeForHost().c_str(), 1);
+    const std::string core = openBlasCoreTypeForHost();
+    if (!getenv("OPENBLAS_CORETYPE") && !core.empty()) setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
     void* h = nullptr;
     for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
       h = dlopen(name, RTLD_NOW | RTLD_LOCAL);

@@ -221,6 +221,9 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     } else {
       sum.final.clear();
     }
+    if (const BaselineRow* fin = sum.finalBestTuned())
+      for (const RecordRow* r : ok_this_run)
+        if (r->id == fin->record_id) sum.best_confirmed = *r;
   }
 
   sum.strategy_report = (*strategy)->report();

@@ -62,6 +62,7 @@ struct TuneSummary {
   double elapsed_s = 0;
   std::optional<RecordRow> best;           // best measured record of this workload/target (all runs)
   std::optional<RecordRow> best_this_run;  // best of this run during the search
+  std::optional<RecordRow> best_confirmed; // the record that won the final comparison
   // Final comparison (empty when interrupted): pooled over the interleaved rounds.
   std::vector<BaselineRow> final;
   const BaselineRow* finalOf(const std::string& name) const;  // "default", "openblas"
