@@ -113,14 +113,15 @@ Result<Target> resolveTarget(const std::string& raw) {
   std::transform(name.begin(), name.end(), name.begin(), ::tolower);
   if (name == "cpu" || name == "host") {
     const HostCpu& cpu = hostCpu();
-    return Target{"cpu", TargetKind::Cpu, "x86_64-" + cpu.vector_isa};
+    return Target{"cpu", TargetKind::Cpu, "x86_64-" + cpu.vector_isa, ""};
   }
+  // GPU targets: canonical name, architecture, and the device-table entry whose limits apply.
+  // The key (name:arch) is what the database stores, so aliases share records.
+  if (name == "h100" || name == "sm_90" || name == "h100-sxm") return Target{"h100", TargetKind::Nvidia, "sm_90", "h100-sxm"};
+  if (name == "h200") return Target{"h200", TargetKind::Nvidia, "sm_90", "h200"};
+  if (name == "a100" || name == "sm_80" || name == "a100-80gb") return Target{"a100", TargetKind::Nvidia, "sm_80", "a100-80gb"};
+  if (name == "mi300" || name == "mi300x" || name == "gfx942") return Target{"mi300", TargetKind::Amd, "gfx942", "mi300x"};
   auto known = knownTargetNames();
-  if (std::find(known.begin(), known.end(), name) != known.end()) {
-    return Error{"target '" + raw +
-                 "' is a GPU target; GPU code generation and measurement are not built yet "
-                 "(only 'cpu' works in this version)"};
-  }
   return Error{"unknown target '" + raw + "' (known: " + join(known, ", ") + ")"};
 }
 

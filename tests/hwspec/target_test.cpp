@@ -35,7 +35,14 @@ TEST(Target, ResolvesNamesAndRejectsUnknownOnes) {
   auto bad = resolveTarget("tpu9");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("known: cpu, h100"), std::string::npos);
-  auto gpu = resolveTarget("mi300");
-  ASSERT_FALSE(gpu.ok());  // recognised, but not built yet: says so rather than pretending
-  EXPECT_NE(gpu.error().find("not built yet"), std::string::npos);
+  // Every name a user may type resolves; aliases share one canonical key.
+  for (const auto& n : knownTargetNames()) EXPECT_TRUE(resolveTarget(n).ok()) << n;
+  auto mi = resolveTarget("MI300X");
+  ASSERT_TRUE(mi.ok());
+  EXPECT_EQ(mi->kind, TargetKind::Amd);
+  EXPECT_EQ(mi->key(), "mi300:gfx942");
+  EXPECT_EQ(resolveTarget("gfx942")->key(), mi->key());
+  EXPECT_EQ(resolveTarget("sm_90")->key(), "h100:sm_90");
+  EXPECT_EQ(resolveTarget("sm_80")->device, "a100-80gb");
+  EXPECT_EQ(resolveTarget("h200")->arch, "sm_90");
 }

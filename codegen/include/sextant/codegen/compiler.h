@@ -32,6 +32,38 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 // file). Every public function gets a C interface (`_mlir_ciface_NAME`).
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path);
 
+// GPU GEMM compilation, in stages: the main schedule (stage 1), the vector->nvgpu conversion
+// (tensor cores), the pipelining schedule, workgroup buffers made static shared memory, kernel
+// outlining (the launch is read here, before lowering), then NVVM -> PTX text (format=isa,
+// needs no CUDA toolkit) or ROCDL -> gfx942 HSACO code object (linked by ld.lld 22).
+struct GpuCompileRequest {
+  std::string payload;            // GemmWorkload::payloadMlir()
+  std::string schedule;           // emitGpuGemmSchedule
+  std::string pipeline_schedule;  // emitGpuPipelineSchedule (may be empty)
+  int64_t pipeline_depth = 1;
+  bool mma = false;               // run convert-vector-to-gpu{use-nvgpu}
+  bool swizzle = false;           // run nvgpu-optimize-shared-memory
+  bool nvidia = true;             // else AMD
+  std::string chip;               // sm_90, sm_80, gfx942
+  std::string features;           // +ptx80 ...
+  std::string out_path;           // the kernel file: PTX text (NVIDIA) or HSACO (AMD)
+  std::string rocm_toolkit;       // AMD: a prefix whose llvm/bin/ld.lld is lld 22
+};
+struct GpuKernelInfo {
+  std::string name;                 // kernel symbol
+  std::vector<std::string> args;    // in launch order: "A", "B", "C" (bare pointers) or "i64:N"
+  int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  int64_t async_groups_per_iteration = 0;  // cp.async commit groups per steady-state iteration
+  std::map<std::string, int64_t> stats;    // AMD: code-object metadata (vgpr_count, ...)
+};
+CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info);
+
+// Reads the AMDGPU code-object metadata (NT_AMDGPU_METADATA note) of an HSACO: for the first
+// kernel, .vgpr_count, .sgpr_count, .agpr_count, .vgpr_spill_count, .sgpr_spill_count,
+// .group_segment_fixed_size (LDS bytes), .private_segment_fixed_size, .wavefront_size,
+// .max_flat_workgroup_size (keys without the leading dot), plus "name" in the error if absent.
+Result<std::map<std::string, int64_t>> readAmdgpuMetadata(const std::string& hsaco_bytes);
+
 // A GEMM-like op found in a module: linalg.matmul, linalg.batch_matmul, or a linalg.generic
 // contraction that is a matmul.
 struct FoundOp {

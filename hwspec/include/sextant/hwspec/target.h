@@ -1,5 +1,5 @@
 // Targets: what the tuner compiles for and measures on. The host CPU is read from
-// /proc/cpuinfo and sysfs; GPU targets arrive with the GPU issue.
+// /proc/cpuinfo and sysfs; GPU targets name an entry of the device table for their limits.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +40,15 @@ struct Target {
   std::string name;       // canonical name: "cpu", "h100", ...
   TargetKind kind = TargetKind::Cpu;
   std::string arch;       // "x86_64-avx512", "sm_90", "gfx942"
+  std::string device;     // GPU targets: the entry of the device table (hwspec/data/devices.json)
+                          // whose limits the schedule space uses, e.g. "h100-sxm"
   std::string key() const;  // canonical key stored in the database
+  bool isGpu() const { return kind != TargetKind::Cpu; }
+  std::string vendor() const { return kind == TargetKind::Nvidia ? "nvidia" : kind == TargetKind::Amd ? "amd" : "cpu"; }
 };
 
-// Names a user may type, in the order --help lists them.
+// Names a user may type, in the order --help lists them. Aliases resolve to one canonical target:
+// sm_90 -> h100, sm_80 -> a100, mi300x / gfx942 -> mi300.
 std::vector<std::string> knownTargetNames();
 // Resolves a user-typed name; unknown names give an error listing the known ones.
 Result<Target> resolveTarget(const std::string& name);

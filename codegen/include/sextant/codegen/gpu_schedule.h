@@ -1,0 +1,60 @@
+// The GPU GEMM schedule space (one builder, specialised per vendor) and its Transform-dialect
+// scripts (text only, no MLIR headers).
+//
+// Every schedule: forall over (block_m x block_n) C tiles mapped to blocks -> for over K in
+// block_k chunks -> A and B tiles promoted to shared memory / LDS (copied by all threads with
+// copy_bits-wide vector loads) -> the block's C tile split over warps (mma: warp_m x warp_n
+// tiles computed with tensor-core mma.sync m16n8k16 via ldmatrix) or over threads (fma:
+// thread_m x thread_n outputs per thread, FMA outer products). On NVIDIA sm_80+ the shared
+// buffers can be multi-buffered with a cp.async software pipeline of depth `pipeline`; `swizzle`
+// XORs shared-memory addresses against ldmatrix bank conflicts.
+//
+// Compilation runs in stages (compiler.h: compileGpuGemm): the main script, then (mma) the
+// vector-to-nvgpu conversion, then (pipeline > 1) the pipelining script, then lowering.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/hwspec/gpu_target.h"
+
+namespace sextant {
+
+Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g);
+
+// Everything derived from a candidate that the scripts, the launch and the checks need.
+struct GpuPlan {
+  int64_t block_m = 0, block_n = 0, block_k = 0;
+  bool mma = false;
+  int64_t warp_m = 0, warp_n = 0, thread_m = 0, thread_n = 0;
+  int64_t copy_bits = 128, pipeline = 1;
+  bool swizzle = false;
+  int64_t threads = 0;                    // per block
+  std::array<int64_t, 3> block_dims{};    // as mapped (x, y, z)
+  std::array<int64_t, 3> grid{};          // blocks (x = N tiles, y = M tiles)
+  std::array<int64_t, 2> copy_tile_a{}, copy_tile_b{};  // per-thread copy tiles (vector sizes)
+  std::array<int64_t, 2> fill_tile{};     // per-thread tile of the C initialisation
+  int64_t smem_bytes = 0;                 // A + B tiles times pipeline depth
+};
+Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c);
+
+// A copy of rows x cols elements of elem_bits by `threads` threads with vectors of up to
+// align_bits, as transform.structured.gpu.map_copy_to_threads maps it (MLIR's CopyMappingInfo,
+// favorPredication = false). Returns the per-thread tile, or an error if the mapping is not
+// exact (the op would then predicate or fail).
+Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
+                                           int64_t align_bits);
+
+// The untuned default: 64x64x32 blocks; tensor cores where available with 32x32 warp tiles;
+// otherwise 4x4 outputs per thread; 128-bit loads; a 2-stage pipeline where cp.async exists.
+Candidate defaultGpuCandidate(const Space& space);
+
+// Stage 1: tiling, promotion, vectorisation, mapping to blocks/threads (entry @__transform_main,
+// consumes the root). Knob values are recorded as transform.tune.knob ops.
+std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
+// Stage 3 (pipeline > 1): multi-buffering + cp.async groups + software pipelining. Empty if none.
+std::string emitGpuPipelineSchedule(const GpuPlan& p);
+
+}  // namespace sextant

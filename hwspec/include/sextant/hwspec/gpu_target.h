@@ -1,0 +1,46 @@
+// What the GPU schedule space and the pre-flight resource check need to know about a GPU target:
+// its limits, read from the device table (hwspec/data/devices.json), plus code-generation facts
+// (chip, PTX features) that are properties of the architecture, not of one product.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sextant/common/result.h"
+#include "sextant/hwspec/target.h"
+
+namespace sextant {
+
+struct GpuTargetInfo {
+  Target target;
+  std::string display;          // "NVIDIA H100 SXM5 80GB"
+  std::string chip;             // "sm_90", "gfx942"
+  std::string features;         // NVPTX: "+ptx80"; AMDGPU: ""
+  int sm_version = 0;           // 90 for sm_90; 0 for AMD
+  int64_t compute_units = 0;    // SMs / CUs
+  int64_t warp_size = 32;       // 32 (NVIDIA) or 64 (AMD wavefront)
+  int64_t max_threads_per_block = 1024;
+  int64_t max_threads_per_cu = 2048;
+  int64_t smem_per_block_bytes = 0;         // the opt-in maximum
+  int64_t smem_per_block_static_bytes = 0;  // without dynamic shared memory (48 KiB on NVIDIA)
+  int64_t smem_per_cu_bytes = 0;
+  int64_t regs_per_cu = 65536;
+  int64_t max_regs_per_thread = 255;        // 255 on NVIDIA, 512 VGPRs (incl. AGPRs) on gfx942
+  int64_t l2_bytes = 0;
+  double fp32_tflops = 0, fp16_tflops = 0;
+  bool has_mma_sync = false;    // NVIDIA sm_80+: mma.sync tensor cores reachable from MLIR 22
+  bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
+};
+
+Result<GpuTargetInfo> gpuTargetInfo(const Target& t);
+
+// Occupancy: resident blocks per SM/CU given a kernel's resources (0: it cannot run at all).
+struct Occupancy {
+  int64_t blocks_per_cu = 0;
+  double fraction = 0;          // resident threads / max threads per CU
+  std::string limiter;          // "registers", "shared memory", "threads", "none"
+};
+Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads_per_block, int64_t regs_per_thread,
+                            int64_t smem_bytes);
+
+}  // namespace sextant

@@ -1,0 +1,73 @@
+#include "sextant/hwspec/gpu_target.h"
+
+#include <algorithm>
+
+#include "sextant/hwspec/devices.h"
+
+namespace sextant {
+
+Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
+  if (!t.isGpu()) return Error{"target '" + t.name + "' is not a GPU target"};
+  const DeviceSpec* d = builtinDeviceTable().find(t.device);
+  if (!d) return Error{"target '" + t.name + "' names device '" + t.device + "', which the device table lacks"};
+  GpuTargetInfo g;
+  g.target = t;
+  g.display = d->display;
+  g.chip = t.arch;
+  g.compute_units = d->compute_units;
+  g.warp_size = d->warp_size;
+  g.max_threads_per_block = d->max_threads_per_block;
+  g.max_threads_per_cu = d->max_threads_per_cu;
+  g.smem_per_block_bytes = int64_t(d->smem_per_block_kb * 1024);
+  g.smem_per_cu_bytes = int64_t(d->smem_per_cu_kb * 1024);
+  g.regs_per_cu = d->regs_per_cu;
+  g.l2_bytes = int64_t(d->l2_mb * 1024 * 1024);
+  g.fp32_tflops = d->fp32_tflops;
+  g.fp16_tflops = d->fp16_tflops;
+  if (t.kind == TargetKind::Nvidia) {
+    g.sm_version = std::stoi(t.arch.substr(3));
+    // PTX ISA versions that introduced these targets (8.0: sm_90, 7.0: sm_80). LLVM needs them
+    // spelled out: the defaults (+ptx60) abort on sm_80+ with an LLVM fatal error.
+    g.features = g.sm_version >= 90 ? "+ptx80" : "+ptx76";
+    g.smem_per_block_static_bytes = std::min<int64_t>(48 * 1024, g.smem_per_block_bytes);
+    g.max_regs_per_thread = 255;
+    g.has_mma_sync = g.sm_version >= 80;
+    g.has_cp_async = g.sm_version >= 80;
+  } else {
+    g.smem_per_block_static_bytes = g.smem_per_block_bytes;  // LDS: no static/dynamic split
+    g.max_regs_per_thread = 512;
+  }
+  return g;
+}
+
+Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t regs, int64_t smem) {
+  Occupancy o;
+  if (threads <= 0 || threads > g.max_threads_per_block) {
+    o.limiter = "threads";
+    return o;
+  }
+  const int64_t warps = (threads + g.warp_size - 1) / g.warp_size;
+  int64_t by_threads = g.max_threads_per_cu / (warps * g.warp_size);
+  int64_t by_regs = by_threads;
+  if (regs > 0) {
+    if (regs > g.max_regs_per_thread) {
+      o.limiter = "registers";
+      return o;
+    }
+    // NVIDIA allocates registers per warp in units of 256 (8 per thread); AMD gfx942 in granules
+    // of 8 VGPRs per lane, 512 per SIMD lane across 4 SIMDs: both reduce to regs_per_cu pooling.
+    int64_t per_thread = (regs + 7) / 8 * 8;
+    by_regs = g.regs_per_cu / (per_thread * warps * g.warp_size);
+  }
+  int64_t by_smem = by_threads;
+  if (smem > 0) by_smem = smem > g.smem_per_block_bytes ? 0 : g.smem_per_cu_bytes / smem;
+  o.blocks_per_cu = std::min({by_threads, by_regs, by_smem, int64_t(32)});
+  o.limiter = o.blocks_per_cu == by_smem && by_smem < by_threads   ? "shared memory"
+              : o.blocks_per_cu == by_regs && by_regs < by_threads ? "registers"
+              : o.blocks_per_cu == by_threads                      ? "threads"
+                                                                   : "none";
+  o.fraction = double(o.blocks_per_cu * warps * g.warp_size) / double(g.max_threads_per_cu);
+  return o;
+}
+
+}  // namespace sextant
