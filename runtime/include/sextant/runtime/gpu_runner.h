@@ -1,0 +1,197 @@
+// Measuring GPU GEMM kernels on the real device: a CUDA backend on the CUDA Driver API and a HIP
+// backend on the HIP module API, both loaded with dlopen at run time (the same binary runs on a
+// machine without any GPU software and reports "no CUDA device found (...)"), the measurement
+// harness shared by both (L2 flush, GPU-event timing, repetitions, deadline, verification) and
+// the loop over a whole bundle that rewrites the results file after every kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sextant/codegen/workload.h"
+#include "sextant/common/result.h"
+#include "sextant/runtime/bundle.h"
+#include "sextant/runtime/gemm_host.h"
+
+namespace sextant {
+
+using DevicePtr = uint64_t;
+
+struct LaunchDims {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+};
+
+// A module loaded on the device and the function in it.
+struct LoadedKernel {
+  void* module = nullptr;
+  void* function = nullptr;
+  KernelResources resources;
+  std::string log;  // the JIT's info log (PTX), if any
+};
+
+enum class EventState { Done, Pending, Failed };
+
+// A vendor library GEMM on the device's queue (cuBLAS), measured as a reference.
+class GemmPeer {
+ public:
+  virtual ~GemmPeer() = default;
+  virtual std::string name() const = 0;  // "cublas"
+  // Enqueues C = A * B for the workload (row-major C, layouts as in GemmWorkload).
+  virtual Status enqueue(const GemmWorkload& w, DevicePtr a, DevicePtr b, DevicePtr c) = 0;
+};
+
+// One GPU as the measurement harness sees it: memory, modules, launches and two timing events
+// (0: start, 1: stop), all on one in-order queue (the legacy default stream). Implemented by the
+// CUDA and HIP backends below, and by fakes in the tests.
+class GpuDevice {
+ public:
+  virtual ~GpuDevice() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual Result<DevicePtr> allocate(size_t bytes) = 0;
+  virtual void release(DevicePtr p) = 0;
+  virtual Status copyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;  // blocking
+  virtual Status copyToHost(void* dst, DevicePtr src, size_t bytes) = 0;  // blocking; call only when idle
+  virtual Status fill(DevicePtr dst, uint8_t value, size_t bytes) = 0;    // enqueued
+  // Loads a module (PTX is JIT-compiled by the driver) and looks up `name`; fills resources.
+  virtual Result<LoadedKernel> load(const std::string& image, KernelFormat format, const std::string& name) = 0;
+  virtual void unload(LoadedKernel& k) = 0;
+  // Checks the launch against the kernel's and the device's limits and opts in to dynamic shared
+  // memory above 48 KiB where the API wants it.
+  virtual Status prepare(LoadedKernel& k, const LaunchDims& d) = 0;
+  // args: one pointer per kernel parameter, to its value (the CUDA kernelParams convention).
+  virtual Status launch(const LoadedKernel& k, const LaunchDims& d, void** args) = 0;  // enqueued
+  virtual Status record(int event) = 0;
+  virtual EventState query(int event, std::string& error) = 0;
+  virtual Result<double> elapsedSeconds() = 0;  // from event 0 to event 1
+  // After a kernel failed on the device (illegal address, ...): resets the device so that the
+  // next kernels can run. Every allocation and module is gone afterwards.
+  virtual Status recover() { return Error{"this device cannot be reset"}; }
+  // The vendor BLAS on this device (cuBLAS for CUDA); an error says why there is none.
+  virtual Result<std::unique_ptr<GemmPeer>> openPeer() { return Error{"no vendor BLAS for this device"}; }
+};
+
+// Opens device `ordinal`. Errors, never a crash or a link-time dependency:
+//   "no CUDA device found (libcuda.so.1 not loadable: <dlerror>)", "no CUDA device found (cuInit: ...)",
+//   "no HIP device found (libamdhip64.so not loadable: ...)", "no HIP device found (hipInit: ...)".
+Result<std::unique_ptr<GpuDevice>> openCudaDevice(int ordinal = 0);
+Result<std::unique_ptr<GpuDevice>> openHipDevice(int ordinal = 0);
+// vendor: "nvidia" (CUDA) or "amd" (HIP).
+Result<std::unique_ptr<GpuDevice>> openGpuDevice(const std::string& vendor, int ordinal = 0);
+
+// Whether kernels built for `arch` in `format` can run on the device: PTX for an older NVIDIA
+// architecture runs on a newer one (JIT), a cubin only within its major version (sm_80 on sm_86),
+// "a"-suffixed targets (sm_90a) only on exactly that architecture, AMD code objects only on the
+// same gfx target. The error names both architectures.
+Status checkArchCompatible(const std::string& arch, KernelFormat format, const DeviceInfo& device);
+
+struct GpuMeasureOptions {
+  int warmup = 2;            // untimed launches; the first one's result is verified
+  int min_reps = 10;         // timed repetitions, at least
+  int max_reps = 1000;       // and at most
+  double min_time_s = 0.5;   // keep repeating until the timed launches add up to this
+  double timeout_s = 10;     // deadline for each launch to complete
+  bool flush_l2 = true;      // write a scratch buffer of >= 2x the L2 before each repetition
+  uint64_t seed = 42;        // inputs
+  CheckPolicy check;         // which entries of C are verified
+  double rtol = -1, atol = -1;  // < 0: defaultTolerance(workload)
+};
+
+enum class GpuStatus { Ok, WrongResult, LoadError, LaunchError, Timeout, Skipped };
+const char* gpuStatusName(GpuStatus s);  // "ok", "wrong_result", "load_error", "launch_error", "timeout", "skipped"
+
+struct GpuMeasurement {
+  GpuStatus status = GpuStatus::Skipped;
+  std::string message;
+  std::vector<double> times_s;
+  double median_s = 0, cv = 0, gflops = 0, max_abs_err = 0;
+  int64_t checked_entries = 0;
+  std::optional<KernelResources> resources;
+  bool ok() const { return status == GpuStatus::Ok; }
+};
+
+struct KernelLaunchSpec {
+  std::string id;
+  std::string image;  // the module's bytes (PTX text, cubin, code object)
+  KernelFormat format = KernelFormat::Ptx;
+  std::string kernel_name;
+  std::vector<KernelArg> args;
+  LaunchDims dims;
+};
+
+// The harness. Holds the current workload's buffers on the device (A, B, C and the flush
+// scratch buffer) and knows when the device is lost: after a launch that missed its deadline
+// the kernel may still be running and nothing more can be done with the context, so every later
+// measurement is "skipped". A kernel that fails on the device (a fault) resets it (recover())
+// and the run goes on.
+class GemmBench {
+ public:
+  GemmBench(GpuDevice& dev, GpuMeasureOptions o);
+  ~GemmBench();  // frees the device buffers, unless the device is lost
+  GemmBench(const GemmBench&) = delete;
+  GemmBench& operator=(const GemmBench&) = delete;
+
+  // Makes `p` the current problem: (re)allocates A, B, C and the flush buffer and uploads A and
+  // B. `p` must outlive its use.
+  Status setProblem(const GemmHostProblem& p);
+  GpuMeasurement measureKernel(const KernelLaunchSpec& k);
+  GpuMeasurement measurePeer(GemmPeer& peer);
+
+  bool lost() const { return lost_; }
+  const std::string& lostReason() const { return lost_reason_; }
+  bool problemReady() const { return ready_; }
+  int generation() const { return generation_; }  // how many times the device was reset
+  Tolerance tolerance() const;
+  const GpuMeasureOptions& options() const { return o_; }
+
+ private:
+  GpuMeasurement run(const std::string& what, const std::function<Status()>& enqueue);
+  EventState waitFor(int event, std::string& error);
+  void freeBuffers();
+  void afterDeviceFailure(GpuMeasurement& m);
+
+  GpuDevice& dev_;
+  GpuMeasureOptions o_;
+  const GemmHostProblem* p_ = nullptr;
+  bool ready_ = false;
+  DevicePtr a_ = 0, b_ = 0, c_ = 0, scratch_ = 0;
+  size_t scratch_bytes_ = 0;
+  int flush_counter_ = 0;
+  int generation_ = 0;
+  std::string problem_error_;
+  bool lost_ = false;
+  std::string lost_reason_;
+};
+
+struct RunOptions {
+  GpuMeasureOptions measure;
+  bool reference = true;          // measure the vendor BLAS per workload
+  std::vector<std::string> only;  // kernel ids; empty: all
+  std::string results_path;       // rewritten after every kernel
+  std::string runner;             // "tune-runner 0.1.0"
+  std::string command;            // argv joined
+  nlohmann::json options = nlohmann::json::object();  // recorded as "options"
+};
+
+struct RunCallbacks {
+  std::function<void(const KernelResult&, size_t done, size_t total)> on_kernel;
+  std::function<void(const ReferenceResult&)> on_reference;
+  std::function<void(const std::string&)> on_note;
+  std::function<bool()> interrupted;  // checked between kernels
+};
+
+// Measures the bundle's kernels (those in `only`, if given), grouped by workload in manifest
+// order: inputs and reference once per workload, the vendor BLAS first, then every kernel. The
+// results file is written before the first kernel and rewritten after every kernel and every
+// reference. Kernels not measured because the device was lost or the run interrupted are
+// recorded as "skipped". Returns the final results, or an error when the file cannot be written.
+Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, const BundleManifest& m,
+                              const RunOptions& o, const RunCallbacks& cb = {});
+
+}  // namespace sextant
