@@ -1,0 +1,658 @@
+// The GPU runner without a GPU: the no-device errors of the real backends, the architecture
+// rules, and the measurement harness and bundle loop on a fake device whose "kernels" run on the
+// host (correct, wrong, silent, hanging, faulting ones). With a CUDA device present, a PTX
+// kernel written here is also measured for real.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "sextant/runtime/gpu_runner.h"
+
+using namespace sextant;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/sextant-gpu-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string str() const { return path.string(); }
+};
+
+// Kernel images understood by the fake device: "<mode> <ORDER> <workload key>", ORDER naming
+// which of A, B, C each of the first three arguments is (e.g. CAB). Modes: naive (correct),
+// wrong (one entry off), silent (writes nothing), hang (never finishes), fault (fails on the
+// device), scalars (correct only if arguments 4 and 5 are i32 7 and i64 2^40). "garbage" does
+// not load.
+class FakeDevice : public GpuDevice {
+ public:
+  DeviceInfo info_{"nvidia", "Fake GPU", "sm_90", "12.4", 4, 1 << 20, int64_t(1) << 32};
+  double kernel_seconds = 1e-3;
+  int launches = 0, fills = 0, scratch_fills = 0, resets = 0, loads = 0, unloads = 0;
+  size_t largest_fill = 0;
+  bool peer_available = true;
+
+  ~FakeDevice() override {
+    for (auto& [p, size] : live_) free(reinterpret_cast<void*>(p));
+    for (Spec* sp : specs_) delete sp;
+  }
+  const DeviceInfo& info() const override { return info_; }
+  Result<DevicePtr> allocate(size_t bytes) override {
+    void* p = malloc(bytes);
+    if (!p) return Error{"out of memory"};
+    live_[DevicePtr(reinterpret_cast<uintptr_t>(p))] = bytes;
+    return DevicePtr(reinterpret_cast<uintptr_t>(p));
+  }
+  void release(DevicePtr p) override {
+    EXPECT_TRUE(live_.count(p)) << "release of an unknown pointer";
+    live_.erase(p);
+    free(reinterpret_cast<void*>(p));
+  }
+  Status copyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (!checkRange(dst, bytes)) return Error{"copy out of bounds"};
+    memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return okStatus();
+  }
+  Status copyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (!checkRange(src, bytes)) return Error{"copy out of bounds"};
+    memcpy(dst, reinterpret_cast<void*>(src), bytes);
+    return okStatus();
+  }
+  Status fill(DevicePtr dst, uint8_t value, size_t bytes) override {
+    if (!checkRange(dst, bytes)) return Error{"fill out of bounds"};
+    memset(reinterpret_cast<void*>(dst), value, bytes);
+    ++fills;
+    largest_fill = std::max(largest_fill, bytes);
+    if (bytes >= size_t(2 * info_.l2_bytes)) ++scratch_fills;
+    return okStatus();
+  }
+  Result<LoadedKernel> load(const std::string& image, KernelFormat format, const std::string& name) override {
+    std::istringstream in(image);
+    auto* spec = new Spec;
+    in >> spec->mode >> spec->order >> spec->key;
+    auto w = parseWorkloadKey(spec->key);
+    if (spec->mode == "garbage" || !w) {
+      delete spec;
+      return Error{"cannot load the ptx module: CUDA_ERROR_INVALID_PTX (fake)"};
+    }
+    spec->w = *w;
+    ++loads;
+    specs_.insert(spec);
+    LoadedKernel k;
+    k.module = spec;
+    k.function = spec;
+    k.resources = KernelResources{40, 8, 1024, 512};
+    return k;
+  }
+  void unload(LoadedKernel& k) override {
+    EXPECT_TRUE(specs_.erase(static_cast<Spec*>(k.module))) << "unload of an unknown module";
+    delete static_cast<Spec*>(k.module);
+    k.module = k.function = nullptr;
+    ++unloads;
+  }
+  Status prepare(LoadedKernel& k, const LaunchDims& d) override {
+    if (int64_t(d.block[0]) * d.block[1] * d.block[2] > k.resources.max_threads_per_block)
+      return Error{"a block of too many threads (fake)"};
+    return okStatus();
+  }
+  Status launch(const LoadedKernel& k, const LaunchDims& d, void** args) override {
+    ++launches;
+    const Spec& s = *static_cast<Spec*>(k.function);
+    if (s.mode == "hang") {
+      hanging_ = true;
+      return okStatus();
+    }
+    if (s.mode == "fault") {
+      faulted_ = true;
+      return okStatus();
+    }
+    if (s.mode == "silent") return okStatus();
+    DevicePtr a = 0, b = 0, c = 0;
+    for (int i = 0; i < 3; ++i) {
+      DevicePtr p;
+      memcpy(&p, args[i], sizeof p);
+      (s.order[size_t(i)] == 'A' ? a : s.order[size_t(i)] == 'B' ? b : c) = p;
+    }
+    const GemmWorkload& w = s.w;
+    if (!checkRange(a, size_t(w.m * w.k * dtypeBytes(w.a_type))) || !checkRange(b, size_t(w.k * w.n * dtypeBytes(w.b_type))) ||
+        !checkRange(c, size_t(w.m * w.n * dtypeBytes(w.c_type)))) {
+      faulted_ = true;  // an access outside the buffers: an illegal address
+      return okStatus();
+    }
+    bool scalars_ok = true;
+    if (s.mode == "scalars") {
+      int32_t x;
+      int64_t y;
+      memcpy(&x, args[3], 4);
+      memcpy(&y, args[4], 8);
+      scalars_ok = x == 7 && y == (int64_t(1) << 40);
+    }
+    naiveGemm(s.w, a, b, c);
+    if (s.mode == "wrong" || !scalars_ok) {
+      float v = 42.0f;
+      encodeDType(&v, 1, s.w.c_type, reinterpret_cast<uint8_t*>(c) + dtypeBytes(s.w.c_type) * (s.w.m * s.w.n - 1));
+    }
+    return okStatus();
+  }
+  Status record(int event) override { return okStatus(); }
+  EventState query(int event, std::string& error) override {
+    if (faulted_) {
+      error = "CUDA_ERROR_ILLEGAL_ADDRESS (fake)";
+      return EventState::Failed;
+    }
+    return hanging_ && event == 1 ? EventState::Pending : EventState::Done;
+  }
+  Result<double> elapsedSeconds() override { return kernel_seconds; }
+  Status recover() override {
+    ++resets;
+    faulted_ = false;
+    for (Spec* sp : specs_) delete sp;  // modules die with the reset
+    unloads += int(specs_.size());
+    specs_.clear();
+    for (auto& [p, size] : live_) free(reinterpret_cast<void*>(p));
+    live_.clear();
+    return okStatus();
+  }
+  Result<std::unique_ptr<GemmPeer>> openPeer() override {
+    if (!peer_available) return Error{"cuBLAS not loadable (fake)"};
+    return std::unique_ptr<GemmPeer>(new Peer());
+  }
+
+  static void naiveGemm(const GemmWorkload& w, DevicePtr a, DevicePtr b, DevicePtr c) {
+    std::vector<float> av(size_t(w.m * w.k)), bv(size_t(w.k * w.n)), cv(size_t(w.m * w.n));
+    decodeDType(reinterpret_cast<const void*>(a), int64_t(av.size()), w.a_type, av.data());
+    decodeDType(reinterpret_cast<const void*>(b), int64_t(bv.size()), w.b_type, bv.data());
+    for (int64_t i = 0; i < w.m; ++i)
+      for (int64_t j = 0; j < w.n; ++j) {
+        float s = 0;
+        for (int64_t k = 0; k < w.k; ++k)
+          s += (w.layout == Layout::TN ? av[k * w.m + i] : av[i * w.k + k]) *
+               (w.layout == Layout::NT ? bv[j * w.k + k] : bv[k * w.n + j]);
+        cv[size_t(i * w.n + j)] = s;
+      }
+    encodeDType(cv.data(), int64_t(cv.size()), w.c_type, reinterpret_cast<void*>(c));
+  }
+
+  size_t liveAllocations() const { return live_.size(); }
+
+ private:
+  struct Spec {
+    std::string mode, order, key;
+    GemmWorkload w;
+  };
+  struct Peer : GemmPeer {
+    std::string name() const override { return "cublas"; }
+    Status enqueue(const GemmWorkload& w, DevicePtr a, DevicePtr b, DevicePtr c) override {
+      naiveGemm(w, a, b, c);
+      return okStatus();
+    }
+  };
+  bool checkRange(DevicePtr p, size_t bytes) const {
+    for (const auto& [base, size] : live_)
+      if (p >= base && p + bytes <= base + size) return true;
+    return false;
+  }
+  std::map<DevicePtr, size_t> live_;
+  std::set<Spec*> specs_;
+  bool hanging_ = false, faulted_ = false;
+};
+
+const std::string kW0 = "gemm:NN:24x16x40:f16*f16->f32";
+const std::string kW1 = "gemm:NT:8x12x16:bf16*bf16->f32";
+const std::string kW2 = "gemm:TN:9x7x5:f32*f32->f32";
+
+BundleKernel kernel(const std::string& id, const std::string& workload, std::vector<KernelArg> args = {}) {
+  BundleKernel k;
+  k.id = id;
+  k.workload = workload;
+  k.file = "kernels/" + id + ".ptx";
+  k.format = KernelFormat::Ptx;
+  k.kernel_name = "sextant_gemm_kernel";
+  k.args = args.empty() ? std::vector<KernelArg>{KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B')} : args;
+  k.grid = {2, 2, 1};
+  k.block = {128, 1, 1};
+  return k;
+}
+
+// A bundle whose kernel files are fake images: id -> "<mode> <order>" (the workload is appended).
+BundleManifest fakeBundle(const std::string& dir, const std::vector<std::pair<BundleKernel, std::string>>& ks) {
+  BundleManifest m;
+  m.created_by = "test";
+  m.created_at = isoTimeUtc();
+  m.target = "h100";
+  m.vendor = "nvidia";
+  m.arch = "sm_90";
+  std::map<std::string, std::string> files;
+  for (const auto& [k, image] : ks) {
+    if (std::find(m.workloads.begin(), m.workloads.end(), k.workload) == m.workloads.end())
+      m.workloads.push_back(k.workload);
+    m.kernels.push_back(k);
+    files[k.file] = image + " " + k.workload;
+  }
+  EXPECT_TRUE(writeBundle(dir, m, files).ok());
+  auto back = readBundle(dir);
+  EXPECT_TRUE(back.ok()) << (back.ok() ? "" : back.error());
+  return m;
+}
+
+RunOptions fastOptions(const std::string& results) {
+  RunOptions o;
+  o.measure.min_reps = 5;
+  o.measure.max_reps = 50;
+  o.measure.min_time_s = 0.02;  // 20 launches of the fake 1 ms kernel
+  o.measure.timeout_s = 0.2;
+  o.results_path = results;
+  o.runner = "test";
+  o.command = "test";
+  return o;
+}
+
+const KernelResult* find(const ResultsFile& r, const std::string& id) {
+  for (const auto& k : r.results)
+    if (k.id == id) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(GpuOpen, NoCudaDeviceIsAnErrorNotACrash) {
+  auto d = openCudaDevice(0);
+  if (d.ok()) GTEST_SKIP() << "a CUDA device is present: " << (*d)->info().name;
+  EXPECT_EQ(d.error().rfind("no CUDA device found (", 0), 0u) << d.error();
+  EXPECT_EQ(d.error().back(), ')');
+  // Asking again gives the same answer (the library is probed once).
+  auto again = openCudaDevice(0);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error(), d.error());
+  auto v = openGpuDevice("nvidia", 0);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error(), d.error());
+}
+
+TEST(GpuOpen, NoHipDeviceIsAnErrorNotACrash) {
+  auto d = openHipDevice(0);
+  if (d.ok()) GTEST_SKIP() << "a HIP device is present: " << (*d)->info().name;
+  EXPECT_EQ(d.error().rfind("no HIP device found (", 0), 0u) << d.error();
+  EXPECT_EQ(d.error().back(), ')');
+  EXPECT_FALSE(openGpuDevice("amd", 0).ok());
+  auto bad = openGpuDevice("intel", 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unknown GPU vendor 'intel'"), std::string::npos);
+}
+
+TEST(GpuArch, CompatibilityRules) {
+  DeviceInfo a100{"nvidia", "A100", "sm_80", "12.4", 108, 40 << 20, 0};
+  DeviceInfo a10{"nvidia", "A10", "sm_86", "12.4", 72, 6 << 20, 0};
+  DeviceInfo h100{"nvidia", "H100", "sm_90", "12.4", 132, 50 << 20, 0};
+  DeviceInfo b200{"nvidia", "B200", "sm_100", "12.8", 148, 126 << 20, 0};
+  DeviceInfo mi300{"amd", "MI300X", "gfx942", "60342134", 304, 4 << 20, 0};
+  auto st = checkArchCompatible("sm_90", KernelFormat::Ptx, a100);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("sm_90"), std::string::npos);
+  EXPECT_NE(st.error().find("A100 (sm_80)"), std::string::npos) << st.error();
+  EXPECT_FALSE(checkArchCompatible("sm_90", KernelFormat::Cubin, a100).ok());
+  EXPECT_TRUE(checkArchCompatible("sm_80", KernelFormat::Ptx, h100).ok());    // PTX: JIT to newer
+  EXPECT_TRUE(checkArchCompatible("sm_80", KernelFormat::Ptx, b200).ok());
+  EXPECT_FALSE(checkArchCompatible("sm_80", KernelFormat::Cubin, h100).ok());  // cubin: same major only
+  EXPECT_TRUE(checkArchCompatible("sm_80", KernelFormat::Cubin, a10).ok());
+  EXPECT_FALSE(checkArchCompatible("sm_86", KernelFormat::Cubin, a100).ok());
+  EXPECT_TRUE(checkArchCompatible("sm_90a", KernelFormat::Cubin, h100).ok());
+  EXPECT_FALSE(checkArchCompatible("sm_90a", KernelFormat::Ptx, b200).ok());   // arch-specific
+  EXPECT_TRUE(checkArchCompatible("sm_100", KernelFormat::Ptx, b200).ok());
+  EXPECT_FALSE(checkArchCompatible("sm_100", KernelFormat::Ptx, h100).ok());
+  EXPECT_TRUE(checkArchCompatible("gfx942", KernelFormat::Hsaco, mi300).ok());
+  DeviceInfo mi300f = mi300;
+  mi300f.arch = "gfx942:sramecc+:xnack-";
+  EXPECT_TRUE(checkArchCompatible("gfx942", KernelFormat::Hsaco, mi300f).ok());
+  EXPECT_FALSE(checkArchCompatible("gfx90a", KernelFormat::Hsaco, mi300).ok());
+  EXPECT_FALSE(checkArchCompatible("gfx942", KernelFormat::Hsaco, h100).ok());
+  EXPECT_FALSE(checkArchCompatible("sm_90", KernelFormat::Ptx, mi300).ok());
+}
+
+TEST(GpuHarness, MeasuresVerifiesAndReportsEveryKernel) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("k-ok", kW0), "naive CAB"},
+                                {kernel("k-abc", kW0, {KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::buf('C')}),
+                                 "naive ABC"},
+                                {kernel("k-order", kW0), "naive ABC"},  // manifest says C, A, B: faults
+                                {kernel("k-wrong", kW0), "wrong CAB"},
+                                {kernel("k-silent", kW0), "silent CAB"},
+                                {kernel("k-garbage", kW0), "garbage CAB"},
+                                {kernel("k-ok1", kW1), "naive CAB"},
+                                {kernel("k-ok2", kW2), "naive CAB"}});
+  FakeDevice dev;
+  std::string results = (d.path / "results.json").string();
+  RunOptions o = fastOptions(results);
+  size_t calls = 0;
+  RunCallbacks cb;
+  cb.on_kernel = [&](const KernelResult& r, size_t done, size_t total) {
+    ++calls;
+    EXPECT_EQ(done, calls);
+    EXPECT_EQ(total, 8u);
+    // The results file on disk already holds this kernel.
+    auto onDisk = readResults(results);
+    ASSERT_TRUE(onDisk.ok()) << onDisk.error();
+    EXPECT_EQ(onDisk->results.size(), done);
+    EXPECT_EQ(onDisk->results.back().id, r.id);
+  };
+  auto r = runBundle(dev, d.str(), m, o, cb);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(calls, 8u);
+  ASSERT_EQ(r->results.size(), 8u);
+
+  const KernelResult* ok = find(*r, "k-ok");
+  EXPECT_EQ(ok->status, "ok") << ok->message;
+  EXPECT_EQ(ok->times_s.size(), 20u);  // min_time 0.02 s of 1 ms launches
+  EXPECT_DOUBLE_EQ(ok->median_s, 1e-3);
+  EXPECT_NEAR(ok->gflops, 2.0 * 24 * 16 * 40 / 1e-3 / 1e9, 1e-9);
+  EXPECT_EQ(ok->checked_entries, 24 * 16);
+  ASSERT_TRUE(ok->resources.has_value());
+  EXPECT_EQ(ok->resources->registers, 40);
+  EXPECT_EQ(ok->resources->max_threads_per_block, 512);
+  EXPECT_EQ(find(*r, "k-abc")->status, "ok");
+  EXPECT_EQ(find(*r, "k-order")->status, "launch_error");  // wrote C into the smaller B: illegal address
+  EXPECT_EQ(dev.resets, 1);
+  const KernelResult* wrong = find(*r, "k-wrong");
+  EXPECT_EQ(wrong->status, "wrong_result");
+  EXPECT_NE(wrong->message.find("C[23][15]"), std::string::npos) << wrong->message;
+  EXPECT_TRUE(wrong->times_s.empty());
+  const KernelResult* silent = find(*r, "k-silent");
+  EXPECT_EQ(silent->status, "wrong_result");  // C was poisoned with NaN
+  EXPECT_NE(silent->message.find("nan"), std::string::npos) << silent->message;
+  const KernelResult* garbage = find(*r, "k-garbage");
+  EXPECT_EQ(garbage->status, "load_error");
+  EXPECT_NE(garbage->message.find("CUDA_ERROR_INVALID_PTX"), std::string::npos);
+  EXPECT_FALSE(garbage->resources.has_value());
+  EXPECT_EQ(find(*r, "k-ok1")->status, "ok") << find(*r, "k-ok1")->message;
+  EXPECT_EQ(find(*r, "k-ok2")->status, "ok") << find(*r, "k-ok2")->message;
+
+  // cuBLAS (the fake peer) once per workload, verified and timed like a kernel.
+  ASSERT_EQ(r->references.size(), 3u);
+  EXPECT_EQ(r->references[0].workload, kW0);
+  EXPECT_EQ(r->references[0].peer, "cublas");
+  EXPECT_EQ(r->references[0].status, "ok");
+  EXPECT_EQ(r->references[0].checked_entries, 24 * 16);
+  // Every timed launch came after an L2 flush of at least twice the L2 size.
+  EXPECT_GE(dev.scratch_fills, 20 * (4 + 3));
+  EXPECT_GE(dev.largest_fill, size_t(2 * dev.info_.l2_bytes));
+  EXPECT_EQ(dev.loads, dev.unloads);
+  EXPECT_EQ(dev.liveAllocations(), 0u);  // everything freed at the end
+
+  auto onDisk = readResults(results);
+  ASSERT_TRUE(onDisk.ok());
+  EXPECT_EQ(*onDisk, *r);
+  EXPECT_EQ(onDisk->device->name, "Fake GPU");
+}
+
+TEST(GpuHarness, ScalarArgumentsArePassedByValue) {
+  TempDir d;
+  std::vector<KernelArg> args = {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::i32(7),
+                                 KernelArg::i64(int64_t(1) << 40)};
+  std::vector<KernelArg> wrong = args;
+  wrong[3] = KernelArg::i32(8);
+  auto m = fakeBundle(d.str(), {{kernel("good", kW2, args), "scalars CAB"}, {kernel("bad", kW2, wrong), "scalars CAB"}});
+  FakeDevice dev;
+  auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "r.json").string()));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(find(*r, "good")->status, "ok") << find(*r, "good")->message;
+  EXPECT_EQ(find(*r, "bad")->status, "wrong_result");
+}
+
+TEST(GpuHarness, RepetitionLimits) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("k", kW2), "naive CAB"}});
+  FakeDevice dev;
+  RunOptions o = fastOptions((d.path / "r.json").string());
+  o.reference = false;
+  o.measure.min_time_s = 10;  // unreachable: max_reps stops it
+  o.measure.max_reps = 13;
+  auto r = runBundle(dev, d.str(), m, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results[0].times_s.size(), 13u);
+  EXPECT_TRUE(r->references.empty());
+  o.measure.min_time_s = 0;
+  o.measure.min_reps = 3;
+  o.measure.warmup = 4;
+  dev.launches = 0;
+  r = runBundle(dev, d.str(), m, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results[0].times_s.size(), 3u);
+  EXPECT_EQ(dev.launches, 4 + 3);  // warm-ups (the first verified), then the timed ones
+}
+
+TEST(GpuHarness, TimeoutLosesTheContextAndLaterKernelsAreSkipped) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("before", kW0), "naive CAB"},
+                                {kernel("stuck", kW0), "hang CAB"},
+                                {kernel("after", kW0), "naive CAB"},
+                                {kernel("next-workload", kW1), "naive CAB"}});
+  FakeDevice dev;
+  std::string results = (d.path / "results.json").string();
+  auto r = runBundle(dev, d.str(), m, fastOptions(results));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(find(*r, "before")->status, "ok");
+  const KernelResult* stuck = find(*r, "stuck");
+  EXPECT_EQ(stuck->status, "timeout");
+  EXPECT_NE(stuck->message.find("did not finish within 0.2 s"), std::string::npos) << stuck->message;
+  for (const char* id : {"after", "next-workload"}) {
+    EXPECT_EQ(find(*r, id)->status, "skipped");
+    EXPECT_EQ(find(*r, id)->message, "context lost after a timeout in stuck");
+  }
+  EXPECT_EQ(r->references.size(), 1u);  // none for the workload after the loss
+  auto onDisk = readResults(results);
+  ASSERT_TRUE(onDisk.ok());
+  EXPECT_EQ(onDisk->results.size(), 4u);
+}
+
+TEST(GpuHarness, AFaultResetsTheDeviceAndTheRunGoesOn) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("faulty", kW0), "fault CAB"}, {kernel("fine", kW0), "naive CAB"}});
+  FakeDevice dev;
+  auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "r.json").string()));
+  ASSERT_TRUE(r.ok()) << r.error();
+  const KernelResult* faulty = find(*r, "faulty");
+  EXPECT_EQ(faulty->status, "launch_error");
+  EXPECT_NE(faulty->message.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << faulty->message;
+  EXPECT_NE(faulty->message.find("the device was reset"), std::string::npos) << faulty->message;
+  EXPECT_EQ(dev.resets, 1);
+  EXPECT_EQ(find(*r, "fine")->status, "ok") << find(*r, "fine")->message;
+}
+
+TEST(GpuHarness, InterruptionAndOnlyAndMissingPeer) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("a", kW0), "naive CAB"}, {kernel("b", kW0), "naive CAB"},
+                                {kernel("c", kW1), "naive CAB"}, {kernel("d", kW2), "naive CAB"}});
+  FakeDevice dev;
+  dev.peer_available = false;
+  RunOptions o = fastOptions((d.path / "r.json").string());
+  o.only = {"d", "a", "b"};
+  int seen = 0;
+  RunCallbacks cb;
+  std::vector<std::string> notes;
+  cb.on_kernel = [&](const KernelResult&, size_t, size_t total) {
+    ++seen;
+    EXPECT_EQ(total, 3u);
+  };
+  cb.on_note = [&](const std::string& n) { notes.push_back(n); };
+  cb.interrupted = [&] { return seen >= 1; };
+  auto r = runBundle(dev, d.str(), m, o, cb);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->results.size(), 3u);  // c is not selected
+  EXPECT_EQ(r->results[0].id, "a");  // manifest order, grouped by workload
+  EXPECT_EQ(r->results[0].status, "ok");
+  EXPECT_EQ(r->results[1].status, "skipped");
+  EXPECT_EQ(r->results[1].message, "interrupted");
+  EXPECT_EQ(r->results[2].id, "d");
+  EXPECT_EQ(r->results[2].status, "skipped");
+  EXPECT_TRUE(r->references.empty());
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("cuBLAS not loadable"), std::string::npos);
+  EXPECT_EQ(notes, r->notes);
+
+  o.only = {"zzz"};
+  auto bad = runBundle(dev, d.str(), m, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unknown kernel id 'zzz'"), std::string::npos);
+}
+
+TEST(GpuHarness, BenchDirectlyWithProblemsAtTheSameAddress) {
+  FakeDevice dev;
+  GpuMeasureOptions o;
+  o.min_reps = 2;
+  o.min_time_s = 0;
+  GemmBench bench(dev, o);
+  std::optional<GemmHostProblem> p;
+  for (const std::string& key : {kW2, kW1, kW0}) {  // growing: stale buffers would be too small
+    p.emplace(*GemmHostProblem::create(*parseWorkloadKey(key)));  // same storage every time
+    ASSERT_TRUE(bench.setProblem(*p).ok());
+    KernelLaunchSpec k;
+    k.id = "k";
+    k.image = "naive CAB " + key;
+    k.args = {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B')};
+    GpuMeasurement m = bench.measureKernel(k);
+    EXPECT_EQ(m.status, GpuStatus::Ok) << key << ": " << m.message;
+    EXPECT_EQ(m.times_s.size(), 2u);
+    EXPECT_EQ(m.checked_entries, p->checkedEntries());
+  }
+  KernelLaunchSpec big;
+  big.image = "naive CAB " + kW0;
+  big.args = {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B')};
+  big.dims.block = {1024, 1, 1};  // above the fake kernel's 512
+  GpuMeasurement m = bench.measureKernel(big);
+  EXPECT_EQ(m.status, GpuStatus::LaunchError);
+  EXPECT_TRUE(m.resources.has_value());
+}
+
+TEST(GpuHarness, UnwritableResultsFileIsAnError) {
+  TempDir d;
+  auto m = fakeBundle(d.str(), {{kernel("a", kW2), "naive CAB"}});
+  FakeDevice dev;
+  auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "no-such-dir" / "r.json").string()));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot write"), std::string::npos) << r.error();
+}
+
+// ---- On a machine with a CUDA device: a real kernel, JIT-compiled from PTX. ----
+
+// C[M][N] = A[M][K] * B[K][N], f32, row-major, one thread per entry; params C, A, B, M, N, K.
+const char* kNaivePtx = R"PTX(
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry naive_gemm(
+    .param .u64 pC, .param .u64 pA, .param .u64 pB,
+    .param .u32 pM, .param .u32 pN, .param .u32 pK)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<12>;
+
+    ld.param.u64 %rd1, [pC];
+    ld.param.u64 %rd2, [pA];
+    ld.param.u64 %rd3, [pB];
+    ld.param.u32 %r1, [pM];
+    ld.param.u32 %r2, [pN];
+    ld.param.u32 %r3, [pK];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd3, %rd3;
+    mov.u32 %r4, %ctaid.x;
+    mov.u32 %r5, %ntid.x;
+    mov.u32 %r6, %tid.x;
+    mad.lo.s32 %r7, %r4, %r5, %r6;
+    mov.u32 %r4, %ctaid.y;
+    mov.u32 %r5, %ntid.y;
+    mov.u32 %r6, %tid.y;
+    mad.lo.s32 %r8, %r4, %r5, %r6;
+    setp.ge.s32 %p1, %r7, %r2;
+    setp.ge.s32 %p2, %r8, %r1;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+    mov.f32 %f1, 0f00000000;
+    mov.u32 %r9, 0;
+    setp.le.s32 %p1, %r3, 0;
+    @%p1 bra STORE;
+LOOP:
+    mad.lo.s32 %r10, %r8, %r3, %r9;
+    mul.wide.s32 %rd4, %r10, 4;
+    add.s64 %rd5, %rd2, %rd4;
+    ld.global.f32 %f2, [%rd5];
+    mad.lo.s32 %r11, %r9, %r2, %r7;
+    mul.wide.s32 %rd6, %r11, 4;
+    add.s64 %rd7, %rd3, %rd6;
+    ld.global.f32 %f3, [%rd7];
+    fma.rn.f32 %f1, %f2, %f3, %f1;
+    add.s32 %r9, %r9, 1;
+    setp.lt.s32 %p1, %r9, %r3;
+    @%p1 bra LOOP;
+STORE:
+    mad.lo.s32 %r12, %r8, %r2, %r7;
+    mul.wide.s32 %rd8, %r12, 4;
+    add.s64 %rd9, %rd1, %rd8;
+    st.global.f32 [%rd9], %f1;
+DONE:
+    ret;
+}
+)PTX";
+
+TEST(GpuReal, NaivePtxKernelOnACudaDevice) {
+  auto dev = openCudaDevice(0);
+  if (!dev.ok()) GTEST_SKIP() << dev.error();
+  TempDir d;
+  const std::string key = "gemm:NN:256x192x128:f32*f32->f32";
+  BundleManifest m;
+  m.created_by = "test";
+  m.created_at = isoTimeUtc();
+  m.target = "any";
+  m.vendor = "nvidia";
+  m.arch = "sm_52";
+  m.workloads = {key};
+  BundleKernel k = kernel("naive", key,
+                          {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::i32(256),
+                           KernelArg::i32(192), KernelArg::i32(128)});
+  k.kernel_name = "naive_gemm";
+  k.grid = {192 / 16, 256 / 16, 1};
+  k.block = {16, 16, 1};
+  BundleKernel wrong = k;  // M passed as 128: half of C is never written
+  wrong.id = "half";
+  wrong.file = "kernels/half.ptx";
+  wrong.args[3] = KernelArg::i32(128);
+  BundleKernel missing = k;
+  missing.id = "no-symbol";
+  missing.file = "kernels/no-symbol.ptx";
+  missing.kernel_name = "not_there";
+  m.kernels = {k, wrong, missing};
+  ASSERT_TRUE(writeBundle(d.str(), m,
+                          {{k.file, kNaivePtx}, {wrong.file, kNaivePtx}, {missing.file, kNaivePtx}})
+                  .ok());
+  ASSERT_TRUE(checkArchCompatible(m.arch, KernelFormat::Ptx, (*dev)->info()).ok());
+  RunOptions o = fastOptions((d.path / "results.json").string());
+  o.measure.timeout_s = 10;
+  auto r = runBundle(**dev, d.str(), m, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  const KernelResult* ok = find(*r, "naive");
+  EXPECT_EQ(ok->status, "ok") << ok->message;
+  EXPECT_GE(ok->times_s.size(), 5u);
+  EXPECT_GT(ok->gflops, 0);
+  ASSERT_TRUE(ok->resources.has_value());
+  EXPECT_GT(ok->resources->registers, 0);
+  EXPECT_GE(ok->resources->max_threads_per_block, 256);
+  EXPECT_EQ(find(*r, "half")->status, "wrong_result");
+  EXPECT_EQ(find(*r, "no-symbol")->status, "load_error");
+  if (r->references.empty()) {
+    EXPECT_FALSE(r->notes.empty());  // why cuBLAS is missing
+  } else {
+    EXPECT_EQ(r->references[0].status, "ok") << r->references[0].message;
+  }
+}
