@@ -341,7 +341,9 @@ class CudaDevice final : public GpuDevice {
       return Error{"shared memory of " + std::to_string(static_smem) + " static + " +
                    std::to_string(d.dynamic_shared_bytes) + " dynamic bytes exceeds the device's " +
                    std::to_string(smem_optin_) + " bytes per block"};
-    if (d.dynamic_shared_bytes > 48 * 1024) {
+    // Above 48 KiB per block in all, dynamic shared memory needs an explicit opt-in (the
+    // default limit for dynamic shared memory is 48 KiB minus the static part).
+    if (d.dynamic_shared_bytes > 0 && static_smem + d.dynamic_shared_bytes > 48 * 1024) {
       CUresult r = api_.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                            int(d.dynamic_shared_bytes));
       if (r != CUDA_SUCCESS)
