@@ -208,32 +208,38 @@ class CublasPeer final : public GemmPeer {
   cublasHandle_t h_;
 };
 
-Result<const CublasApi*> cublasApi() {
-  static CublasApi api;
-  static std::string error;
-  static bool loaded = false;
-  if (!loaded) {
-    loaded = true;
-    void* lib = nullptr;
-    std::string first_error;
-    for (const char* n : {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
-      lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
-      if (lib) break;
-      if (first_error.empty()) first_error = lastDlError();
-    }
+// The first cuBLAS that loads and creates a handle in the current context (a libcublas newer
+// than the driver loads but fails in cublasCreate: the next one is tried).
+Result<std::unique_ptr<GemmPeer>> openCublas() {
+  std::string errors;
+  for (const char* n : {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
+    void* lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      error = "cuBLAS not loadable (" + first_error + ")";
-    } else {
-      std::string missing, optional;
-      bind(lib, api.create, {"cublasCreate_v2"}, missing);
-      bind(lib, api.destroy, {"cublasDestroy_v2"}, missing);
-      bind(lib, api.gemmEx, {"cublasGemmEx"}, missing);
-      bind(lib, api.statusString, {"cublasGetStatusString"}, optional);
-      if (!missing.empty()) error = "cuBLAS lacks " + missing;
+      if (errors.empty()) errors = lastDlError();
+      continue;
     }
+    auto* api = new CublasApi;  // lives as long as the process: peers point to it
+    std::string missing, optional;
+    bind(lib, api->create, {"cublasCreate_v2"}, missing);
+    bind(lib, api->destroy, {"cublasDestroy_v2"}, missing);
+    bind(lib, api->gemmEx, {"cublasGemmEx"}, missing);
+    bind(lib, api->statusString, {"cublasGetStatusString"}, optional);
+    if (!missing.empty()) {
+      errors += std::string(errors.empty() ? "" : "; ") + n + " lacks " + missing;
+      delete api;
+      continue;
+    }
+    cublasHandle_t h = nullptr;
+    int st = api->create(&h);
+    if (st != 0) {
+      errors += std::string(errors.empty() ? "" : "; ") + n + ": cublasCreate: " +
+                (api->statusString ? api->statusString(st) : "status " + std::to_string(st));
+      delete api;
+      continue;
+    }
+    return std::unique_ptr<GemmPeer>(new CublasPeer(*api, h));
   }
-  if (!error.empty()) return Error{error};
-  return &api;
+  return Error{"cuBLAS not usable (" + errors + ")"};
 }
 
 // ----- the device -----
@@ -386,16 +392,7 @@ class CudaDevice final : public GpuDevice {
     return attach();
   }
 
-  Result<std::unique_ptr<GemmPeer>> openPeer() override {
-    auto api = cublasApi();
-    if (!api) return Error{api.error()};
-    cublasHandle_t h = nullptr;
-    int s = (*api)->create(&h);
-    if (s != 0)
-      return Error{std::string("cublasCreate: ") +
-                   ((*api)->statusString ? (*api)->statusString(s) : "status " + std::to_string(s))};
-    return std::unique_ptr<GemmPeer>(new CublasPeer(**api, h));
-  }
+  Result<std::unique_ptr<GemmPeer>> openPeer() override { return openCublas(); }
 
  private:
   Status check(const char* what, CUresult r) const {
