@@ -1,6 +1,8 @@
-// The `tune` subcommands that move schedules out of Sextant: export, import, merge, compile.
+// The `tune` subcommands that move schedules out of Sextant (export, import, merge, compile), the
+// model and hardware commands, and GPU tuning and result import.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace sextant::cli {
@@ -28,6 +30,25 @@ int cmdModelEval(const ModelEvalArgs& a);
 
 int cmdHwList();
 int cmdHwShow(const std::string& name);
+
+// GPU tuning (tools/gpu_commands.cpp): the same loop with the GPU evaluator.
+struct GpuTuneArgs {
+  std::string shape, dtype, layout, target, db;
+  std::string measure = "device";  // device | none | bundle
+  std::string out;                 // bundle directory (--measure bundle)
+  std::string strategy = "random";
+  uint64_t seed = 1;
+  int64_t trials = 200;
+  double time_budget = 0;
+  int batch = 16, jobs = 0;
+  bool fresh = false, quiet = false;
+  std::string report = "text";
+  double min_time = 0.5, timeout = 10;
+  std::string args_json = "{}";
+};
+int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop);
+// Reads a bundle's results file (tune-runner) into the database as measured records.
+int cmdImportResults(const std::string& dir, const std::string& results, const std::string& db);
 
 int fail(const std::string& msg);  // prints "tune: error: MSG", returns 2
 

@@ -192,6 +192,8 @@ struct TuneArgs {
   double timeout = 30;
   int final_rounds = 3;
   int final_top_k = 3;
+  std::string measure = "device";
+  std::string out;
 };
 
 class ProgressLine {
@@ -235,6 +237,20 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!w) return fail(w.error());
   auto target = resolveTarget(a.w.target);
   if (!target) return fail(target.error());
+  if (target->isGpu()) {
+    if (!a.schedule_file.empty()) return fail("--schedule is for the cpu target in this version");
+    cli::GpuTuneArgs g;
+    g.shape = a.w.shape, g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
+    g.measure = a.measure, g.out = a.out, g.strategy = a.strategy, g.seed = a.seed, g.trials = a.trials;
+    g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
+    g.report = a.report, g.timeout = std::min(a.timeout, 10.0), g.args_json = argv_json;
+    g.min_time = a.min_time;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    return cli::cmdTuneGpu(g, g_stop);
+  }
+  if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
+  if (!a.out.empty()) return fail("--out is for --measure bundle on GPU targets");
   if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
   {
@@ -499,7 +515,9 @@ int main(int argc, char** argv) {
       "  tune best --op gemm --shape 512x512x512 --db sextant.db   print the best schedule\n"
       "  tune export --db sextant.db --target cpu --format transform -o tuned.mlir\n"
       "  tune compile model.mlir --db sextant.db --target cpu -o model.so\n"
-      "  tune import records.jsonl --db sextant.db;  tune merge a.db b.db -o c.db\n\n"
+      "  tune import records.jsonl --db sextant.db;  tune merge a.db b.db -o c.db\n"
+      "  tune --op gemm --target h100 --dtype f16 --shape 4096x4096x4096 --measure none    compile + analyse\n"
+      "  tune --target mi300 --dtype f16 --measure bundle --out b/;  tune-runner b/;  tune import-results b/\n\n"
       "An interrupted run (Ctrl-C, kill) keeps every committed batch; the same command resumes it.\n",
       "tune"};
   app.set_version_flag("--version", std::string("sextant ") + SEXTANT_VERSION + " (LLVM/MLIR " + llvmVersion() + ")");
@@ -526,6 +544,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--final-top", ta.final_top_k, "candidates re-measured in the final comparison")
       ->capture_default_str();
+  app.add_option("--measure", ta.measure,
+                 "GPU targets: device (measure here with tune-runner), none (compile + pre-flight analysis only, "
+                 "nothing measured), bundle (also write the kernels to --out DIR for tune-runner elsewhere)")
+      ->capture_default_str();
+  app.add_option("--out", ta.out, "bundle directory for --measure bundle");
   app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")
       ->capture_default_str();
 
@@ -568,6 +591,12 @@ int main(int argc, char** argv) {
   cmp->add_option("-o,--output", ca.out, "output: .so (shared object) or .o (object file)")->required();
   cmp->add_option("--emit-library", ca.library_out, "also write the Transform library that was applied");
 
+  auto* impr = app.add_subcommand("import-results",
+                                   "read a bundle's results (tune-runner) into the database as measured records");
+  std::string impr_dir, impr_results, impr_db = "sextant.db";
+  impr->add_option("dir", impr_dir, "bundle directory (tune --measure bundle --out DIR)")->required();
+  impr->add_option("--results", impr_results, "results file (default: DIR/results.json)");
+  impr->add_option("--db", impr_db, "database")->capture_default_str();
   auto* model = app.add_subcommand("model", "the learned cost model");
   auto* model_eval = model->add_subcommand("eval", "rank held-out records with the cost model and report its accuracy");
   cli::ModelEvalArgs me;
@@ -600,6 +629,7 @@ int main(int argc, char** argv) {
   if (*mrg) return cli::cmdMerge(mrg_a, mrg_b, mrg_out);
   if (*cmp) return cli::cmdCompile(ca);
   if (*model_eval) return cli::cmdModelEval(me);
+  if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db);
   if (*hw_list) return cli::cmdHwList();
   if (*hw_show) return cli::cmdHwShow(hw_name);
   json args;

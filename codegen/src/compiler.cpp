@@ -408,7 +408,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   if (!r.pipeline_schedule.empty()) {
     if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
       return finish("transform", "pipelining: " + err);
-    info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
+    if (r.pipeline_depth > 1) info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
   }
   if (r.swizzle && !runPipeline(*mod, "builtin.module(func.func(nvgpu-optimize-shared-memory))", err, diags))
     return finish("transform", "swizzle: " + err);

@@ -112,7 +112,8 @@ GpuResources fromAmdgpuMetadata(const std::map<std::string, int64_t>& md) {
   };
   GpuResources r;
   r.source = "amdgpu metadata";
-  r.registers = get("vgpr_count") + get("agpr_count");
+  // For gfx90a and later, .vgpr_count is the unified total (ArchVGPRs + AccVGPRs).
+  r.registers = get("vgpr_count");
   r.sgprs = get("sgpr_count");
   r.spill_bytes = get("vgpr_spill_count") + get("sgpr_spill_count");
   r.stack_bytes = get("private_segment_fixed_size");

@@ -82,7 +82,9 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
              "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 0: FMA on CUDA cores / SIMDs"};
   k[kWM] = {kNames[kWM], {16, 32, 64}, "rows of C per warp (mma)"};
   k[kWN] = {kNames[kWN], {8, 16, 32, 64}, "columns of C per warp (mma)"};
-  k[kTM] = {kNames[kTM], {1, 2, 4, 8}, "rows of C per thread (fma)"};
+  // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
+  // endless loop (seen: compile timeouts and OOM kills).
+  k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
   k[kTN] = {kNames[kTN], {1, 2, 4, 8}, "columns of C per thread (fma)"};
   k[kCopy] = {kNames[kCopy], {32, 64, 128}, "vector width of the global->shared copies, bits"};
   k[kPipe] = {kNames[kPipe], g.has_cp_async ? std::vector<int64_t>{1, 2, 3} : std::vector<int64_t>{1},
@@ -101,9 +103,9 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   cons.push_back({"unused warp knobs stay at their first value (fma)", {kMma, kWM, kWN},
                   [](const std::vector<int64_t>& v) { return v[kMma] == 1 || (v[kWM] == 16 && v[kWN] == 8); }});
   cons.push_back({"unused thread knobs stay at their first value (mma)", {kMma, kTM, kTN},
-                  [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 1 && v[kTN] == 1); }});
-  cons.push_back({"swizzle only with tensor cores", {kMma, kSwz},
-                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || v[kMma] == 1; }});
+                  [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
+  cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
+                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] == 1 && v[kPipe] >= 2); }});
   cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
                   [](const std::vector<int64_t>& v) {
                     if (v[kMma] == 0) return true;
@@ -344,7 +346,29 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 }
 
 std::string emitGpuPipelineSchedule(const GpuPlan& p) {
-  if (p.pipeline <= 1) return "";
+  if (p.pipeline <= 1 && !p.mma) return "";
+  if (p.pipeline <= 1) {
+    // Tensor cores without pipelining: the copies' 2-D transfers still have to become 1-D.
+    std::ostringstream o;
+    const std::string I = "    ";
+    o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n"
+      << "module attributes {transform.with_named_sequence} {\n"
+      << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
+      << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
+      << I << "transform.apply_patterns to %f {\n"
+      << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
+      << I << "} : " << H << "\n"
+      << I << "transform.apply_patterns to %f {\n"
+      << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
+      << I << "  transform.apply_patterns.memref.fold_memref_alias_ops\n"
+      << I << "  transform.apply_patterns.canonicalization\n"
+      << I << "} : " << H << "\n"
+      << I << "transform.apply_cse to %f : " << H << "\n"
+      << I << "transform.yield\n"
+      << "  }\n"
+      << "}\n";
+    return o.str();
+  }
   std::ostringstream o;
   const std::string I = "    ";
   o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"

@@ -1,5 +1,8 @@
 #include "sextant/costmodel/features.h"
 
+#include "sextant/codegen/gpu_schedule.h"
+#include "sextant/hwspec/gpu_target.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -46,6 +49,39 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           is(rm == 1), is(rm == 2), is(rm == 4), is(rm == 8), is(rm == 16), is(cols == 1), is(cols == 2),
           is(cols == 4), is(uk == 1), is(uk == 2), is(uk == 4), is(uk == 8), lg(tk / uk), lg(rm * rn),
           is(tk <= 32), is(tk == 64), is(tk == 128), is(tk == 256), is(tk >= 512)};
+}
+
+std::vector<std::string> gpuGemmFeatureNames() {
+  return {"log_block_m", "log_block_n", "log_block_k", "mma", "log_warp_m", "log_warp_n", "log_thread_m",
+          "log_thread_n", "log_copy_bits", "pipeline", "swizzle", "log_threads", "log_warps", "smem_kb",
+          "smem_share", "occupancy", "log_blocks", "waves", "wave_tail", "intensity", "log_outputs_per_lane",
+          "log_k_steps", "log_m", "log_n", "log_k", "input_bytes", "registers", "spill_bytes", "known_regs"};
+}
+
+std::vector<float> gpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                   const GpuTargetInfo& g, int64_t registers, int64_t spill_bytes) {
+  auto l2 = [](double x) { return float(std::log2(std::max(1.0, x))); };
+  auto pr = planGpuGemm(w, space, c);
+  std::vector<float> f;
+  if (!pr) return std::vector<float>(gpuGemmFeatureNames().size(), 0.f);
+  const GpuPlan& p = *pr;
+  const double warps = double(p.threads) / double(g.warp_size);
+  Occupancy occ = estimateOccupancy(g, p.threads, registers, p.smem_bytes);
+  const double blocks = double(p.grid[0] * p.grid[1]);
+  const double slots = double(std::max<int64_t>(1, occ.blocks_per_cu) * g.compute_units);
+  const double waves = blocks / slots;
+  const double staged = double(p.block_m + p.block_n) * double(p.block_k) * dtypeBytes(w.a_type);
+  const double outputs_per_lane = p.mma ? double(p.warp_m * p.warp_n) / 32.0 : double(p.thread_m * p.thread_n);
+  f = {l2(double(p.block_m)), l2(double(p.block_n)), l2(double(p.block_k)), p.mma ? 1.f : 0.f,
+       p.mma ? l2(double(p.warp_m)) : 0.f, p.mma ? l2(double(p.warp_n)) : 0.f,
+       p.mma ? 0.f : l2(double(p.thread_m)), p.mma ? 0.f : l2(double(p.thread_n)), l2(double(p.copy_bits)),
+       float(p.pipeline), p.swizzle ? 1.f : 0.f, l2(double(p.threads)), l2(warps), float(p.smem_bytes / 1024.0),
+       float(double(p.smem_bytes) / double(std::max<int64_t>(1, g.smem_per_cu_bytes))), float(occ.fraction),
+       l2(blocks), float(std::min(waves, 64.0)), float(waves - std::floor(waves)),
+       float(2.0 * p.block_m * p.block_n * p.block_k / std::max(1.0, staged)), l2(outputs_per_lane),
+       l2(double(w.k / p.block_k)), l2(double(w.m)), l2(double(w.n)), l2(double(w.k)), float(dtypeBytes(w.a_type)),
+       float(registers), float(spill_bytes), registers >= 0 ? 1.f : 0.f};
+  return f;
 }
 
 }  // namespace sextant

@@ -50,6 +50,10 @@ CREATE TABLE baselines(
   detail TEXT NOT NULL, record_id INTEGER REFERENCES records(id), status TEXT NOT NULL, message TEXT NOT NULL,
   times TEXT NOT NULL, median_s REAL, cv REAL, gflops REAL, created_at TEXT NOT NULL);
 )sql",
+    // v2: compile statistics and pre-flight results of GPU kernels (JSON object; {} for CPU).
+    R"sql(
+ALTER TABLE records ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -336,8 +340,8 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
     Stmt s(db_,
            "INSERT INTO records(run_id, workload_id, target_id, candidate, knobs, schedule_id, status, source, "
            "message, times, median_s, cv, gflops, compile_s, max_abs_err, tool_version, llvm_version, "
-           "cpu_model, device, created_at, schema_version) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
-           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "cpu_model, device, created_at, schema_version, stats) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
+           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (r.run_id) s.bind(1, r.run_id);
     else s.bindNull(1);
     s.bind(2, r.workload_key).bind(3, r.target_key).bind(4, r.candidate).bind(5, r.knobs);
@@ -346,7 +350,8 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
     s.bind(7, r.status).bind(8, r.source).bind(9, r.message).bind(10, timesJson(r.times_s)).bind(11, r.median_s)
         .bind(12, r.cv).bind(13, r.gflops).bind(14, r.compile_s).bind(15, r.max_abs_err).bind(16, r.tool_version)
         .bind(17, r.llvm_version).bind(18, r.cpu_model).bind(19, r.device)
-        .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at).bind(21, int64_t(r.schema_version));
+        .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at).bind(21, int64_t(r.schema_version))
+        .bind(22, r.stats.empty() ? std::string("{}") : r.stats);
     if (!s.done()) return fail(s.error());
   }
   return exec("COMMIT");
@@ -380,7 +385,7 @@ static const char* kRecordColumns =
     "r.id, coalesce(r.run_id, 0), w.key, t.key, r.candidate, r.knobs, coalesce(r.schedule_id, 0), r.status, "
     "r.source, r.message, r.times, coalesce(r.median_s, 0), coalesce(r.cv, 0), coalesce(r.gflops, 0), "
     "coalesce(r.compile_s, 0), coalesce(r.max_abs_err, 0), r.tool_version, r.llvm_version, r.cpu_model, "
-    "r.device, r.created_at, coalesce(s.text, ''), r.schema_version FROM records r JOIN workloads w ON w.id=r.workload_id "
+    "r.device, r.created_at, coalesce(s.text, ''), r.schema_version, r.stats FROM records r JOIN workloads w ON w.id=r.workload_id "
     "JOIN targets t ON t.id=r.target_id LEFT JOIN schedules s ON s.id=r.schedule_id ";
 
 static RecordRow recordFrom(Stmt& q, bool with_schedule) {
@@ -408,6 +413,7 @@ static RecordRow recordFrom(Stmt& q, bool with_schedule) {
   r.created_at = q.text(20);
   if (with_schedule) r.schedule = q.text(21);
   r.schema_version = int(q.i64(22));
+  r.stats = q.text(23);
   return r;
 }
 

@@ -30,7 +30,8 @@ static json recordToJson(const RecordRow& r, const WorkloadRow& w, const TargetR
               {"cpu_model", r.cpu_model},
               {"device", r.device},
               {"created_at", r.created_at},
-              {"schema_version", r.schema_version}};
+              {"schema_version", r.schema_version},
+              {"stats", json::parse(r.stats.empty() ? std::string("{}") : r.stats, nullptr, false)}};
 }
 
 Result<std::string> exportRecordsJsonl(Database& db, const ExportOptions& o) {
@@ -108,7 +109,12 @@ Result<Parsed> parseLine(const json& j) {
     if (!get(j, nf[i], *nv[i])) return Error{std::string("missing or invalid field '") + nf[i] + "'"};
   if (!get(j, "times", r.times_s)) return Error{"missing or invalid field 'times'"};
   if (!get(j, "schema_version", r.schema_version)) return Error{"missing or invalid field 'schema_version'"};
-  if (r.source != "measured" && r.source != "predicted") return Error{"unknown source '" + r.source + "'"};
+  if (j.contains("stats")) {  // absent in files written before schema 2
+    if (!j["stats"].is_object()) return Error{"invalid field 'stats' (expected an object)"};
+    r.stats = j["stats"].dump();
+  }
+  if (r.source != "measured" && r.source != "predicted" && r.source != "compiled")
+    return Error{"unknown source '" + r.source + "'"};
   if (r.candidate.empty()) return Error{"empty candidate"};
   return p;
 }

@@ -49,13 +49,19 @@ Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t reg
   const int64_t warps = (threads + g.warp_size - 1) / g.warp_size;
   int64_t by_threads = g.max_threads_per_cu / (warps * g.warp_size);
   int64_t by_regs = by_threads;
-  if (regs > 0) {
-    if (regs > g.max_regs_per_thread) {
-      o.limiter = "registers";
-      return o;
-    }
-    // NVIDIA allocates registers per warp in units of 256 (8 per thread); AMD gfx942 in granules
-    // of 8 VGPRs per lane, 512 per SIMD lane across 4 SIMDs: both reduce to regs_per_cu pooling.
+  if (regs > g.max_regs_per_thread) {
+    o.limiter = "registers";
+    return o;
+  }
+  if (regs > 0 && g.target.kind == TargetKind::Amd) {
+    // CDNA: each of the 4 SIMDs of a CU holds 512 VGPRs per lane (ArchVGPRs + AccVGPRs, allocated
+    // in granules of 8) shared by the waves resident on it; a block's waves spread over the SIMDs.
+    const int64_t simds = 4, per_simd = 512;
+    int64_t alloc = (regs + 7) / 8 * 8;
+    int64_t waves_per_simd = per_simd / alloc;
+    by_regs = waves_per_simd * simds / warps;
+  } else if (regs > 0) {
+    // NVIDIA: registers are allocated per warp in units of 256 (8 per thread) from the SM's file.
     int64_t per_thread = (regs + 7) / 8 * 8;
     by_regs = g.regs_per_cu / (per_thread * warps * g.warp_size);
   }

@@ -122,11 +122,14 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   std::unordered_set<uint64_t> tried;
   std::vector<Observation> history;
   for (const auto& r : *known) {
-    if (r.source != "measured") continue;
+    if (r.source == "predicted") continue;
     auto c = ctx.space.fromKey(r.candidate);
     if (!c || !ctx.space.isValid(*c)) continue;  // from another space version
     tried.insert(ctx.space.encode(*c));
-    history.push_back({*c, r.status == "ok", r.gflops});
+    // Compiled-only GPU kernels are not proposed again, but only measurements teach the strategy
+    // (a pre-flight rejection is a real failure).
+    if (r.source == "measured" || r.status == "rejected" || r.status == "compile_error")
+      history.push_back({*c, r.status == "ok", r.gflops});
   }
   (*strategy)->observe(ctx.space, history);
 
@@ -155,7 +158,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     std::vector<Observation> obs;
     auto results = ctx.evaluator.evaluate(batch, stop, [&](size_t i, const Evaluation& e) {
       ++prog.done;
-      if (e.status != "ok") ++prog.failures;
+      if (e.status != "ok" && e.status != "not_measured") ++prog.failures;
       else prog.best_gflops = std::max(prog.best_gflops, e.measurement.gflops);
       double per = (elapsed() - tuning_start) / double(done_this_session + i + 1);
       prog.eta_s = per * double(o.trials - prog.done);
@@ -181,10 +184,13 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
       r.tool_version = SEXTANT_VERSION;
       r.llvm_version = ctx.llvm_version;
       r.cpu_model = ctx.cpu_model;
-      r.device = ctx.device;
+      r.device = e.device.empty() ? ctx.device : e.device;
+      r.source = e.source;
+      r.stats = e.stats;
       rows.push_back(std::move(r));
       tried.insert(ctx.space.encode(batch[i]));
-      obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
+      if (e.source == "measured" || e.status == "rejected" || e.status == "compile_error")
+        obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
     }
     // One transaction per batch: a crash loses at most the batch in flight.
     if (auto s = ctx.db.insertRecords(rows); !s) return Error{s.error()};

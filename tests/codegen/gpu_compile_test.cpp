@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <random>
 #include <sstream>
 #include <unistd.h>
 
@@ -86,7 +87,7 @@ void checkPtxas(const Built& b, const std::string& arch) {
 
 TEST(GpuCodegen, TensorCoresWithCpAsyncPipelineOnSm90) {
   Built b = build("h100", "gemm:NN:512x1024x256:f16*f16->f32",
-                  "block_m=128,block_n=128,block_k=32,mma=1,warp_m=64,warp_n=32,thread_m=1,thread_n=1,"
+                  "block_m=128,block_n=128,block_k=32,mma=1,warp_m=64,warp_n=32,thread_m=2,thread_n=1,"
                   "copy_bits=128,pipeline=3,swizzle=0");
   ASSERT_TRUE(b.out.ok) << b.out.stage << ": " << b.out.message;
   EXPECT_NE(b.object.find(".target sm_90"), std::string::npos);
@@ -183,4 +184,57 @@ TEST(GpuResources, PreflightRejectsWhatCannotRun) {
   EXPECT_EQ(parsed.smem_bytes, 49152);
   EXPECT_EQ(parsed.spill_bytes, 8);
   EXPECT_EQ(ptxSharedBytes(".shared .align 16 .b8 __wg_0[16384];\n.shared .align 4 .f32 x[4][8];"), 16384 + 128);
+}
+
+TEST(GpuCodegen, TensorCoresWithoutPipelineAndSwizzledOnSm80) {
+  Built plain = build("a100", "gemm:NN:256x256x128:f16*f16->f32",
+                      "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,"
+                      "copy_bits=128,pipeline=1,swizzle=0");
+  ASSERT_TRUE(plain.out.ok) << plain.out.stage << ": " << plain.out.message;
+  EXPECT_GT(count(plain.object, "mma.sync.aligned.m16n8k16"), 0);
+  EXPECT_EQ(count(plain.object, "cp.async"), 0);
+  checkPtxas(plain, "sm_80");
+  Built swz = build("a100", "gemm:NN:256x256x128:f16*f16->f32",
+                    "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,"
+                    "copy_bits=128,pipeline=2,swizzle=1");
+  ASSERT_TRUE(swz.out.ok) << swz.out.stage << ": " << swz.out.message;
+  // The XOR swizzle shows up as xor instructions in the shared-memory address arithmetic.
+  EXPECT_GT(count(swz.object, "xor.b"), count(plain.object, "xor.b"));
+  checkPtxas(swz, "sm_80");
+}
+
+TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
+  auto h100 = *gpuTargetInfo(*resolveTarget("h100"));
+  auto mi300 = *gpuTargetInfo(*resolveTarget("mi300"));
+  for (const char* key : {"gemm:NN:4096x4096x4096:f16*f16->f32", "gemm:NT:4096x4096x4096:bf16*bf16->f32",
+                          "gemm:TN:128x11008x4096:f32*f32->f32", "gemm:NN:16x4096x4096:f16*f16->f32"}) {
+    auto w = *parseWorkloadKey(key);
+    for (const auto* g : {&h100, &mi300}) {
+      Space s = buildGpuGemmSpace(w, *g);
+      EXPECT_GT(s.size(), 50u) << key << " " << g->target.name;
+      std::mt19937_64 rng(1);
+      for (int i = 0; i < 200; ++i) {
+        Candidate c = s.sample(rng);
+        auto p = planGpuGemm(w, s, c);
+        ASSERT_TRUE(p.ok());
+        EXPECT_LE(p->threads, g->max_threads_per_block);
+        EXPECT_EQ(p->threads % g->warp_size, 0);
+        EXPECT_LE(p->smem_bytes, g->smem_per_block_static_bytes);
+        EXPECT_EQ(p->grid[0] * p->block_n, w.n);
+        EXPECT_EQ(p->grid[1] * p->block_m, w.m);
+        if (p->mma) EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+        if (p->pipeline > 1) EXPECT_TRUE(g->has_cp_async);
+      }
+    }
+  }
+  // No tensor cores on AMD (no MFMA lowering upstream) and none for bf16 (needs our own pattern).
+  auto bf = *parseWorkloadKey("gemm:NN:1024x1024x1024:bf16*bf16->f32");
+  EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, std::vector<int64_t>{0});
+  // Sizes that are not multiples of 16 leave no valid schedule.
+  auto odd = *parseWorkloadKey("gemm:NN:1000x1000x1000:f16*f16->f32");
+  EXPECT_EQ(buildGpuGemmSpace(odd, h100).size(), 0u);
+  // Copy mapping as MLIR computes it (recipe figures): 128x32 f16 over 256 threads -> [2, 8].
+  EXPECT_EQ(*gpuCopyTile(128, 32, 16, 256, 128), (std::array<int64_t, 2>{2, 8}));
+  EXPECT_EQ(*gpuCopyTile(128, 32, 16, 128, 128), (std::array<int64_t, 2>{4, 8}));
+  EXPECT_FALSE(gpuCopyTile(16, 8, 16, 256, 128).ok());  // too small for 256 threads
 }

@@ -54,7 +54,8 @@ Candidate defaultGpuCandidate(const Space& space);
 // Stage 1: tiling, promotion, vectorisation, mapping to blocks/threads (entry @__transform_main,
 // consumes the root). Knob values are recorded as transform.tune.knob ops.
 std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
-// Stage 3 (pipeline > 1): multi-buffering + cp.async groups + software pipelining. Empty if none.
+// Stage 3 (pipeline > 1): multi-buffering + cp.async groups + software pipelining; for tensor
+// cores without pipelining, the lowering of the copies' transfers alone; otherwise empty.
 std::string emitGpuPipelineSchedule(const GpuPlan& p);
 
 }  // namespace sextant

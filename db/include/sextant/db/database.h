@@ -16,7 +16,10 @@ struct sqlite3;
 
 namespace sextant {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
+// Records measured into a database of this schema or newer carry schedules this version still
+// reads as they were (v2 only added the stats column).
+constexpr int kOldestCompatibleSchema = 1;
 
 struct WorkloadRow {
   std::string key;  // canonical workload key
@@ -55,13 +58,17 @@ struct RecordRow {
   std::string knobs;       // JSON object of knob values
   std::string schedule;    // the exact Transform script
   int64_t schedule_id = 0;
-  std::string status;      // ok, compile_error, crash, timeout, wrong_result, load_error, ...
-  std::string source = "measured";  // measured | predicted
+  std::string status;      // ok, compile_error, crash, timeout, wrong_result, load_error,
+                           // rejected (GPU pre-flight), not_measured (compiled only), ...
+  std::string source = "measured";  // measured | predicted | compiled (GPU kernels compiled and
+                                    // analysed but not run: --measure none / bundle)
   std::string message;
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0, compile_s = 0, max_abs_err = 0;
   std::string tool_version, llvm_version, cpu_model, device, created_at;
   int schema_version = kSchemaVersion;  // of the database the record was measured into
+  std::string stats = "{}";  // JSON: GPU compile statistics (registers, spills, shared memory,
+                             // occupancy, pre-flight verdict); {} for CPU records
 };
 
 // A measurement of the final comparison of a run (see TuneOptions::final_rounds).

@@ -20,6 +20,9 @@ struct Evaluation {
   std::string message;
   double compile_s = 0;
   Measurement measurement; // valid when status is ok
+  std::string source = "measured";  // "compiled": GPU kernel compiled and analysed, not run
+  std::string stats = "{}";         // JSON: GPU compile statistics and pre-flight verdict
+  std::string device;               // where it was measured, when not the tuning host
 };
 
 class Evaluator {

@@ -1,0 +1,314 @@
+// `tune --target <gpu>` and `tune import-results`: GPU tuning with compile-only, bundle and device
+// measurement modes (see search/gpu_evaluator.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/gpu_schedule.h"
+#include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/db/database.h"
+#include "sextant/runtime/bundle.h"
+#include "sextant/runtime/gpu_runner.h"
+#include "sextant/search/gpu_evaluator.h"
+#include "sextant/search/strategy.h"
+#include "sextant/search/tuner.h"
+
+namespace sextant::cli {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fmt1(double v) {
+  char b[32];
+  snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
+  auto w = parseGemmShape(a.shape.empty() ? "4096x4096x4096" : a.shape);
+  if (!w) return w;
+  auto dt = parseDType(a.dtype);
+  if (!dt) return Error{dt.error()};
+  auto lay = parseLayout(a.layout);
+  if (!lay) return Error{lay.error()};
+  w->a_type = w->b_type = *dt;
+  w->c_type = DType::F32;
+  w->layout = *lay;
+  return w;
+}
+
+std::string noDeviceHelp(const std::string& why, const Target& t) {
+  return why + ".\n  There is no " + (t.kind == TargetKind::Nvidia ? std::string("NVIDIA") : std::string("AMD")) +
+         " GPU to measure on here. Choose one of:\n"
+         "    --measure none               compile every candidate for " + t.arch +
+         ", run the pre-flight resource analysis, record compile statistics (nothing is measured)\n"
+         "    --measure bundle --out DIR   also write the kernels to a bundle; measure it with\n"
+         "                                 `tune-runner DIR` on a machine with the GPU, then\n"
+         "                                 `tune import-results DIR --db ...` here";
+}
+
+}  // namespace
+
+int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
+  auto target = resolveTarget(a.target);
+  if (!target) return fail(target.error());
+  auto g = gpuTargetInfo(*target);
+  if (!g) return fail(g.error());
+  auto w = gpuWorkload(a);
+  if (!w) return fail(w.error());
+  auto mode = parseGpuMeasureMode(a.measure);
+  if (!mode) return fail(mode.error());
+  if (*mode == GpuMeasureMode::Bundle && a.out.empty()) return fail("--measure bundle needs --out DIR (the bundle directory)");
+  if (*mode != GpuMeasureMode::Bundle && !a.out.empty()) return fail("--out is for --measure bundle");
+  if (a.trials <= 0 || a.batch <= 0) return fail("--trials and --batch must be at least 1");
+  if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
+  {
+    auto names = strategyNames();
+    if (std::find(names.begin(), names.end(), a.strategy) == names.end())
+      return fail("unknown strategy '" + a.strategy + "' (known: " + join(names, ", ") + ")");
+  }
+
+  GpuEvaluatorOptions eo;
+  eo.mode = *mode;
+  eo.jobs = a.jobs;
+  eo.bundle_dir = a.out;
+  std::string device_name = g->display + " (datasheet; not present)";
+  if (*mode == GpuMeasureMode::Device) {
+    auto dev = openGpuDevice(target->vendor());
+    if (!dev) return fail(noDeviceHelp(dev.error(), *target));
+    const DeviceInfo& di = (*dev)->info();
+    if (auto s = checkArchCompatible(g->chip, target->kind == TargetKind::Nvidia ? KernelFormat::Ptx : KernelFormat::Hsaco, di);
+        !s)
+      return fail("target " + target->name + " (" + g->chip + ") does not match the device here: " + s.error());
+    device_name = di.name + " (" + di.arch + ", driver " + di.driver_version + ")";
+    eo.runner = findTuneRunner();
+    if (eo.runner.empty())
+      return fail("tune-runner not found (next to tune, in PATH, or $SEXTANT_RUNNER): it measures GPU kernels");
+    char mt[32], to[32];
+    snprintf(mt, sizeof mt, "%g", a.min_time);
+    snprintf(to, sizeof to, "%g", a.timeout);
+    eo.runner_args = {"--min-time", mt, "--timeout", to, "--no-reference"};
+  }
+
+  Space space = buildGpuGemmSpace(*w, *g);
+  if (space.size() == 0)
+    return fail("no valid GPU schedule for " + w->key() + " on " + target->name +
+                ": M, N and K must be multiples of 16 (the smallest block tile and K chunk)");
+  auto db = Database::open(a.db);
+  if (!db) return fail(db.error());
+  if (auto s = registerWorkloadAndTarget(*db, *w, *target, g->display, g->chip); !s) return fail(s.error());
+
+  GpuEvaluator evaluator(*w, space, *g, eo);
+  TuneOptions o;
+  o.strategy = a.strategy;
+  o.seed = a.seed;
+  o.trials = a.trials;
+  o.time_budget_s = a.time_budget;
+  o.batch = a.batch;
+  o.resume = !a.fresh;
+  o.args_json = a.args_json;
+  o.final_rounds = 0;  // GPU: the runner's repetitions are the measurement (no host-side re-check)
+  o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
+  o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
+  {
+    std::string t = target->key();
+    std::replace(t.begin(), t.end(), ':', '_');
+    o.strategy_context.model_path = a.db + "." + t + ".costmodel";
+  }
+  TuneContext ctx{*db, *w, *target, space, evaluator, device_name, "", llvmVersion()};
+  if (!a.quiet)
+    fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, measure %s\n",
+            w->key().c_str(), target->key().c_str(), g->display.c_str(), g->chip.c_str(),
+            (unsigned long long)space.size(), (long long)a.trials, a.strategy.c_str(), a.measure.c_str());
+  int64_t last = -1;
+  auto sum = tune(ctx, o, {}, nullptr, stop, [&](const TuneProgress& p) {
+    if (a.quiet || p.done == last) return;
+    last = p.done;
+    fprintf(stderr, "[%lld/%lld] failures %lld%s\n", (long long)p.done, (long long)p.total, (long long)p.failures,
+            p.best_gflops > 0 ? (" | best " + fmt1(p.best_gflops) + " GFLOP/s measured").c_str() : "");
+  });
+  if (!sum) return fail(sum.error());
+
+  // Summary of this run's records.
+  auto recs = db->records(w->key(), target->key());
+  if (!recs) return fail(recs.error());
+  std::map<std::string, int64_t> by_status;
+  std::vector<const RecordRow*> compiled;
+  for (const auto& r : *recs) {
+    if (r.run_id != sum->run_id) continue;
+    ++by_status[r.status];
+    if (r.status == "not_measured" || r.status == "ok") compiled.push_back(&r);
+  }
+  json j;
+  j["workload"] = w->key();
+  j["target"] = target->key();
+  j["measure"] = a.measure;
+  j["run_id"] = sum->run_id;
+  j["trials"] = sum->trials;
+  j["by_status"] = by_status;
+  j["interrupted"] = sum->interrupted;
+  if (*mode == GpuMeasureMode::Bundle) j["bundle"] = a.out;
+  if (sum->best) j["best"] = {{"gflops", sum->best->gflops}, {"candidate", sum->best->candidate}, {"device", sum->best->device}};
+  if (a.report == "json") {
+    std::cout << j.dump(2) << "\n";
+    return sum->interrupted ? 130 : 0;
+  }
+  printf("\n%s on %s (%s), run %lld: %lld candidates\n", w->key().c_str(), target->name.c_str(), g->chip.c_str(),
+         (long long)sum->run_id, (long long)sum->trials);
+  for (const auto& [st, n] : by_status) {
+    const char* what = st == "not_measured"    ? "compiled, passed pre-flight, NOT measured"
+                       : st == "rejected"      ? "rejected by pre-flight (resources exceed the target's limits)"
+                       : st == "compile_error" ? "failed to compile"
+                       : st == "ok"            ? "measured and verified on the device"
+                                               : "failed on the device";
+    printf("  %-14s %5lld  %s\n", st.c_str(), (long long)n, what);
+  }
+  if (*mode == GpuMeasureMode::Bundle)
+    printf("\nbundle: %s (%lld kernels added in this run)\n  next: tune-runner %s   (on a machine with the GPU)\n"
+           "        tune import-results %s --db %s\n",
+           a.out.c_str(), (long long)evaluator.bundled(), a.out.c_str(), a.out.c_str(), a.db.c_str());
+  if (sum->best)
+    printf("\nbest measured: %.1f GFLOP/s on %s\n  %s\n", sum->best->gflops, sum->best->device.c_str(),
+           sum->best->candidate.c_str());
+  else if (*mode != GpuMeasureMode::Device)
+    printf("\nNo kernel was run: figures above are compile-time facts (registers, shared memory, occupancy in\n"
+           "`tune show`/export json), not performance.\n");
+  return sum->interrupted ? 130 : 0;
+}
+
+int cmdImportResults(const std::string& dir, const std::string& results_path, const std::string& db_path) {
+  auto manifest = readBundle(dir);
+  if (!manifest) return fail(manifest.error());
+  std::string rp = results_path.empty() ? (fs::path(dir) / "results.json").string() : results_path;
+  auto res = readResults(rp);
+  if (!res) return fail(res.error());
+  if (!res->device) return fail(rp + ": the results name no device; nothing was measured");
+  auto target = resolveTarget(manifest->target);
+  if (!target) return fail(dir + "/manifest.json: " + target.error());
+  auto g = gpuTargetInfo(*target);
+  if (!g) return fail(g.error());
+  auto db = Database::open(db_path);
+  if (!db) return fail(db.error());
+  std::map<std::string, const BundleKernel*> kernels;
+  for (const auto& k : manifest->kernels) kernels[k.id] = &k;
+  const DeviceInfo& dev = *res->device;
+  const std::string device = dev.name + " (" + dev.arch + ", driver " + dev.driver_version + ")";
+  const std::string origin = "imported from " + rp + " (tune-runner run of " + res->date + ")";
+  std::map<std::string, int64_t> run_of;  // workload -> import run
+  std::map<std::string, double> peer;     // workload -> cuBLAS GFLOP/s
+  for (const auto& r : res->references)
+    if (r.status == "ok") peer[r.workload] = r.gflops;
+  int64_t imported = 0, skipped = 0, duplicates = 0;
+  printf("%-14s %-13s %10s %9s  %s\n", "kernel", "status", "GFLOP/s", "vs peer", "knobs");
+  for (const auto& kr : res->results) {
+    auto it = kernels.find(kr.id);
+    if (it == kernels.end()) return fail(rp + ": result for kernel '" + kr.id + "', which " + dir + " does not contain");
+    const BundleKernel& k = *it->second;
+    if (kr.status == "skipped") {
+      ++skipped;
+      continue;
+    }
+    auto w = parseWorkloadKey(k.workload);
+    if (!w) return fail(dir + "/manifest.json: " + w.error());
+    Space space = buildGpuGemmSpace(*w, *g);
+    std::map<std::string, int64_t> km;
+    for (auto& [name, v] : k.knobs.items()) km[name] = v.get<int64_t>();
+    auto cand = space.fromMap(km);
+    if (!cand || !space.isValid(*cand))
+      return fail(dir + ": kernel " + k.id + " has knobs that are not a valid point of this version's space");
+    std::string key = space.keyOf(*cand);
+    auto recs = db->records(w->key(), target->key(), true);
+    if (!recs) return fail(recs.error());
+    bool dup = false;
+    std::string schedule, stats = k.static_stats.dump();
+    for (const auto& r : *recs) {
+      if (r.candidate != key) continue;
+      if (r.source == "measured" && r.message.find(origin) != std::string::npos) dup = true;
+      if (schedule.empty() && !r.schedule.empty()) schedule = r.schedule;
+    }
+    if (dup) {
+      ++duplicates;
+      continue;
+    }
+    if (schedule.empty()) schedule = emitGpuGemmSchedule(*w, space, *cand);
+    if (!run_of.count(w->key())) {
+      if (auto s = registerWorkloadAndTarget(*db, *w, *target, g->display, g->chip); !s) return fail(s.error());
+      RunRow run;
+      run.workload_key = w->key();
+      run.target_key = target->key();
+      run.strategy = "import-results";
+      run.space = space.name();
+      run.space_fingerprint = space.fingerprint();
+      run.trials_requested = 0;
+      run.args = json{{"bundle", dir}, {"results", rp}}.dump();
+      run.tool_version = SEXTANT_VERSION;
+      run.llvm_version = llvmVersion();
+      run.host = res->host;
+      auto id = db->beginRun(run);
+      if (!id) return fail(id.error());
+      run_of[w->key()] = *id;
+    }
+    json st = json::parse(stats, nullptr, false);
+    if (st.is_discarded() || !st.is_object()) st = json::object();
+    if (kr.resources)
+      st["driver_resources"] = {{"registers", kr.resources->registers},
+                                {"local_bytes", kr.resources->local_bytes},
+                                {"static_shared_bytes", kr.resources->static_shared_bytes}};
+    st["checked_entries"] = kr.checked_entries;
+    RecordRow row;
+    row.run_id = run_of[w->key()];
+    row.workload_key = w->key();
+    row.target_key = target->key();
+    row.candidate = key;
+    row.knobs = json(km).dump();
+    row.schedule = schedule;
+    row.status = kr.status;
+    row.source = "measured";
+    row.message = origin + (kr.message.empty() ? "" : ": " + kr.message);
+    row.times_s = kr.times_s;
+    row.median_s = kr.median_s;
+    row.cv = kr.cv;
+    row.gflops = kr.gflops;
+    row.max_abs_err = kr.max_abs_err;
+    row.tool_version = SEXTANT_VERSION;
+    row.llvm_version = llvmVersion();
+    row.device = device;
+    row.created_at = res->date;
+    row.stats = st.dump();
+    if (auto s = db->insertRecords({row}); !s) return fail(s.error());
+    ++imported;
+    double p = peer.count(k.workload) ? peer[k.workload] : 0;
+    printf("%-14s %-13s %10.1f %9s  %s\n", k.id.c_str(), kr.status.c_str(), kr.gflops,
+           p > 0 && kr.status == "ok" ? (fmt1(100 * kr.gflops / p) + "%").c_str() : "-", key.c_str());
+  }
+  for (const auto& r : res->references) {
+    if (!run_of.count(r.workload)) continue;
+    BaselineRow b;
+    b.run_id = run_of[r.workload];
+    b.name = r.peer;
+    b.detail = "measured by tune-runner on " + device;
+    b.status = r.status;
+    b.message = r.message;
+    b.times_s = r.times_s;
+    b.median_s = r.median_s;
+    b.cv = r.cv;
+    b.gflops = r.gflops;
+    if (auto s = db->insertBaseline(b); !s) return fail(s.error());
+  }
+  for (auto& [wk, id] : run_of) db->finishRun(id, "finished");
+  printf("\nimported %lld measurements from %s into %s (device: %s); %lld skipped by the runner, %lld already imported\n",
+         (long long)imported, rp.c_str(), db_path.c_str(), device.c_str(), (long long)skipped, (long long)duplicates);
+  return 0;
+}
+
+}  // namespace sextant::cli
