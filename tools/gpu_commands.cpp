@@ -48,13 +48,9 @@ Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
 }
 
 std::string noDeviceHelp(const std::string& why, const Target& t) {
-  return why + ".\n  There is no " + (t.kind == TargetKind::Nvidia ? std::string("NVIDIA") : std::string("AMD")) +
-         " GPU to measure on here. Choose one of:\n"
-         "    --measure none               compile every candidate for " + t.arch +
-         ", run the pre-flight resource analysis, record compile statistics (nothing is measured)\n"
-         "    --measure bundle --out DIR   also write the kernels to a bundle; measure it with\n"
-         "                                 `tune-runner DIR` on a machine with the GPU, then\n"
-         "                                 `tune import-results DIR --db ...` here";
+  return why + "; to tune " + t.name + " without one: --measure none (compile every candidate for " + t.arch +
+         " and run the pre-flight analysis; nothing is measured) or --measure bundle --out DIR (then `tune-runner "
+         "DIR` on a machine with the GPU and `tune import-results DIR`)";
 }
 
 }  // namespace

@@ -134,7 +134,14 @@ TEST(EndToEnd, BadInputGetsOneClearLine) {
   removeDb(db);
   expectCleanError(tune("--op conv --db " + db), "unknown op 'conv'");
   expectCleanError(tune("--target tpu --db " + db), "unknown target 'tpu'");
-  expectCleanError(tune("--target mi300 --db " + db), "not built yet");
+  // A GPU target without its GPU: says so and names the other measurement modes.
+  expectCleanError(tune("--target mi300 --dtype f16 --db " + db), "no HIP device found");
+  expectCleanError(tune("--target h100 --dtype f16 --db " + db), "--measure none");
+  expectCleanError(tune("--target h100 --measure bundle --db " + db), "needs --out DIR");
+  expectCleanError(tune("--target h100 --measure sometimes --db " + db), "unknown --measure mode");
+  expectCleanError(tune("--target h100 --shape 1000x1000x1000 --measure none --db " + db), "multiples of 16");
+  expectCleanError(tune("--measure none --db " + db), "for GPU targets");
+  expectCleanError(tune("import-results /nonexistent/bundle --db " + db), "/nonexistent/bundle");
   expectCleanError(tune("--dtype f64 --db " + db), "unknown dtype 'f64'");
   expectCleanError(tune("--dtype f16 --db " + db), "f32 GEMM only");
   expectCleanError(tune("--shape 12x34 --db " + db), "malformed shape");

@@ -1,0 +1,100 @@
+// GPU tuning as a user runs it on a machine without a GPU: compile-only runs, a bundle for
+// tune-runner, the runner's "no device" answer, and the import of a results file.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using namespace e2e;
+using json = nlohmann::json;
+
+TEST(GpuEndToEnd, CompileOnlyRecordsStatisticsAndNeverAMeasurement) {
+  std::string db = tmp("gpu-none.db");
+  removeDb(db);
+  Outcome r = tune("--op gemm --target mi300 --dtype f16 --shape 256x256x256 --trials 6 --measure none -q --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("NOT measured"), std::string::npos) << r.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records"), 6);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured'"), 0);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status='not_measured' AND stats LIKE '%amdgpu metadata%'"
+                     " AND stats LIKE '%\"smem_bytes\":%'"),
+            queryInt(db, "SELECT count(*) FROM records WHERE status='not_measured'"));
+  EXPECT_GT(queryInt(db, "SELECT count(*) FROM records WHERE status='not_measured'"), 0);
+  // Nothing measured, so there is no best schedule to print.
+  Outcome b = tune("best --target mi300 --dtype f16 --shape 256x256x256 --db " + db);
+  EXPECT_NE(b.code, 0);
+  EXPECT_NE(b.err.find("no measured schedule"), std::string::npos) << b.err;
+  // The same command again proposes new candidates, never the compiled ones.
+  r = tune("--op gemm --target mi300 --dtype f16 --shape 256x256x256 --trials 4 --measure none -q --fresh --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records"), 10);
+  removeDb(db);
+}
+
+TEST(GpuEndToEnd, BundleRunnerWithoutDeviceAndResultsImport) {
+  std::string db = tmp("gpu-bundle.db"), dir = tmp("bundle");
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+  Outcome r = tune("--op gemm --target h100 --dtype f16 --shape 256x512x128 --trials 5 --measure bundle --out " + dir +
+                   " -q --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  EXPECT_EQ(m["arch"], "sm_90");
+  int64_t bundled = int64_t(m["kernels"].size());
+  EXPECT_EQ(bundled, queryInt(db, "SELECT count(*) FROM records WHERE status='not_measured'"));
+  ASSERT_GE(bundled, 2);
+  for (const auto& k : m["kernels"]) {
+    std::string ptx = slurp(dir + "/" + k["file"].get<std::string>());
+    EXPECT_NE(ptx.find(".entry " + k["kernel_name"].get<std::string>()), std::string::npos);
+    EXPECT_EQ(k["args"].size(), 3u);
+  }
+
+  // tune-runner here: no GPU, a clear message, exit status 3, no results written.
+  Outcome run = sh(std::string(TUNE_RUNNER_BIN) + " " + dir);
+  EXPECT_EQ(run.code, 3) << run.err;
+  EXPECT_NE(run.err.find("no CUDA device found"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/results.json"));
+
+  // A results file as tune-runner writes it (a test fixture, not a measurement) imports as
+  // measured records of that device, once.
+  json res{{"format", "sextant-results"}, {"version", 1}, {"runner", "tune-runner test-fixture"},
+           {"date", "2026-11-21T00:00:00Z"}, {"command", "fixture"}, {"host", "fixture-host"},
+           {"device", {{"vendor", "nvidia"}, {"name", "FIXTURE GPU"}, {"arch", "sm_90"}, {"driver_version", "0.0"},
+                       {"sm_count", 132}, {"l2_bytes", 52428800}, {"memory_bytes", 85899345920LL}}},
+           {"options", json::object()}, {"references", json::array()}, {"notes", json::array()}};
+  json results = json::array();
+  double g = 100;
+  for (const auto& k : m["kernels"]) {
+    results.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", g > 100 ? "wrong_result" : "ok"},
+                       {"message", ""}, {"times_s", {1e-3, 1.1e-3}}, {"median_s", 1.05e-3}, {"cv", 0.05},
+                       {"gflops", g}, {"max_abs_err", 0.0}, {"checked_entries", 4096},
+                       {"resources", {{"registers", 96}, {"local_bytes", 0}, {"static_shared_bytes", 16384},
+                                      {"max_threads_per_block", 1024}}}});
+    g += 50;
+  }
+  res["results"] = results;
+  { std::ofstream(dir + "/results.json") << res.dump(); }
+  Outcome imp = tune("import-results " + dir + " --db " + db);
+  ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured'"), bundled);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 1);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND device LIKE 'FIXTURE GPU%'"),
+            bundled);
+  Outcome again = tune("import-results " + dir + " --db " + db);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find(std::to_string(bundled) + " already imported"), std::string::npos) << again.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured'"), bundled);
+  Outcome best = tune("best --target h100 --dtype f16 --shape 256x512x128 --db " + db);
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_NE(best.out.find("100.00 GFLOP/s"), std::string::npos) << best.out;
+  EXPECT_NE(best.out.find("transform.tune.knob<\"mma\">"), std::string::npos);
+
+  // A results file naming a kernel the bundle lacks is refused with the file named.
+  res["results"][0]["id"] = "c999999999";
+  { std::ofstream(dir + "/results.json") << res.dump(); }
+  Outcome bad = tune("import-results " + dir + " --db " + db);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("c999999999"), std::string::npos) << bad.err;
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+}
