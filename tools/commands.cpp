@@ -102,7 +102,7 @@ Resolved resolveRecord(const RecordRow& r, const std::string& arch) {
   }
   if (majorOf(r.llvm_version) != majorOf(llvmVersion()))
     out.stale = "measured with LLVM " + r.llvm_version + ", this is LLVM " + llvmVersion();
-  else if (r.schema_version < kSchemaVersion)
+  else if (r.schema_version < kOldestCompatibleSchema)
     out.stale = "measured with database schema " + std::to_string(r.schema_version);
   else if (!r.schedule.empty() && r.schedule != emitCpuGemmSchedule(*w, space, *cand))
     out.stale = "the schedule generator changed since it was measured";
@@ -147,6 +147,10 @@ int cmdExport(const ExportArgs& a) {
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
+  if (target->isGpu() && a.format == "transform")
+    return fail("--format transform exports cpu schedules only in this version: a GPU schedule is staged (main "
+                "script, vector->nvgpu conversion, pipelining script, workgroup buffers to static shared memory) "
+                "and is applied by tune's compiler; use --format json for " + target->name + " records");
 
   if (a.format == "json") {
     ExportOptions o;
@@ -232,6 +236,9 @@ int cmdCompile(const CompileArgs& a) {
   if (a.out.empty()) return fail("compile needs -o OUT (.so for a shared object, .o for an object file)");
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
+  if (target->isGpu())
+    return fail("tune compile targets the cpu in this version; GPU kernels of tuned schedules come from "
+                "`tune --target " + target->name + " --measure bundle --out DIR` (PTX / HSACO files plus a manifest)");
   auto text = readFile(a.input);
   if (!text) return fail(text.error());
   auto ops = findGemmOps(*text, a.input);
