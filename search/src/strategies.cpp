@@ -8,6 +8,9 @@
 #include "sextant/costmodel/model.h"
 #include "sextant/search/strategy.h"
 
+#include "sextant/costmodel/ppo.h"
+#include "sextant/search/sampling.h"
+
 namespace sextant {
 namespace {
 
@@ -222,6 +225,12 @@ class AnnealingSearch : public ModelGuidedSearch {
 
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
     if (!model().trained()) return randomSearch().propose(space, tried, n);
+    return planFrom(space, anneal(space, tried), tried, n);
+  }
+
+ protected:
+  // One annealing round over the model; every unmeasured point seen, with its predicted score.
+  std::map<uint64_t, float> anneal(const Space& space, const std::unordered_set<uint64_t>& tried) {
     if (chains_.empty())
       for (int i = 0; i < kChains; ++i) chains_.push_back(space.sample(rng()));
     auto score = [&](const std::vector<Candidate>& cs) { return predictedScores(cs); };
@@ -257,7 +266,7 @@ class AnnealingSearch : public ModelGuidedSearch {
       }
       since_better = improved ? 0 : since_better + 1;
     }
-    return planFrom(space, visited, tried, n);
+    return visited;
   }
 
  private:
@@ -332,17 +341,120 @@ class EvolutionarySearch : public ModelGuidedSearch {
   std::vector<std::pair<double, Candidate>> measured_;  // best measured, seeds the population
 };
 
+
+// Chameleon's adaptive sampling (search/sampling.h) after an optimizer over the cost model: the
+// optimizer's best 8n unmeasured points (by predicted score) are clustered, and one synthesized
+// candidate per cluster is measured: k <= n measurements per round instead of n.
+std::vector<Candidate> sampledPlan(const Space& space, const std::map<uint64_t, float>& scored,
+                                   const std::unordered_set<uint64_t>& tried, size_t n, std::mt19937_64& rng,
+                                   const std::function<std::vector<float>(const std::vector<Candidate>&)>& score,
+                                   SamplerStats& total) {
+  std::vector<std::pair<float, uint64_t>> ranked;
+  for (const auto& [id, v] : scored)
+    if (!tried.count(id) && v >= 0) ranked.push_back({v, id});
+  std::sort(ranked.begin(), ranked.end(),
+            [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  if (ranked.size() > 8 * n) ranked.resize(8 * n);
+  std::vector<Candidate> props;
+  std::vector<float> sc;
+  for (auto& [v, id] : ranked) props.push_back(space.decode(id)), sc.push_back(v);
+  SamplerStats st;
+  auto usable = [&](const Candidate& c) { return score({c})[0] >= 0; };  // not predicted to fail
+  auto out = adaptiveSample(space, props, sc, tried, usable, rng, &st);
+  if (out.size() > n) out.resize(n);
+  total.proposals += st.proposals, total.k += st.k, total.synthesized += st.synthesized;
+  total.replaced += st.replaced, total.dropped += st.dropped;
+  return out;
+}
+
+std::string samplerReport(const SamplerStats& s, int rounds) {
+  if (!rounds) return "";
+  return "; adaptive sampling: " + std::to_string(rounds) + " rounds, mean k " +
+         std::to_string(s.k / std::max(1, rounds)) + ", " + std::to_string(s.synthesized) + " synthesized, " +
+         std::to_string(s.replaced) + " replaced by cluster members, " + std::to_string(s.dropped) + " clusters dropped";
+}
+
+// SA over the model, then adaptive sampling ("sa-sampling": the sampling stage alone).
+class AnnealingSamplingSearch : public AnnealingSearch {
+ public:
+  AnnealingSamplingSearch(uint64_t seed, StrategyContext ctx) : AnnealingSearch(seed, std::move(ctx)) {}
+  std::string name() const override { return "sa-sampling"; }
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    if (!model().trained()) return randomSearch().propose(space, tried, n);
+    auto out = sampledPlan(space, anneal(space, tried), tried, n, rng(),
+                           [&](const std::vector<Candidate>& cs) { return predictedScores(cs); }, stats_);
+    ++rounds_;
+    return out.empty() ? randomSearch().propose(space, tried, n) : out;
+  }
+  std::string report() const override { return AnnealingSearch::report() + samplerReport(stats_, rounds_); }
+
+ private:
+  SamplerStats stats_;
+  int rounds_ = 0;
+};
+
+// Chameleon's adaptive exploration: a PPO agent walks the knob space over the cost model
+// (costmodel/ppo.h); "ppo" plans the best unmeasured points it visited, "chameleon" sends them
+// through adaptive sampling. The agent persists across rounds and keeps learning.
+class PpoSearch : public ModelGuidedSearch {
+ public:
+  PpoSearch(uint64_t seed, StrategyContext ctx, bool sampling)
+      : ModelGuidedSearch(seed, std::move(ctx)), seed_(seed), sampling_(sampling) {}
+  std::string name() const override { return sampling_ ? "chameleon" : "ppo"; }
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    if (!model().trained()) return randomSearch().propose(space, tried, n);
+    if (!agent_) {
+      std::vector<int> sizes;
+      for (const auto& k : space.knobs()) sizes.push_back(int(k.values.size()));
+      agent_ = std::make_unique<PpoExplorer>(sizes, seed_);
+    }
+    std::vector<PpoExplorer::Point> starts;
+    for (int i = 0; i < kStarts; ++i) starts.push_back(space.sample(rng()));
+    auto visits = agent_->explore(
+        starts, [&](const std::vector<PpoExplorer::Point>& ps) { return predictedScores(ps); },
+        [&](const PpoExplorer::Point& p) { return space.isValid(p); });
+    std::map<uint64_t, float> scored;
+    for (const auto& v : visits) {
+      uint64_t id = space.encode(v.point);
+      if (!tried.count(id)) scored[id] = v.reward;
+    }
+    ++rounds_;
+    if (!sampling_) return planFrom(space, scored, tried, n);
+    auto out = sampledPlan(space, scored, tried, n, rng(),
+                           [&](const std::vector<Candidate>& cs) { return predictedScores(cs); }, stats_);
+    return out.empty() ? planFrom(space, scored, tried, n) : out;
+  }
+  std::string report() const override {
+    return ModelGuidedSearch::report() + "; PPO rounds: " + std::to_string(rounds_) +
+           (sampling_ ? samplerReport(stats_, rounds_) : "");
+  }
+
+ private:
+  static constexpr int kStarts = 128;
+  uint64_t seed_;
+  bool sampling_;
+  std::unique_ptr<PpoExplorer> agent_;
+  SamplerStats stats_;
+  int rounds_ = 0;
+};
+
 }  // namespace
 
-std::vector<std::string> strategyNames() { return {"random", "exhaustive", "model", "sa", "evolutionary"}; }
+std::vector<std::string> strategyNames() {
+  return {"random", "exhaustive", "model", "sa", "evolutionary", "ppo", "chameleon", "sa-sampling"};
+}
 
 Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed,
                                                      const StrategyContext& ctx) {
   if (name == "random") return std::unique_ptr<SearchStrategy>(new RandomSearch(seed));
   if (name == "exhaustive") return std::unique_ptr<SearchStrategy>(new ExhaustiveSearch());
-  if (name == "model" || name == "sa" || name == "evolutionary") {
+  if (name == "model" || name == "sa" || name == "evolutionary" || name == "ppo" || name == "chameleon" ||
+      name == "sa-sampling") {
     if (!ctx.features || ctx.num_features <= 0) return Error{"strategy '" + name + "' needs the cost model's features"};
     if (name == "sa") return std::unique_ptr<SearchStrategy>(new AnnealingSearch(seed, ctx));
+    if (name == "sa-sampling") return std::unique_ptr<SearchStrategy>(new AnnealingSamplingSearch(seed, ctx));
+    if (name == "ppo") return std::unique_ptr<SearchStrategy>(new PpoSearch(seed, ctx, false));
+    if (name == "chameleon") return std::unique_ptr<SearchStrategy>(new PpoSearch(seed, ctx, true));
     if (name == "evolutionary") return std::unique_ptr<SearchStrategy>(new EvolutionarySearch(seed, ctx));
     return std::unique_ptr<SearchStrategy>(new ModelGuidedSearch(seed, ctx));
   }

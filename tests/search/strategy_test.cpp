@@ -44,7 +44,7 @@ TEST(Strategy, NeverProposesTriedOrDuplicateCandidatesAndExhaustsTheSpace) {
 }
 
 TEST(Strategy, UnknownNameIsAnError) {
-  auto st = makeStrategy("ppo", 1);
+  auto st = makeStrategy("annealing-v2", 1);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().find("known: random, exhaustive"), std::string::npos);
 }
@@ -148,4 +148,4 @@ TEST(Strategy, RandomDoesNotFindTheSyntheticOptimumWithin192Measurements) {
   EXPECT_LT(bestFoundOnSyntheticSpace("random"), 100.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ModelBasedOnSyntheticSpace, ::testing::Values("sa", "evolutionary"));
+INSTANTIATE_TEST_SUITE_P(Strategies, ModelBasedOnSyntheticSpace, ::testing::Values("sa", "evolutionary", "ppo", "chameleon", "sa-sampling"));
