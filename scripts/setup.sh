@@ -20,6 +20,9 @@ PACKAGES=(
   # experiment scripts
   python3
 )
+# Plots of the experiment scripts (experiments/replay_strategies.sh asks for them): not needed to
+# build or test, so CI does not install them.
+if [ "${1:-}" = "--with-plots" ]; then PACKAGES+=(python3-matplotlib); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
 #include "sextant/db/database.h"
+#include "sextant/db/interchange.h"
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
@@ -499,6 +501,88 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   return sum->interrupted ? 130 : 0;
 }
 
+// tune dataset collect: a random sample (or the whole space) measured into OUT.db, exported.
+int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, double min_time, int jobs,
+                      const std::string& out, const std::string& argv_json) {
+  if (count <= 0) return fail("--count must be at least 1");
+  const bool gz = out.size() > 3 && out.compare(out.size() - 3, 3, ".gz") == 0;
+  if (!(gz || (out.size() > 6 && out.compare(out.size() - 6, 6, ".jsonl") == 0)))
+    return fail("the dataset file must end in .jsonl or .jsonl.gz: " + out);
+  auto wl = makeWorkload(w);
+  if (!wl) return fail(wl.error());
+  auto target = resolveTarget(w.target);
+  if (!target) return fail(target.error());
+  if (target->isGpu()) return fail("dataset collect measures on this machine: cpu only in this version");
+  Space space = buildCpuGemmSpace(*wl, hostCpu());
+  TuneArgs t;
+  t.w = w;
+  t.w.db = out + ".db";
+  // Resumable: what the database already holds for this workload counts toward --count.
+  int64_t have = 0;
+  if (std::filesystem::exists(t.w.db)) {
+    auto db0 = Database::open(t.w.db, false);
+    if (!db0) return fail(db0.error());
+    auto recs = db0->records(wl->key(), target->key());
+    if (!recs) return fail(recs.error());
+    for (const auto& r : *recs) have += r.source == "measured";
+  }
+  t.trials = std::min<int64_t>(count, int64_t(space.size())) - have;
+  t.strategy = uint64_t(count) >= space.size() ? "exhaustive" : "random";
+  t.seed = seed;
+  t.min_time = min_time;
+  t.jobs = jobs;
+  t.final_rounds = 0;
+  t.report = "json";
+  t.quiet = false;
+  {
+    // The tuning summary (JSON) is not the dataset: keep stdout for the final line.
+    std::cout.setstate(std::ios::failbit);
+    int rc = t.trials > 0 ? cmdTune(t, argv_json) : 0;
+    std::cout.clear();
+    if (rc != 0) return rc;
+  }
+  auto db = Database::open(t.w.db, false);
+  if (!db) return fail(db.error());
+  ExportOptions eo;
+  eo.target_key = target->key();
+  eo.workload_key = wl->key();
+  auto text = exportRecordsJsonl(*db, eo);
+  if (!text) return fail(text.error());
+  std::string tmp = out + ".tmp";
+  if (gz) {
+    FILE* p = popen(("gzip -9 -n -c > '" + tmp + "'").c_str(), "w");
+    if (!p) return fail("cannot run gzip");
+    fwrite(text->data(), 1, text->size(), p);
+    if (pclose(p) != 0) return fail("gzip failed writing " + tmp);
+  } else {
+    std::ofstream(tmp, std::ios::binary) << *text;
+  }
+  std::rename(tmp.c_str(), out.c_str());
+  int64_t n = std::count(text->begin(), text->end(), '\n') - 1;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  json prov{{"dataset", out},
+            {"records", n},
+            {"workload", wl->key()},
+            {"target", target->key()},
+            {"space", space.name()},
+            {"space_size", space.size()},
+            {"sampling", t.strategy == "exhaustive" ? "the whole space" : "uniform random, without repetition"},
+            {"seed", seed},
+            {"min_time_s", min_time},
+            {"cpu_model", hostCpu().model},
+            {"llvm_host_cpu", llvmHostCpuName()},
+            {"logical_cores", hostCpu().logical_cores},
+            {"host", host},
+            {"tool_version", SEXTANT_VERSION},
+            {"llvm_version", llvmVersion()},
+            {"command", json::parse(argv_json)}};
+  std::ofstream(out + ".provenance.json") << prov.dump(2) << "\n";
+  printf("wrote %lld records of %s to %s (provenance: %s.provenance.json; database %s)\n", (long long)n,
+         wl->key().c_str(), out.c_str(), out.c_str(), t.w.db.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -597,6 +681,22 @@ int main(int argc, char** argv) {
   impr->add_option("dir", impr_dir, "bundle directory (tune --measure bundle --out DIR)")->required();
   impr->add_option("--results", impr_results, "results file (default: DIR/results.json)");
   impr->add_option("--db", impr_db, "database")->capture_default_str();
+  auto* dataset = app.add_subcommand("dataset", "recorded measurement datasets (for replay experiments)");
+  auto* dsc = dataset->add_subcommand(
+      "collect", "measure a uniform random sample of a workload's schedules (or all of them) and write the records "
+                 "as a dataset (JSON lines, gzip for .gz) with a provenance file beside it; resumable");
+  WorkloadArgs dw;
+  int64_t ds_count = 2000;
+  uint64_t ds_seed = 7;
+  double ds_min_time = 0.05;
+  int ds_jobs = 0;
+  std::string ds_out;
+  addWorkloadOptions(dsc, dw, false);
+  dsc->add_option("--count", ds_count, "candidates to measure (the whole space if it is smaller)")->capture_default_str();
+  dsc->add_option("--seed", ds_seed, "sampling seed")->capture_default_str();
+  dsc->add_option("--min-time", ds_min_time, "seconds of timed calls per candidate, at least")->capture_default_str();
+  dsc->add_option("--jobs", ds_jobs, "parallel compilations (0: one per core)")->capture_default_str();
+  dsc->add_option("-o,--output", ds_out, "dataset file (.jsonl or .jsonl.gz); the database is OUT.db")->required();
   auto* model = app.add_subcommand("model", "the learned cost model");
   auto* model_eval = model->add_subcommand("eval", "rank held-out records with the cost model and report its accuracy");
   cli::ModelEvalArgs me;
@@ -630,6 +730,11 @@ int main(int argc, char** argv) {
   if (*cmp) return cli::cmdCompile(ca);
   if (*model_eval) return cli::cmdModelEval(me);
   if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db);
+  if (*dsc) {
+    json args;
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    return cmdDatasetCollect(dw, ds_count, ds_seed, ds_min_time, ds_jobs, ds_out, args.dump());
+  }
   if (*hw_list) return cli::cmdHwList();
   if (*hw_show) return cli::cmdHwShow(hw_name);
   json args;

@@ -42,6 +42,7 @@ Result<std::string> exportRecordsJsonl(Database& db, const ExportOptions& o) {
   std::vector<std::string> lines;
   for (const auto& r : *recs) {
     if (!o.target_key.empty() && r.target_key != o.target_key) continue;
+    if (!o.workload_key.empty() && r.workload_key != o.workload_key) continue;
     if (r.source == "predicted" && !o.include_predicted) continue;
     if (r.status != "ok" && !o.include_failures) continue;
     auto w = db.workload(r.workload_key);

@@ -98,3 +98,24 @@ TEST(GpuEndToEnd, BundleRunnerWithoutDeviceAndResultsImport) {
   removeDb(db);
   std::filesystem::remove_all(dir);
 }
+
+TEST(DatasetEndToEnd, CollectWritesRecordsAndProvenance) {
+  std::string out = tmp("ds.jsonl.gz");
+  removeDb(out + ".db");
+  Outcome r = tune("dataset collect --shape 64x64x64 --count 12 --min-time 0.01 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  Outcome lines = sh("(gzip -dc " + out + " | wc -l)");
+  EXPECT_EQ(std::atoi(lines.out.c_str()), 13) << lines.out << lines.err;  // header + 12 records
+  json prov = json::parse(slurp(out + ".provenance.json"));
+  EXPECT_EQ(prov["records"], 12);
+  EXPECT_EQ(prov["workload"], "gemm:NN:64x64x64:f32*f32->f32");
+  EXPECT_FALSE(prov["cpu_model"].get<std::string>().empty());
+  // Resumable: the same command again measures nothing new.
+  r = tune("dataset collect --shape 64x64x64 --count 12 --min-time 0.01 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(queryInt(out + ".db", "SELECT count(*) FROM records"), 12);
+  EXPECT_NE(tune("dataset collect --shape 64x64x64 -o " + tmp("x.csv")).code, 0);
+  removeDb(out + ".db");
+  std::filesystem::remove(out);
+  std::filesystem::remove(out + ".provenance.json");
+}

@@ -112,3 +112,44 @@ TEST(Sampling, NeverReturnsMeasuredDuplicateOrUnusableCandidates) {
   std::mt19937_64 a(9), b(9);
   EXPECT_EQ(adaptiveSample(s, props, scores, tried, usable, a), adaptiveSample(s, props, scores, tried, usable, b));
 }
+
+#include "sextant/search/replay.h"
+
+TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
+  GemmWorkload w;
+  w.m = 256, w.n = 512, w.k = 128;
+  HostCpu cpu;
+  cpu.vector_bits = 512;
+  cpu.vector_registers = 32;
+  Space full = buildCpuGemmSpace(w, cpu);
+  ReplayWorkload data{w, "cpu:x", {}, 0};
+  std::mt19937_64 rng(2);
+  std::vector<Candidate> recorded;
+  for (int i = 0; i < 50; ++i) {
+    Candidate c = full.sample(rng);
+    if (data.by_candidate.count(full.keyOf(c))) continue;
+    recorded.push_back(c);
+    data.by_candidate[full.keyOf(c)] = ReplayEntry{i % 10 != 0, i % 10 != 0 ? 10.0 + i : 0, {0.1}};
+  }
+  Space space = restrictToDataset(full, data);
+  EXPECT_EQ(space.size(), recorded.size());
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(data.by_candidate.count(space.keyOf(space.sample(rng))));
+  ReplayEvaluator ev(full, data);
+  Candidate missing;
+  do missing = full.sample(rng);
+  while (data.by_candidate.count(full.keyOf(missing)));
+  std::atomic<bool> stop{false};
+  auto out = ev.evaluate({recorded[1], recorded[0], missing}, stop, nullptr);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].status, "ok");
+  EXPECT_DOUBLE_EQ(out[0].measurement.gflops, data.by_candidate[full.keyOf(recorded[1])].gflops);
+  EXPECT_EQ(out[0].source, "replay");
+  EXPECT_EQ(out[1].status, "failed_in_dataset");
+  EXPECT_EQ(out[2].status, "replay_miss");
+  EXPECT_EQ(out[2].measurement.gflops, 0);
+  EXPECT_TRUE(out[2].measurement.times_s.empty());
+  EXPECT_EQ(ev.misses(), 1);
+  auto bad = loadReplayDataset("/nonexistent/data.jsonl.gz");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("/nonexistent/data.jsonl.gz"), std::string::npos);
+}

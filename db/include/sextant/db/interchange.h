@@ -17,6 +17,7 @@ constexpr int kRecordsFormatVersion = 1;
 
 struct ExportOptions {
   std::string target_key;          // empty: every target
+  std::string workload_key;        // empty: every workload
   bool include_predicted = false;  // predicted records are skipped unless asked for
   bool include_failures = true;    // failure records are data too
 };

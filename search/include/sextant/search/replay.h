@@ -1,0 +1,57 @@
+// Replay: a runner that answers from a recorded dataset (what each candidate measured when the
+// dataset was collected) instead of the device, for reproducible comparisons of search methods.
+// A candidate missing from the dataset is an explicit miss (status "replay_miss"), never a
+// made-up time; replayed results carry source "replay" and are never written to a database as
+// measurements (the experiment harness keeps them in memory).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/search/evaluator.h"
+
+namespace sextant {
+
+struct ReplayEntry {
+  bool ok = false;
+  double gflops = 0;
+  std::vector<double> times_s;
+};
+
+struct ReplayWorkload {
+  GemmWorkload workload;
+  std::string target_key;
+  std::map<std::string, ReplayEntry> by_candidate;  // Space::keyOf -> what was recorded
+  double best_gflops = 0;
+};
+
+struct ReplayDataset {
+  std::string origin;
+  std::vector<ReplayWorkload> workloads;
+};
+
+// Reads measured records from a database (.db), or a JSON-lines export (.jsonl, .jsonl.gz).
+// Only measured records count; a candidate measured several times keeps its best ok result.
+Result<ReplayDataset> loadReplayDataset(const std::string& path, const std::string& target_key = "");
+
+// The space restricted to the dataset's candidates (searching a recorded uniform sample of a
+// space = searching that sample).
+Space restrictToDataset(const Space& space, const ReplayWorkload& w);
+
+class ReplayEvaluator : public Evaluator {
+ public:
+  ReplayEvaluator(const Space& space, const ReplayWorkload& data) : space_(space), data_(data) {}
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
+                                   const std::function<void(size_t, const Evaluation&)>& on_result) override;
+  int64_t misses() const { return misses_; }
+
+ private:
+  const Space& space_;
+  const ReplayWorkload& data_;
+  int64_t misses_ = 0;
+};
+
+}  // namespace sextant
