@@ -40,12 +40,13 @@ struct RunResult {
 const double kLevels[3] = {0.90, 0.95, 0.99};
 
 RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space, const ReplayWorkload& data,
-                 int budget, int batch) {
+                 int budget, int batch, const std::vector<PriorRecord>& prior) {
   RunResult r;
   const HostCpu& cpu = hostCpu();
   StrategyContext ctx;
   ctx.num_features = int(cpuGemmFeatureNames().size());
   ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(data.workload, space, c, cpu); };
+  ctx.prior = prior;
   auto st = makeStrategy(strategy, seed, ctx);
   if (!st) {
     fprintf(stderr, "%s\n", st.error().c_str());
@@ -93,7 +94,8 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   int seeds = 10, budget = 256, batch = 16;
-  std::vector<std::string> strategies = {"random", "sa", "evolutionary", "model", "ppo", "sa-sampling", "chameleon"};
+  std::vector<std::string> strategies = {"random", "sa", "evolutionary", "model", "ppo", "sa-sampling", "chameleon",
+                                         "glimpse"};
   std::string curves_path, json_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -132,13 +134,32 @@ int main(int argc, char** argv) {
   printf("Replay (recorded measurements, not new ones): measurements to reach 90/95/99%% of the best recorded,\n"
          "median [min-max] over %d seeds, budget %d, batch %d. '>B': not reached within the budget.\n",
          seeds, budget, batch);
+  std::vector<std::pair<std::string, ReplayWorkload>> all;
   for (const auto& f : files) {
     auto ds = loadReplayDataset(f);
     if (!ds) {
       fprintf(stderr, "error: %s\n", ds.error().c_str());
       return 2;
     }
-    for (const auto& wd : ds->workloads) {
+    for (auto& wd : ds->workloads) all.push_back({f, wd});
+  }
+  {
+    for (const auto& [f, wd] : all) {
+      // Leave-one-out prior for glimpse: every other workload's recorded candidates.
+      std::vector<PriorRecord> prior;
+      for (const auto& [f2, other] : all) {
+        if (other.workload.key() == wd.workload.key() || other.best_gflops <= 0) continue;
+        for (const auto& [key, e] : other.by_candidate) {
+          if (!e.ok) continue;
+          PriorRecord p;
+          for (const auto& kv : split(key, ',')) {
+            auto eq = kv.find('=');
+            if (eq != std::string::npos) p.knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+          }
+          p.score = e.gflops / other.best_gflops;
+          prior.push_back(std::move(p));
+        }
+      }
       Space full = buildCpuGemmSpace(wd.workload, hostCpu());
       Space space = restrictToDataset(full, wd);
       printf("\n%s (%s): %llu recorded candidates of a space of %llu, best %.1f GFLOP/s\n", wd.workload.key().c_str(),
@@ -149,7 +170,7 @@ int main(int argc, char** argv) {
       for (const auto& s : strategies) {
         std::vector<double> reach[3], secs;
         for (int seed = 1; seed <= seeds; ++seed) {
-          RunResult r = runOne(s, uint64_t(seed), space, wd, budget, batch);
+          RunResult r = runOne(s, uint64_t(seed), space, wd, budget, batch, prior);
           for (int l = 0; l < 3; ++l) reach[l].push_back(r.reach[l] ? double(r.reach[l]) : double(budget + 1));
           secs.push_back(r.seconds);
           if (curves.is_open())

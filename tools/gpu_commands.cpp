@@ -15,6 +15,7 @@
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
 #include "sextant/db/database.h"
+#include "sextant/hwspec/devices.h"
 #include "sextant/runtime/bundle.h"
 #include "sextant/runtime/gpu_runner.h"
 #include "sextant/search/gpu_evaluator.h"
@@ -120,6 +121,25 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     std::string t = target->key();
     std::replace(t.begin(), t.end(), ':', '_');
     o.strategy_context.model_path = a.db + "." + t + ".costmodel";
+  }
+  if (a.strategy == "glimpse") {
+    // The prior: other workloads' records on every GPU target, weighted by the similarity of the
+    // targets' Blueprints (exp(-d^2/2) over the embedding distance d; the same device: 1).
+    auto all = db->allRecords(false);
+    if (!all) return fail(all.error());
+    Blueprint bp = fitBlueprint(builtinDeviceTable());
+    const DeviceSpec* mine = builtinDeviceTable().find(target->device);
+    std::vector<double> me = mine ? bp.embed(*mine) : std::vector<double>();
+    o.strategy_context.prior = priorFromRecords(*all, w->key(), target->key(), [&](const std::string& k) {
+      auto t = resolveTarget(k.substr(0, k.find(':')));
+      if (!t || !t->isGpu() || me.empty()) return 0.0;
+      const DeviceSpec* d = builtinDeviceTable().find(t->device);
+      if (!d) return 0.0;
+      auto e = bp.embed(*d);
+      double d2 = 0;
+      for (size_t i = 0; i < e.size() && i < me.size(); ++i) d2 += (e[i] - me[i]) * (e[i] - me[i]);
+      return std::exp(-d2 / 2);
+    });
   }
   TuneContext ctx{*db, *w, *target, space, evaluator, device_name, "", llvmVersion()};
   if (!a.quiet)

@@ -391,6 +391,15 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     std::replace(t.begin(), t.end(), ':', '_');
     o.strategy_context.model_path = a.w.db + "." + t + ".costmodel";
   }
+  if (a.strategy == "glimpse") {
+    // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
+    auto all = db->allRecords(false);
+    if (!all) return fail(all.error());
+    const std::string tk = target->key();
+    o.strategy_context.prior = priorFromRecords(*all, w->key(), tk, [&](const std::string& k) {
+      return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
+    });
+  }
   TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   ProgressLine progress(a.quiet);
   if (!a.quiet)

@@ -168,9 +168,13 @@ class ModelGuidedSearch : public SearchStrategy {
     std::vector<std::vector<float>> xs;
     for (const auto& c : cs) xs.push_back(ctx_.features(c));
     std::vector<float> out;
-    for (const auto& q : model_.predict(xs)) out.push_back(q.p_fail > kSkipAbove ? -1.f : q.mean);
+    for (const auto& q : model_.predict(xs))
+      out.push_back(q.p_fail > kSkipAbove ? -1.f : q.mean + float(acquisition_k_) * q.spread);
     return out;
   }
+  // Glimpse's acquisition: optimisers maximise mean + k * spread instead of the mean.
+  void setAcquisition(double k) { acquisition_k_ = k; }
+  const StrategyContext& context() const { return ctx_; }
   // A plan from scored unmeasured points: the best by score, then random untried ones for the
   // exploration share (and for any shortfall).
   std::vector<Candidate> planFrom(const Space& space, const std::map<uint64_t, float>& scored,
@@ -198,6 +202,7 @@ class ModelGuidedSearch : public SearchStrategy {
     o.seed = seed;
     return o;
   }
+  double acquisition_k_ = 0;
   static constexpr size_t kPoolFactor = 32, kMinSamples = 16;
   static constexpr double kEpsilon = 0.05;
   static constexpr float kSkipAbove = 0.5f;
@@ -438,10 +443,73 @@ class PpoSearch : public ModelGuidedSearch {
   int rounds_ = 0;
 };
 
+
+// Glimpse-style search (DAC'22, as we implement it; README "Search strategies"): the first round
+// is drawn from a prior over each knob's values learnt from other workloads' and targets' tuning
+// data (the records within 10% of their own best, weighted by the similarity of their target's
+// Blueprint), falling back to uniform without such data; later rounds run PPO over the
+// acquisition mean + k * ensemble spread, then adaptive sampling.
+class GlimpseSearch : public PpoSearch {
+ public:
+  GlimpseSearch(uint64_t seed, StrategyContext ctx) : PpoSearch(seed, ctx, true), seed_rng_(seed * 7919 + 1) {
+    setAcquisition(context().acquisition_k);
+  }
+  std::string name() const override { return "glimpse"; }
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    if (model().trained() || context().prior.empty()) return PpoSearch::propose(space, tried, n);
+    // Prior: per knob, weighted counts of the values of good records elsewhere (+1 smoothing).
+    const auto& knobs = space.knobs();
+    std::vector<std::vector<double>> w(knobs.size());
+    for (size_t k = 0; k < knobs.size(); ++k) w[k].assign(knobs[k].values.size(), 1.0);
+    double used = 0;
+    for (const auto& r : context().prior) {
+      if (r.score < 0.9) continue;
+      used += r.weight;
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        auto it = r.knobs.find(knobs[k].name);
+        if (it == r.knobs.end()) continue;
+        for (size_t v = 0; v < knobs[k].values.size(); ++v)
+          if (knobs[k].values[v] == it->second) w[k][v] += 10.0 * r.weight;
+      }
+    }
+    ++seeded_rounds_;
+    if (used == 0) return PpoSearch::propose(space, tried, n);
+    std::vector<Candidate> out;
+    std::unordered_set<uint64_t> seen;
+    for (int attempt = 0; attempt < 20000 && out.size() < n; ++attempt) {
+      Candidate c(knobs.size());
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        std::discrete_distribution<int> d(w[k].begin(), w[k].end());
+        c[k] = d(seed_rng_);
+      }
+      if (!space.isValid(c)) continue;
+      uint64_t id = space.encode(c);
+      if (tried.count(id) || !seen.insert(id).second) continue;
+      out.push_back(c);
+      ++seeded_;
+    }
+    for (auto& c : randomSearch().propose(space, [&] {
+           auto t = tried;
+           t.insert(seen.begin(), seen.end());
+           return t;
+         }(), n - out.size()))
+      out.push_back(c);
+    return out;
+  }
+  std::string report() const override {
+    return PpoSearch::report() + "; prior-seeded candidates: " + std::to_string(seeded_) +
+           (context().prior.empty() ? " (no prior data: uniform)" : "");
+  }
+
+ private:
+  std::mt19937_64 seed_rng_;
+  int seeded_rounds_ = 0;
+  int64_t seeded_ = 0;
+};
 }  // namespace
 
 std::vector<std::string> strategyNames() {
-  return {"random", "exhaustive", "model", "sa", "evolutionary", "ppo", "chameleon", "sa-sampling"};
+  return {"random", "exhaustive", "model", "sa", "evolutionary", "ppo", "chameleon", "sa-sampling", "glimpse"};
 }
 
 Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, uint64_t seed,
@@ -449,12 +517,13 @@ Result<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, ui
   if (name == "random") return std::unique_ptr<SearchStrategy>(new RandomSearch(seed));
   if (name == "exhaustive") return std::unique_ptr<SearchStrategy>(new ExhaustiveSearch());
   if (name == "model" || name == "sa" || name == "evolutionary" || name == "ppo" || name == "chameleon" ||
-      name == "sa-sampling") {
+      name == "sa-sampling" || name == "glimpse") {
     if (!ctx.features || ctx.num_features <= 0) return Error{"strategy '" + name + "' needs the cost model's features"};
     if (name == "sa") return std::unique_ptr<SearchStrategy>(new AnnealingSearch(seed, ctx));
     if (name == "sa-sampling") return std::unique_ptr<SearchStrategy>(new AnnealingSamplingSearch(seed, ctx));
     if (name == "ppo") return std::unique_ptr<SearchStrategy>(new PpoSearch(seed, ctx, false));
     if (name == "chameleon") return std::unique_ptr<SearchStrategy>(new PpoSearch(seed, ctx, true));
+    if (name == "glimpse") return std::unique_ptr<SearchStrategy>(new GlimpseSearch(seed, ctx));
     if (name == "evolutionary") return std::unique_ptr<SearchStrategy>(new EvolutionarySearch(seed, ctx));
     return std::unique_ptr<SearchStrategy>(new ModelGuidedSearch(seed, ctx));
   }

@@ -1,3 +1,4 @@
+#include <map>
 #include "sextant/search/tuner.h"
 
 #include <algorithm>
@@ -65,6 +66,33 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
     row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
   }
   return rows;
+}
+
+std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records, const std::string& workload_key,
+                                          const std::string& target_key,
+                                          const std::function<double(const std::string&)>& target_weight) {
+  std::map<std::pair<std::string, std::string>, double> best;
+  for (const auto& r : records)
+    if (r.source == "measured" && r.status == "ok" && !(r.workload_key == workload_key && r.target_key == target_key)) {
+      double& b = best[{r.workload_key, r.target_key}];
+      b = std::max(b, r.gflops);
+    }
+  std::vector<PriorRecord> out;
+  for (const auto& r : records) {
+    auto it = best.find({r.workload_key, r.target_key});
+    if (it == best.end() || r.status != "ok" || r.source != "measured" || it->second <= 0) continue;
+    double w = target_weight ? target_weight(r.target_key) : 1.0;
+    if (w <= 0) continue;
+    auto j = nlohmann::json::parse(r.knobs, nullptr, false);
+    if (!j.is_object()) continue;
+    PriorRecord p;
+    for (auto& [k, v] : j.items())
+      if (v.is_number_integer()) p.knobs[k] = v.get<int64_t>();
+    p.score = r.gflops / it->second;
+    p.weight = w;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,

@@ -153,3 +153,37 @@ TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("/nonexistent/data.jsonl.gz"), std::string::npos);
 }
+
+#include "sextant/search/strategy.h"
+
+TEST(Glimpse, FirstRoundFollowsThePriorAndFallsBackToUniform) {
+  GemmWorkload w;
+  w.m = 256, w.n = 512, w.k = 128;
+  HostCpu cpu;
+  cpu.vector_bits = 512;
+  cpu.vector_registers = 32;
+  Space s = buildCpuGemmSpace(w, cpu);
+  StrategyContext ctx;
+  ctx.num_features = int(s.knobs().size());
+  ctx.features = [&](const Candidate& c) { return std::vector<float>(c.begin(), c.end()); };
+  // Other workloads' good records all used tile_k = 32 and unroll_k = 8.
+  for (int i = 0; i < 30; ++i) ctx.prior.push_back({{{"tile_k", 32}, {"unroll_k", 8}}, 1.0, 1.0});
+  auto count = [&](const StrategyContext& c) {
+    auto st = makeStrategy("glimpse", 4, c);
+    EXPECT_TRUE(st.ok());
+    auto batch = (*st)->propose(s, {}, 32);
+    EXPECT_EQ(batch.size(), 32u);
+    int hits = 0;
+    for (auto& cand : batch) {
+      auto m = s.knobMap(cand);
+      hits += m["tile_k"] == 32 && m["unroll_k"] == 8;
+    }
+    return hits;
+  };
+  int seeded = count(ctx);
+  StrategyContext none = ctx;
+  none.prior.clear();
+  int uniform = count(none);
+  EXPECT_GE(seeded, 20);
+  EXPECT_LE(uniform, 8);
+}

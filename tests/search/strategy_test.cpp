@@ -148,4 +148,4 @@ TEST(Strategy, RandomDoesNotFindTheSyntheticOptimumWithin192Measurements) {
   EXPECT_LT(bestFoundOnSyntheticSpace("random"), 100.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ModelBasedOnSyntheticSpace, ::testing::Values("sa", "evolutionary", "ppo", "chameleon", "sa-sampling"));
+INSTANTIATE_TEST_SUITE_P(Strategies, ModelBasedOnSyntheticSpace, ::testing::Values("sa", "evolutionary", "ppo", "chameleon", "sa-sampling", "glimpse"));

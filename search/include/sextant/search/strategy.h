@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -36,10 +37,19 @@ class SearchStrategy {
 };
 
 // What model-based strategies need beyond the space: the cost model's features of a candidate.
+// Tuning data of other workloads or targets, for the Glimpse-style prior ("glimpse" strategy).
+struct PriorRecord {
+  std::map<std::string, int64_t> knobs;  // knob name -> value
+  double score = 0;    // throughput / the best of its own workload and target, in [0, 1]
+  double weight = 1;   // similarity of its target to this one (Blueprint distance; 1: same kind)
+};
+
 struct StrategyContext {
   std::function<std::vector<float>(const Candidate&)> features;
   int num_features = 0;
   std::string model_path;  // where a model-based strategy keeps its model (warm start); empty: nowhere
+  std::vector<PriorRecord> prior;  // other workloads'/targets' records; empty: a uniform prior
+  double acquisition_k = 1.0;      // glimpse: optimise mean + k * ensemble spread
 };
 
 std::vector<std::string> strategyNames();  // for --help

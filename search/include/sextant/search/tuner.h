@@ -84,6 +84,13 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
                          const ConfirmFactory& confirm, const std::atomic<bool>& stop,
                          const std::function<void(const TuneProgress&)>& progress);
 
+// Glimpse's prior data: the measured records of every other workload (any target) in `records`,
+// each scored against the best of its own workload and target, weighted by `target_weight`
+// (e.g. Blueprint similarity to the target being tuned; 0 drops a target).
+std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records, const std::string& workload_key,
+                                          const std::string& target_key,
+                                          const std::function<double(const std::string& target_key)>& target_weight);
+
 // Stores the workload and target rows (idempotent).
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
                                  const std::string& features);
