@@ -158,6 +158,16 @@ TEST(GpuCodegen, Gfx942CodeObjectWithLdsAndMetadata) {
   EXPECT_TRUE(p.ok) << p.reason;
   EXPECT_GT(p.occupancy.blocks_per_cu, 0);
   EXPECT_FALSE(readAmdgpuMetadata("not an elf").ok());
+  // The ISA itself, disassembled with LLVM 22's objdump: FMAs on the SIMDs, LDS reads and writes
+  // (the promoted tiles), workgroup barriers.
+  std::string dis = b.path + ".s";
+  ASSERT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
+  std::string isa = slurp(dis);
+  EXPECT_GT(count(isa, "v_pk_fma_f32") + count(isa, "v_fma_f32") + count(isa, "v_fmac_f32"), 4 * 4 * 8);
+  EXPECT_GT(count(isa, "ds_write") + count(isa, "ds_store"), 0);
+  EXPECT_GT(count(isa, "ds_read") + count(isa, "ds_load"), 0);
+  EXPECT_GT(count(isa, "s_barrier"), 0);
+  std::filesystem::remove(dis);
 }
 
 TEST(GpuResources, PreflightRejectsWhatCannotRun) {
