@@ -36,16 +36,7 @@ std::string fmt1(double v) {
 }
 
 Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
-  auto w = parseGemmShape(a.shape.empty() ? "4096x4096x4096" : a.shape);
-  if (!w) return w;
-  auto dt = parseDType(a.dtype);
-  if (!dt) return Error{dt.error()};
-  auto lay = parseLayout(a.layout);
-  if (!lay) return Error{lay.error()};
-  w->a_type = w->b_type = *dt;
-  w->c_type = DType::F32;
-  w->layout = *lay;
-  return w;
+  return makeGemmWorkload(a.shape, a.dtype, a.layout);
 }
 
 std::string noDeviceHelp(const std::string& why, const Target& t) {

@@ -86,16 +86,7 @@ struct WorkloadArgs {
 
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
   if (a.op != "gemm") return Error{"unknown op '" + a.op + "' (known: gemm)"};
-  auto w = parseGemmShape(a.shape.empty() ? kDefaultShape : a.shape);
-  if (!w) return w;
-  auto dt = parseDType(a.dtype);
-  if (!dt) return Error{dt.error()};
-  auto lay = parseLayout(a.layout);
-  if (!lay) return Error{lay.error()};
-  w->a_type = w->b_type = *dt;
-  w->c_type = DType::F32;
-  w->layout = *lay;
-  return w;
+  return makeGemmWorkload(a.shape.empty() ? kDefaultShape : a.shape, a.dtype, a.layout);
 }
 
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
@@ -242,7 +233,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (target->isGpu()) {
     if (!a.schedule_file.empty()) return fail("--schedule is for the cpu target in this version");
     cli::GpuTuneArgs g;
-    g.shape = a.w.shape, g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
+    g.shape = a.w.shape.empty() ? kDefaultShape : a.w.shape, g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
     g.measure = a.measure, g.out = a.out, g.strategy = a.strategy, g.seed = a.seed, g.trials = a.trials;
     g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
     g.report = a.report, g.timeout = std::min(a.timeout, 10.0), g.args_json = argv_json;

@@ -345,44 +345,10 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
   return o.str();
 }
 
-std::string emitGpuPipelineSchedule(const GpuPlan& p) {
-  if (p.pipeline <= 1 && !p.mma) return "";
-  if (p.pipeline <= 1) {
-    // Tensor cores without pipelining: the copies' 2-D transfers still have to become 1-D.
-    std::ostringstream o;
-    const std::string I = "    ";
-    o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n"
-      << "module attributes {transform.with_named_sequence} {\n"
-      << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
-      << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
-      << I << "transform.apply_patterns to %f {\n"
-      << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
-      << I << "} : " << H << "\n"
-      << I << "transform.apply_patterns to %f {\n"
-      << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
-      << I << "  transform.apply_patterns.memref.fold_memref_alias_ops\n"
-      << I << "  transform.apply_patterns.canonicalization\n"
-      << I << "} : " << H << "\n"
-      << I << "transform.apply_cse to %f : " << H << "\n"
-      << I << "transform.yield\n"
-      << "  }\n"
-      << "}\n";
-    return o.str();
-  }
+// The copies' 2-D transfers lowered to 1-D (needed before cp.async groups and before NVVM).
+static std::string lowerTransfers(const std::string& I) {
   std::ostringstream o;
-  const std::string I = "    ";
-  o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"
-    << "// The wait-group counts of the steady-state loop are set afterwards from the number of commit\n"
-    << "// groups per iteration (the compiler counts them).\n"
-    << "module attributes {transform.with_named_sequence} {\n"
-    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
-    << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
-    << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"
-    << I << "%allocs = transform.structured.match ops{[\"memref.alloc\"]} in %f : (" << H
-    << ") -> !transform.op<\"memref.alloc\">\n"
-    << I << "%mb = transform.memref.multibuffer %allocs {factor = " << p.pipeline
-    << " : i64, skip_analysis} : (!transform.op<\"memref.alloc\">) -> " << H << "\n"
-    << I << "transform.apply_patterns to %f {\n"
+  o << I << "transform.apply_patterns to %f {\n"
     << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
     << I << "} : " << H << "\n"
     << I << "transform.apply_patterns to %f {\n"
@@ -390,7 +356,33 @@ std::string emitGpuPipelineSchedule(const GpuPlan& p) {
     << I << "  transform.apply_patterns.memref.fold_memref_alias_ops\n"
     << I << "  transform.apply_patterns.canonicalization\n"
     << I << "} : " << H << "\n"
-    << I << "transform.apply_cse to %f : " << H << "\n"
+    << I << "transform.apply_cse to %f : " << H << "\n";
+  return o.str();
+}
+
+std::string emitGpuPipelineSchedule(const GpuPlan& p) {
+  if (p.pipeline <= 1 && !p.mma) return "";
+  const std::string I = "    ";
+  std::ostringstream o;
+  if (p.pipeline <= 1)  // tensor cores without pipelining: the transfers still have to become 1-D
+    o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n";
+  else
+    o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"
+      << "// The wait-group counts of the steady-state loop are set afterwards from the number of commit\n"
+      << "// groups per iteration (the compiler counts them).\n";
+  o << "module attributes {transform.with_named_sequence} {\n"
+    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
+    << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n";
+  if (p.pipeline <= 1) {
+    o << lowerTransfers(I) << I << "transform.yield\n  }\n}\n";
+    return o.str();
+  }
+  o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"
+    << I << "%allocs = transform.structured.match ops{[\"memref.alloc\"]} in %f : (" << H
+    << ") -> !transform.op<\"memref.alloc\">\n"
+    << I << "%mb = transform.memref.multibuffer %allocs {factor = " << p.pipeline
+    << " : i64, skip_analysis} : (!transform.op<\"memref.alloc\">) -> " << H << "\n"
+    << lowerTransfers(I)
     << I << "transform.apply_patterns to %f { transform.apply_patterns.gpu.eliminate_barriers } : " << H << "\n"
     << I << "%f2 = transform.nvgpu.create_async_groups %f {bypass_l1} : (" << H << ") -> " << H << "\n"
     << I << "transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : " << H << "\n"

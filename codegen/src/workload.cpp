@@ -88,6 +88,19 @@ std::string GemmWorkload::payloadMlir() const {
   return o.str();
 }
 
+Result<GemmWorkload> makeGemmWorkload(const std::string& shape, const std::string& dtype, const std::string& layout) {
+  auto w = parseGemmShape(shape);
+  if (!w) return w;
+  auto dt = parseDType(dtype);
+  if (!dt) return Error{dt.error()};
+  auto lay = parseLayout(layout);
+  if (!lay) return Error{lay.error()};
+  w->a_type = w->b_type = *dt;
+  w->c_type = DType::F32;
+  w->layout = *lay;
+  return w;
+}
+
 Result<GemmWorkload> parseGemmShape(const std::string& shape) {
   auto parts = split(shape, 'x');
   if (parts.size() != 3)

@@ -40,6 +40,8 @@ struct GemmWorkload {
 
 // "MxNxK" with positive integers.
 Result<GemmWorkload> parseGemmShape(const std::string& shape);
+// A GEMM from command-line pieces: "MxNxK", input dtype (f32, f16, bf16; C is f32), layout.
+Result<GemmWorkload> makeGemmWorkload(const std::string& shape, const std::string& dtype, const std::string& layout);
 // Parses a key produced by GemmWorkload::key().
 Result<GemmWorkload> parseWorkloadKey(const std::string& key);
 // Checks sizes against a memory budget (bytes) and the dtypes against what a target supports.
