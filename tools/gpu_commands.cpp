@@ -14,6 +14,7 @@
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
+#include "sextant/costmodel/model.h"
 #include "sextant/db/database.h"
 #include "sextant/hwspec/devices.h"
 #include "sextant/runtime/bundle.h"
@@ -54,8 +55,9 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!g) return fail(g.error());
   auto w = gpuWorkload(a);
   if (!w) return fail(w.error());
-  auto mode = parseGpuMeasureMode(a.measure);
-  if (!mode) return fail(mode.error());
+  const bool predicted = a.measure == "predicted";
+  auto mode = parseGpuMeasureMode(predicted ? "none" : a.measure);
+  if (!mode) return fail("unknown --measure mode '" + a.measure + "' (known: device, none, bundle, predicted)");
   if (*mode == GpuMeasureMode::Bundle && a.out.empty()) return fail("--measure bundle needs --out DIR (the bundle directory)");
   if (*mode != GpuMeasureMode::Bundle && !a.out.empty()) return fail("--out is for --measure bundle");
   if (a.trials <= 0 || a.batch <= 0) return fail("--trials and --batch must be at least 1");
@@ -95,6 +97,40 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   auto db = Database::open(a.db);
   if (!db) return fail(db.error());
   if (auto s = registerWorkloadAndTarget(*db, *w, *target, g->display, g->chip); !s) return fail(s.error());
+
+  // --measure predicted: a model trained on other GPU targets' measured records (their features
+  // plus their device's Blueprint) ranks this target's compiled candidates.
+  std::vector<Sample> train;
+  Blueprint bp = fitBlueprint(builtinDeviceTable());
+  auto withBlueprint = [&](std::vector<float> x, const Target& t) {
+    const DeviceSpec* d = builtinDeviceTable().find(t.device);
+    for (double e : d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0)) x.push_back(float(e));
+    return x;
+  };
+  if (predicted) {
+    auto all = db->allRecords(false);
+    if (!all) return fail(all.error());
+    std::map<std::string, int> groups;
+    for (const auto& r : *all) {
+      if (r.source != "measured" || r.target_key == target->key()) continue;
+      auto t = resolveTarget(r.target_key.substr(0, r.target_key.find(':')));
+      auto rw = parseWorkloadKey(r.workload_key);
+      if (!t || !t->isGpu() || !rw) continue;
+      auto tg = gpuTargetInfo(*t);
+      if (!tg) continue;
+      Space rs = buildGpuGemmSpace(*rw, *tg);
+      auto c = rs.fromKey(r.candidate);
+      if (!c || !rs.isValid(*c)) continue;
+      int grp = groups.emplace(r.workload_key + "@" + r.target_key, int(groups.size())).first->second;
+      train.push_back(Sample{withBlueprint(gpuGemmFeatures(*rw, rs, *c, *tg), *t), float(r.gflops), r.status != "ok", grp});
+    }
+    int ok = 0;
+    for (const auto& smp : train) ok += !smp.failed;
+    if (ok < 16)
+      return fail("--measure predicted needs measured records of other GPU targets in " + a.db + " to learn from (" +
+                  std::to_string(ok) + " found, 16 at least): measure elsewhere first (bundle + import-results), or "
+                  "use --measure none");
+  }
 
   GpuEvaluator evaluator(*w, space, *g, eo);
   TuneOptions o;
@@ -146,6 +182,51 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   });
   if (!sum) return fail(sum.error());
 
+  if (predicted && !sum->interrupted) {
+    CostModel model(int(train.front().x.size()));
+    model.fit(train);
+    auto mine = db->records(w->key(), target->key(), true);
+    if (!mine) return fail(mine.error());
+    std::vector<const RecordRow*> compiled;
+    std::vector<std::vector<float>> xs;
+    for (const auto& r : *mine) {
+      if (r.run_id != sum->run_id || r.status != "not_measured") continue;
+      auto c = space.fromKey(r.candidate);
+      if (!c) continue;
+      compiled.push_back(&r);
+      xs.push_back(withBlueprint(gpuGemmFeatures(*w, space, *c, *g), *target));
+    }
+    auto pred = model.predict(xs);
+    std::vector<size_t> order(compiled.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return pred[x].mean > pred[y].mean; });
+    const size_t top = std::min<size_t>(compiled.size(), std::max<size_t>(1, compiled.size() / 10));
+    std::vector<RecordRow> rows;
+    for (size_t rank = 0; rank < top; ++rank) {
+      const RecordRow& src = *compiled[order[rank]];
+      const Prediction& q = pred[order[rank]];
+      RecordRow r = src;
+      r.id = 0;
+      r.source = "predicted";
+      r.status = "ok";
+      r.gflops = 0;  // no time is made up: the prediction is a relative score (in stats)
+      r.times_s.clear();
+      r.median_s = 0;
+      r.message = "PREDICTED, not measured: rank " + std::to_string(rank + 1) + " of " +
+                  std::to_string(compiled.size()) + " compiled candidates by a model trained on " +
+                  std::to_string(train.size()) + " records of other GPU targets (Blueprint-conditioned)";
+      json st = json::parse(src.stats, nullptr, false);
+      if (!st.is_object()) st = json::object();
+      st["predicted"] = {{"score", q.mean}, {"spread", q.spread}, {"p_fail", q.p_fail}, {"rank", rank + 1}};
+      r.stats = st.dump();
+      rows.push_back(std::move(r));
+    }
+    if (auto s2 = db->insertRecords(rows); !s2) return fail(s2.error());
+    if (!a.quiet)
+      fprintf(stderr, "predicted: the top %zu of %zu compiled candidates stored as source 'predicted' (not measured)\n",
+              top, compiled.size());
+  }
+
   // Summary of this run's records.
   auto recs = db->records(w->key(), target->key());
   if (!recs) return fail(recs.error());
@@ -153,6 +234,10 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   std::vector<const RecordRow*> compiled;
   for (const auto& r : *recs) {
     if (r.run_id != sum->run_id) continue;
+    if (r.source == "predicted") {
+      ++by_status["predicted"];
+      continue;
+    }
     ++by_status[r.status];
     if (r.status == "not_measured" || r.status == "ok") compiled.push_back(&r);
   }
@@ -173,7 +258,8 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   printf("\n%s on %s (%s), run %lld: %lld candidates\n", w->key().c_str(), target->name.c_str(), g->chip.c_str(),
          (long long)sum->run_id, (long long)sum->trials);
   for (const auto& [st, n] : by_status) {
-    const char* what = st == "not_measured"    ? "compiled, passed pre-flight, NOT measured"
+    const char* what = st == "predicted"       ? "of those, ranked best by the model: PREDICTED, not measured"
+                       : st == "not_measured"  ? "compiled, passed pre-flight, NOT measured"
                        : st == "rejected"      ? "rejected by pre-flight (resources exceed the target's limits)"
                        : st == "compile_error" ? "failed to compile"
                        : st == "ok"            ? "measured and verified on the device"

@@ -630,7 +630,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--measure", ta.measure,
                  "GPU targets: device (measure here with tune-runner), none (compile + pre-flight analysis only, "
-                 "nothing measured), bundle (also write the kernels to --out DIR for tune-runner elsewhere)")
+                 "nothing measured), bundle (also write the kernels to --out DIR for tune-runner elsewhere), "
+                 "predicted (as none, then the top 10% by a model trained on other GPU targets' measurements, "
+                 "stored as predicted)")
       ->capture_default_str();
   app.add_option("--out", ta.out, "bundle directory for --measure bundle");
   app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")

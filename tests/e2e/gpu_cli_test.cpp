@@ -119,3 +119,48 @@ TEST(DatasetEndToEnd, CollectWritesRecordsAndProvenance) {
   std::filesystem::remove(out);
   std::filesystem::remove(out + ".provenance.json");
 }
+
+TEST(GpuEndToEnd, PredictedModeRanksWithOtherTargetsDataAndNeverClaimsAMeasurement) {
+  std::string db = tmp("gpu-pred.db"), dir = tmp("bundle-a100");
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+  const std::string wl = " --dtype f16 --shape 256x512x128 -q --db " + db;
+  // Without data from other GPU targets there is nothing to learn from: a clear error.
+  Outcome none = tune("--target h100 --measure predicted --trials 4" + wl);
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.err.find("needs measured records of other GPU targets"), std::string::npos) << none.err;
+  // Other-target data: an a100 bundle with a results fixture (throughput falls with block_k).
+  ASSERT_EQ(tune("--target a100 --measure bundle --out " + dir + " --trials 24" + wl).code, 0);
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  json results = json::array();
+  for (const auto& k : m["kernels"]) {
+    double g = 1000.0 / double(k["knobs"]["block_k"].get<int>()) + double(k["knobs"]["block_m"].get<int>());
+    results.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", "ok"}, {"message", ""},
+                       {"times_s", {1e-3}}, {"median_s", 1e-3}, {"cv", 0.0}, {"gflops", g}, {"max_abs_err", 0.0},
+                       {"checked_entries", 1}, {"resources", nullptr}});
+  }
+  json res{{"format", "sextant-results"}, {"version", 1}, {"runner", "fixture"}, {"date", "2026-11-21T00:00:00Z"},
+           {"command", "fixture"}, {"host", "fixture"},
+           {"device", {{"vendor", "nvidia"}, {"name", "FIXTURE A100"}, {"arch", "sm_80"}, {"driver_version", "0"},
+                       {"sm_count", 108}, {"l2_bytes", 41943040}, {"memory_bytes", 85899345920LL}}},
+           {"options", json::object()}, {"results", results}, {"references", json::array()},
+           {"notes", json::array()}};
+  { std::ofstream(dir + "/results.json") << res.dump(); }
+  ASSERT_EQ(tune("import-results " + dir + " --db " + db).code, 0);
+  ASSERT_GE(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 16);
+
+  Outcome p = tune("--target h100 --measure predicted --trials 20" + wl);
+  ASSERT_EQ(p.code, 0) << p.err << p.out;
+  EXPECT_NE(p.out.find("PREDICTED, not measured"), std::string::npos) << p.out;
+  const std::string h100 = "(SELECT id FROM targets WHERE key='h100:sm_90')";
+  EXPECT_GE(queryInt(db, "SELECT count(*) FROM records WHERE source='predicted' AND target_id=" + h100), 1);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND target_id=" + h100), 0);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='predicted' AND gflops != 0"), 0);
+  // Never reported as a measurement.
+  Outcome best = tune("best --target h100 --dtype f16 --shape 256x512x128 --db " + db);
+  EXPECT_NE(best.code, 0);
+  Outcome exp = tune("export --target h100 --format json -o " + tmp("pred.jsonl") + " --db " + db);
+  EXPECT_EQ(slurp(tmp("pred.jsonl")).find("\"predicted\""), std::string::npos);
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+}
