@@ -125,13 +125,14 @@ int cmdShow(const std::string& db_path) {
     std::cout << db_path << ": no tuning runs yet\n";
     return 0;
   }
-  printf("%-5s %-36s %-20s %-11s %-12s %9s %9s %10s\n", "run", "workload", "target", "strategy", "status", "records",
-         "failures", "best GF/s");
+  printf("%-5s %-36s %-20s %-11s %-12s %9s %9s %10s %10s\n", "run", "workload", "target", "strategy", "status",
+         "records", "failures", "unmeasured", "best GF/s");
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& r : *runs) {
-    printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10.1f\n", (long long)r.id, r.workload_key.c_str(),
+    printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10lld %10.1f\n", (long long)r.id, r.workload_key.c_str(),
            r.target_key.c_str(), (r.strategy + ":" + std::to_string(r.seed)).c_str(), r.status.c_str(),
-           (long long)r.records, (long long)(r.records - r.ok_records), r.best_gflops);
+           (long long)r.records, (long long)(r.records - r.ok_records - r.unmeasured), (long long)r.unmeasured,
+           r.best_gflops);
     std::pair<std::string, std::string> p{r.workload_key, r.target_key};
     if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
   }

@@ -254,9 +254,11 @@ Result<int64_t> Database::beginRun(const RunRow& r) {
 static const char* kRunColumns =
     "r.id, w.key, t.key, r.strategy, r.seed, r.space, r.space_fingerprint, r.trials_requested, r.status, "
     "r.started_at, coalesce(r.finished_at, ''), r.args, r.tool_version, r.llvm_version, r.host, "
-    "(SELECT count(*) FROM records x WHERE x.run_id = r.id), "
-    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), "
-    "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok'), 0), r.owner_pid "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.source != 'predicted'), "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'ok' AND x.source = 'measured'), "
+    "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok' AND x.source = 'measured'), 0), "
+    "r.owner_pid, "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'not_measured') "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
 
 static RunRow runFrom(Stmt& q) {
@@ -278,6 +280,7 @@ static RunRow runFrom(Stmt& q) {
   r.host = q.text(14);
   r.records = q.i64(15);
   r.ok_records = q.i64(16);
+  r.unmeasured = q.i64(19);
   r.best_gflops = q.f64(17);
   r.owner_pid = q.i64(18);
   return r;

@@ -46,7 +46,9 @@ struct RunRow {
   std::string args;    // JSON of the command line options
   std::string tool_version, llvm_version, host;
   int64_t owner_pid = 0;                // the process running it (on `host`) while status is running
-  int64_t records = 0, ok_records = 0;  // filled by queries
+  int64_t records = 0, ok_records = 0;  // filled by queries (predicted records not counted;
+                                        // ok_records: measured and verified)
+  int64_t unmeasured = 0;               // GPU kernels compiled but not run (--measure none/bundle)
   double best_gflops = 0;               // filled by queries
 };
 
