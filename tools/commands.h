@@ -30,6 +30,8 @@ int cmdModelEval(const ModelEvalArgs& a);
 
 int cmdHwList();
 int cmdHwShow(const std::string& name);
+// The live GPUs (CUDA / HIP, opened at run time) against the device table.
+int cmdHwCheck();
 
 // GPU tuning (tools/gpu_commands.cpp): the same loop with the GPU evaluator.
 struct GpuTuneArgs {

@@ -714,6 +714,7 @@ int main(int argc, char** argv) {
   auto* hw = app.add_subcommand("hw", "the hardware table: datasheet figures with sources, and Blueprints");
   auto* hw_list = hw->add_subcommand("list", "list the devices of the table and the host CPU");
   auto* hw_show = hw->add_subcommand("show", "every figure of one device, its sources and its Blueprint");
+  auto* hw_check = hw->add_subcommand("check", "query this machine's GPUs (CUDA, HIP) and compare them with the table");
   std::string hw_name;
   hw_show->add_option("name", hw_name, "device name (tune hw list), or cpu")->required();
   hw->require_subcommand(1);
@@ -740,6 +741,7 @@ int main(int argc, char** argv) {
   }
   if (*hw_list) return cli::cmdHwList();
   if (*hw_show) return cli::cmdHwShow(hw_name);
+  if (*hw_check) return cli::cmdHwCheck();
   json args;
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   return cmdTune(ta, args.dump());

@@ -141,6 +141,7 @@ TEST(EndToEnd, BadInputGetsOneClearLine) {
   expectCleanError(tune("--target h100 --measure sometimes --db " + db), "unknown --measure mode");
   expectCleanError(tune("--target h100 --shape 1000x1000x1000 --measure none --db " + db), "multiples of 16");
   expectCleanError(tune("--measure none --db " + db), "for GPU targets");
+  EXPECT_NE(tune("hw check").out.find("no CUDA device found"), std::string::npos);
   expectCleanError(tune("import-results /nonexistent/bundle --db " + db), "/nonexistent/bundle");
   expectCleanError(tune("--dtype f64 --db " + db), "unknown dtype 'f64'");
   expectCleanError(tune("--dtype f16 --db " + db), "f32 GEMM only");
