@@ -337,6 +337,7 @@ int cmdCompile(const CompileArgs& a) {
 }
 
 int cmdModelEval(const ModelEvalArgs& a) {
+  if (!a.train_target.empty()) return cmdModelEvalCrossTarget(a);
   auto db = Database::open(a.db, false);
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);

@@ -453,3 +453,76 @@ int cmdHwCheck() {
 }
 
 }  // namespace sextant::cli
+
+namespace sextant::cli {
+
+// tune model eval --train-target A --target B: a model trained on every measured record of GPU
+// target A ranks target B's records, once with the Blueprint of each record's device as input and
+// once without (zeros in its place).
+int cmdModelEvalCrossTarget(const ModelEvalArgs& a) {
+  auto ta = resolveTarget(a.train_target);
+  if (!ta) return fail(ta.error());
+  auto tb = resolveTarget(a.target);
+  if (!tb) return fail(tb.error());
+  if (!ta->isGpu() || !tb->isGpu()) return fail("--train-target compares GPU targets (both must be GPU targets)");
+  if (ta->key() == tb->key()) return fail("--train-target and --target name the same target");
+  auto db = Database::open(a.db, false);
+  if (!db) return fail(db.error());
+  auto recs = db->allRecords(false);
+  if (!recs) return fail(recs.error());
+  Blueprint bp = fitBlueprint(builtinDeviceTable());
+  auto build = [&](const Target& t, bool blueprint, std::map<std::string, std::vector<Sample>>& out) {
+    auto g = gpuTargetInfo(t);
+    if (!g) return;
+    const DeviceSpec* d = builtinDeviceTable().find(t.device);
+    std::vector<double> e = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
+    int group = 0;
+    for (const auto& r : *recs) {
+      if (r.target_key != t.key() || r.source != "measured") continue;
+      auto w = parseWorkloadKey(r.workload_key);
+      if (!w) continue;
+      Space s = buildGpuGemmSpace(*w, *g);
+      auto c = s.fromKey(r.candidate);
+      if (!c || !s.isValid(*c)) continue;
+      auto x = gpuGemmFeatures(*w, s, *c, *g);
+      for (double v : e) x.push_back(blueprint ? float(v) : 0.f);
+      auto& v = out[r.workload_key];
+      if (v.empty()) group++;
+      v.push_back(Sample{x, float(r.gflops), r.status != "ok", group});
+    }
+  };
+  printf("Cross-target cost model (%s): trained on every measured record of %s, ranking %s's records.\n"
+         "pick = measured GFLOP/s of the model's top-1 / the best, per workload of %s.\n\n",
+         a.db.c_str(), ta->key().c_str(), tb->key().c_str(), tb->key().c_str());
+  printf("%-36s %-10s %7s %8s %8s %8s\n", "workload", "blueprint", "records", "tau", "top-1", "pick");
+  bool any = false;
+  for (bool blueprint : {true, false}) {
+    std::map<std::string, std::vector<Sample>> train_by, test_by;
+    build(*ta, blueprint, train_by);
+    build(*tb, blueprint, test_by);
+    std::vector<Sample> train;
+    for (auto& [k, v] : train_by) train.insert(train.end(), v.begin(), v.end());
+    int ok = 0;
+    for (auto& smp : train) ok += !smp.failed;
+    if (ok < 16) return fail(a.db + ": fewer than 16 successful measured records of " + ta->key() + " to train on");
+    CostModel m(int(train.front().x.size()));
+    m.fit(train);
+    for (auto& [wkey, v] : test_by) {
+      std::vector<std::vector<float>> xs;
+      std::vector<double> truth, pred;
+      for (auto& smp : v)
+        if (!smp.failed) xs.push_back(smp.x), truth.push_back(smp.gflops);
+      if (truth.size() < 2) continue;
+      any = true;
+      for (auto& q : m.predict(xs)) pred.push_back(q.mean);
+      size_t best = size_t(std::max_element(truth.begin(), truth.end()) - truth.begin());
+      size_t top = size_t(std::max_element(pred.begin(), pred.end()) - pred.begin());
+      printf("%-36s %-10s %7zu %8.3f %8s %8.3f\n", wkey.c_str(), blueprint ? "with" : "without", truth.size(),
+             kendallTau(truth, pred), top == best ? "yes" : "no", truth[top] / truth[best]);
+    }
+  }
+  if (!any) return fail(a.db + ": no measured records of " + tb->key() + " to evaluate on");
+  return 0;
+}
+
+}  // namespace sextant::cli

@@ -705,6 +705,9 @@ int main(int argc, char** argv) {
   cli::ModelEvalArgs me;
   model_eval->add_option("--db", me.db, "schedule database")->capture_default_str();
   model_eval->add_option("--target", me.target, "target whose records to use")->capture_default_str();
+  model_eval->add_option("--train-target", me.train_target,
+                         "cross-target: train on this GPU target's records, evaluate on --target's (with and "
+                         "without the Blueprint input)");
   model_eval->add_option("--min-records", me.min_records, "skip workloads with fewer successful records")
       ->capture_default_str();
   model_eval->add_option("--seeds", me.seeds, "random train/test splits per fraction (results are medians)")

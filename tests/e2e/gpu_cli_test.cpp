@@ -161,6 +161,30 @@ TEST(GpuEndToEnd, PredictedModeRanksWithOtherTargetsDataAndNeverClaimsAMeasureme
   EXPECT_NE(best.code, 0);
   Outcome exp = tune("export --target h100 --format json -o " + tmp("pred.jsonl") + " --db " + db);
   EXPECT_EQ(slurp(tmp("pred.jsonl")).find("\"predicted\""), std::string::npos);
+
+  // Cross-target accuracy: h100 fixture measurements, ranked by a model trained on a100's.
+  std::string dir2 = tmp("bundle-h100");
+  std::filesystem::remove_all(dir2);
+  ASSERT_EQ(tune("--target h100 --measure bundle --out " + dir2 + " --trials 12 --fresh" + wl).code, 0);
+  json m2 = json::parse(slurp(dir2 + "/manifest.json"));
+  json r2 = json::array();
+  for (const auto& k : m2["kernels"]) {
+    double g = 1000.0 / double(k["knobs"]["block_k"].get<int>()) + double(k["knobs"]["block_m"].get<int>());
+    r2.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", "ok"}, {"message", ""},
+                  {"times_s", {1e-3}}, {"median_s", 1e-3}, {"cv", 0.0}, {"gflops", g}, {"max_abs_err", 0.0},
+                  {"checked_entries", 1}, {"resources", nullptr}});
+  }
+  res["results"] = r2;
+  res["device"]["name"] = "FIXTURE H100";
+  res["device"]["arch"] = "sm_90";
+  { std::ofstream(dir2 + "/results.json") << res.dump(); }
+  ASSERT_EQ(tune("import-results " + dir2 + " --db " + db).code, 0);
+  Outcome ev = tune("model eval --train-target a100 --target h100 --db " + db);
+  ASSERT_EQ(ev.code, 0) << ev.err;
+  EXPECT_NE(ev.out.find(" with "), std::string::npos) << ev.out;
+  EXPECT_NE(ev.out.find(" without "), std::string::npos) << ev.out;
+  EXPECT_NE(tune("model eval --train-target a100 --target cpu --db " + db).code, 0);
   removeDb(db);
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir2);
 }
