@@ -60,6 +60,14 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!mode) return fail("unknown --measure mode '" + a.measure + "' (known: device, none, bundle, predicted)");
   if (*mode == GpuMeasureMode::Bundle && a.out.empty()) return fail("--measure bundle needs --out DIR (the bundle directory)");
   if (*mode != GpuMeasureMode::Bundle && !a.out.empty()) return fail("--out is for --measure bundle");
+  if (*mode == GpuMeasureMode::Bundle && fs::exists(fs::path(a.out) / "manifest.json")) {
+    // Appending to an existing bundle: it must be one for this target.
+    auto m = readBundle(a.out);
+    if (!m) return fail(m.error());
+    auto t = resolveTarget(a.target);
+    if (t && (m->target != t->name || m->arch != t->arch))
+      return fail(a.out + " is a bundle for " + m->target + " (" + m->arch + "); use another --out for " + t->name);
+  }
   if (a.trials <= 0 || a.batch <= 0) return fail("--trials and --batch must be at least 1");
   if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
   {

@@ -139,6 +139,7 @@ TEST(EndToEnd, BadInputGetsOneClearLine) {
   expectCleanError(tune("--target h100 --dtype f16 --db " + db), "--measure none");
   expectCleanError(tune("--target h100 --measure bundle --db " + db), "needs --out DIR");
   expectCleanError(tune("--target h100 --measure sometimes --db " + db), "unknown --measure mode");
+  expectCleanError(tune("--target mi300 --measure bundle --out " + std::string(DATA_DIR) + "/not_a_bundle --db " + db), "not_a_bundle");
   expectCleanError(tune("--target h100 --shape 1000x1000x1000 --measure none --db " + db), "multiples of 16");
   expectCleanError(tune("--measure none --db " + db), "for GPU targets");
   EXPECT_NE(tune("hw check").out.find("no CUDA device found"), std::string::npos);
