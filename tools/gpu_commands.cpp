@@ -150,6 +150,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.resume = !a.fresh;
   o.args_json = a.args_json;
   o.final_rounds = 0;  // GPU: the runner's repetitions are the measurement (no host-side re-check)
+  o.measure_unmeasured = *mode == GpuMeasureMode::Device;
   o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
   {

@@ -153,6 +153,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     if (r.source == "predicted") continue;
     auto c = ctx.space.fromKey(r.candidate);
     if (!c || !ctx.space.isValid(*c)) continue;  // from another space version
+    if (o.measure_unmeasured && r.status == "not_measured") continue;
     tried.insert(ctx.space.encode(*c));
     // Compiled-only GPU kernels are not proposed again, but only measurements teach the strategy
     // (a pre-flight rejection is a real failure).

@@ -31,6 +31,9 @@ struct TuneOptions {
   int final_top_k = 3;
   std::string args_json = "{}"; // the command line, stored with the run
   StrategyContext strategy_context;  // features for model-based strategies
+  // GPU kernels compiled but never run (earlier --measure none/bundle runs) are proposed again
+  // when this run measures on a device; otherwise they count as tried.
+  bool measure_unmeasured = false;
 };
 
 struct TuneProgress {
