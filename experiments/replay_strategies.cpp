@@ -39,6 +39,8 @@ struct RunResult {
 
 const double kLevels[3] = {0.90, 0.95, 0.99};
 
+double g_acquisition_k = 1.0;  // --acquisition-k (glimpse)
+
 RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space, const ReplayWorkload& data,
                  int budget, int batch, const std::vector<PriorRecord>& prior) {
   RunResult r;
@@ -47,6 +49,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
   ctx.num_features = int(cpuGemmFeatureNames().size());
   ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(data.workload, space, c, cpu); };
   ctx.prior = prior;
+  ctx.acquisition_k = g_acquisition_k;
   auto st = makeStrategy(strategy, seed, ctx);
   if (!st) {
     fprintf(stderr, "%s\n", st.error().c_str());
@@ -112,9 +115,10 @@ int main(int argc, char** argv) {
     else if (a == "--strategies") strategies = split(next(), ',');
     else if (a == "--curves") curves_path = next();
     else if (a == "--json") json_path = next();
+    else if (a == "--acquisition-k") g_acquisition_k = std::stod(next());
     else if (a == "--help" || a == "-h") {
       printf("usage: replay_strategies DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
-             "[--curves FILE.csv] [--json FILE]\n");
+             "[--curves FILE.csv] [--json FILE] [--acquisition-k K]\n");
       return 0;
     } else files.push_back(a);
   }

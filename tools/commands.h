@@ -40,7 +40,7 @@ struct GpuTuneArgs {
   std::string shape, dtype, layout, target, db;
   std::string measure = "device";  // device | none | bundle
   std::string out;                 // bundle directory (--measure bundle)
-  std::string strategy = "random";
+  std::string strategy = "model";
   uint64_t seed = 1;
   int64_t trials = 200;
   double time_budget = 0;
