@@ -106,6 +106,18 @@ struct DiagCollector {
   mlir::ScopedDiagnosticHandler handler;
 };
 
+// Ends a compilation: where it stopped, why, and how long it took since construction.
+struct Finisher {
+  CompileOutcome& out;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  CompileOutcome operator()(const std::string& stage, std::string msg) {
+    out.stage = stage;
+    out.message = std::move(msg);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+};
+
 std::string hostFeatureString() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   std::string out;
@@ -167,14 +179,8 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 
 CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
                                 const std::string& so_path) {
-  auto t0 = std::chrono::steady_clock::now();
   CompileOutcome out;
-  auto finish = [&](const std::string& stage, std::string msg) {
-    out.stage = stage;
-    out.message = std::move(msg);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return out;
-  };
+  Finisher finish{out};
   auto ctx = makeContext();
   DiagCollector diags(ctx.get());
 
@@ -389,14 +395,8 @@ Result<std::map<std::string, int64_t>> readAmdgpuMetadata(const std::string& byt
 }
 
 CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
-  auto t0 = std::chrono::steady_clock::now();
   CompileOutcome out;
-  auto finish = [&](const std::string& stage, std::string msg) {
-    out.stage = stage;
-    out.message = std::move(msg);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return out;
-  };
+  Finisher finish{out};
   auto ctx = makeContext();
   DiagCollector diags(ctx.get());
   std::string err;
