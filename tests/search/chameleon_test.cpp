@@ -2,6 +2,8 @@
 // the sampler's guarantees.
 #include <chrono>
 #include <gtest/gtest.h>
+
+#include "spaces.h"
 #include <set>
 
 #include "sextant/codegen/cpu_schedule.h"
@@ -73,12 +75,7 @@ TEST(Sampling, KMeansChoosesTheNumberOfClustersAtTheElbow) {
 }
 
 TEST(Sampling, NeverReturnsMeasuredDuplicateOrUnusableCandidates) {
-  GemmWorkload w;
-  w.m = 256, w.n = 512, w.k = 128;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  Space s = buildCpuGemmSpace(w, cpu);
+  Space s = testing_spaces::syntheticSpace();
   std::mt19937_64 rng(3);
   std::vector<Candidate> props;
   std::vector<float> scores;
@@ -116,12 +113,8 @@ TEST(Sampling, NeverReturnsMeasuredDuplicateOrUnusableCandidates) {
 #include "sextant/search/replay.h"
 
 TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
-  GemmWorkload w;
-  w.m = 256, w.n = 512, w.k = 128;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  Space full = buildCpuGemmSpace(w, cpu);
+  GemmWorkload w = testing_spaces::syntheticWorkload();
+  Space full = testing_spaces::syntheticSpace();
   ReplayWorkload data{w, "cpu:x", {}, 0};
   std::mt19937_64 rng(2);
   std::vector<Candidate> recorded;
@@ -157,15 +150,8 @@ TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
 #include "sextant/search/strategy.h"
 
 TEST(Glimpse, FirstRoundFollowsThePriorAndFallsBackToUniform) {
-  GemmWorkload w;
-  w.m = 256, w.n = 512, w.k = 128;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  Space s = buildCpuGemmSpace(w, cpu);
-  StrategyContext ctx;
-  ctx.num_features = int(s.knobs().size());
-  ctx.features = [&](const Candidate& c) { return std::vector<float>(c.begin(), c.end()); };
+  Space s = testing_spaces::syntheticSpace();
+  StrategyContext ctx = testing_spaces::indexFeatures(s);
   // Other workloads' good records all used tile_k = 32 and unroll_k = 8.
   for (int i = 0; i < 30; ++i) ctx.prior.push_back({{{"tile_k", 32}, {"unroll_k", 8}}, 1.0, 1.0});
   auto count = [&](const StrategyContext& c) {

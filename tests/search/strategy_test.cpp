@@ -1,19 +1,14 @@
 #include <gtest/gtest.h>
 
+#include "spaces.h"
+
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/search/strategy.h"
 
 using namespace sextant;
 
 namespace {
-Space smallSpace() {
-  GemmWorkload w;
-  w.m = 32, w.n = 32, w.k = 32;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  return buildCpuGemmSpace(w, cpu);
-}
+Space smallSpace() { return testing_spaces::avx512Space(32, 32, 32); }
 }  // namespace
 
 TEST(Strategy, RandomIsDeterministicGivenTheSeed) {
@@ -97,12 +92,7 @@ namespace {
 // Runs a strategy on a synthetic space with a known optimum for at most 12 plans of 16
 // measurements (192, under 2% of the space); returns the best throughput found (100 = optimum).
 double bestFoundOnSyntheticSpace(const char* strategy) {
-  GemmWorkload w;
-  w.m = 256, w.n = 512, w.k = 128;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  Space s = buildCpuGemmSpace(w, cpu);
+  Space s = testing_spaces::syntheticSpace();
   EXPECT_GT(s.size(), 5000u);
   const Candidate optimum = s.at(s.size() / 3);
   // Throughput falls off smoothly with the distance (in knob steps) from the optimum.
@@ -153,15 +143,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ModelBasedOnSyntheticSpace, ::testing::Valu
 // Determinism given the seed, for the model-based strategies (three rounds of proposals, with the
 // same synthetic measurements fed back, are identical across two instances).
 TEST(Strategy, ModelBasedStrategiesAreDeterministicGivenTheSeed) {
-  GemmWorkload w;
-  w.m = 256, w.n = 512, w.k = 128;
-  HostCpu cpu;
-  cpu.vector_bits = 512;
-  cpu.vector_registers = 32;
-  Space s = buildCpuGemmSpace(w, cpu);
-  StrategyContext ctx;
-  ctx.num_features = int(s.knobs().size());
-  ctx.features = [&](const Candidate& c) { return std::vector<float>(c.begin(), c.end()); };
+  Space s = testing_spaces::syntheticSpace();
+  StrategyContext ctx = testing_spaces::indexFeatures(s);
   auto gflops = [](const Candidate& c) {
     double g = 10;
     for (size_t i = 0; i < c.size(); ++i) g += double((c[i] * 7 + int(i)) % 5);
