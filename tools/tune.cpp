@@ -14,6 +14,7 @@
 
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/suite.h"
 #include "sextant/codegen/workload.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -188,6 +189,7 @@ struct TuneArgs {
   int final_top_k = 3;
   std::string measure = "device";
   std::string out;
+  std::string suite;  // tune every workload of this suite file
 };
 
 class ProgressLine {
@@ -502,6 +504,37 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   return sum->interrupted ? 130 : 0;
 }
 
+// tune --suite FILE: every workload of a suite in turn (the other options apply to each).
+int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json) {
+  auto suite = loadSuite(a.suite);
+  if (!suite) return fail(suite.error());
+  auto target = resolveTarget(a.w.target);
+  if (!target) return fail(target.error());
+  int worst = 0, done = 0, skipped = 0, failed = 0;
+  for (const auto& e : suite->entries) {
+    if (g_stop.load()) break;
+    const GemmWorkload& w = e.workload;
+    if (!target->isGpu() && w.a_type != DType::F32) {
+      fprintf(stderr, "suite %s: %s skipped (the cpu target tunes f32 GEMM only)\n", suite->name.c_str(), e.name.c_str());
+      ++skipped;
+      continue;
+    }
+    fprintf(stderr, "suite %s: %s (%s)\n", suite->name.c_str(), e.name.c_str(), w.key().c_str());
+    TuneArgs t = a;
+    t.suite.clear();
+    t.w.shape = w.shapeString();
+    t.w.dtype = dtypeName(w.a_type);
+    t.w.layout = layoutName(w.layout);
+    int rc = cmdTune(t, argv_json);
+    if (rc == 130) return rc;
+    worst = std::max(worst, rc);
+    ++(rc == 0 ? done : failed);
+  }
+  fprintf(stderr, "suite %s: %d workloads tuned, %d failed (see above), %d skipped\n", suite->name.c_str(), done,
+          failed, skipped);
+  return worst;
+}
+
 // tune dataset collect: a random sample (or the whole space) measured into OUT.db, exported.
 int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, double min_time, int jobs,
                       const std::string& out, const std::string& argv_json) {
@@ -636,6 +669,9 @@ int main(int argc, char** argv) {
                  "stored as predicted)")
       ->capture_default_str();
   app.add_option("--out", ta.out, "bundle directory for --measure bundle");
+  app.add_option("--suite", ta.suite,
+                 "tune every workload of a suite file in turn (datasets/suites/*.json); --shape/--dtype/--layout "
+                 "come from the suite");
   app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")
       ->capture_default_str();
 
@@ -747,5 +783,6 @@ int main(int argc, char** argv) {
   if (*hw_check) return cli::cmdHwCheck();
   json args;
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  if (!ta.suite.empty()) return cmdTuneSuite(ta, args.dump());
   return cmdTune(ta, args.dump());
 }

@@ -59,3 +59,28 @@ TEST(Workload, PayloadUsesTransposedMaps) {
   w.layout = Layout::NN;
   EXPECT_EQ(w.payloadMlir().find("indexing_maps"), std::string::npos);
 }
+
+#include "sextant/codegen/suite.h"
+
+TEST(Suites, TheCommittedSuitesLoadAndHoldTheShapesTheySay) {
+  const std::string dir = std::string(SUITES_DIR);
+  auto sq = loadSuite(dir + "/square_gemm.json");
+  ASSERT_TRUE(sq.ok()) << sq.error();
+  EXPECT_EQ(sq->entries.size(), 14u);
+  auto llm = loadSuite(dir + "/llm_projections.json");
+  ASSERT_TRUE(llm.ok()) << llm.error();
+  bool has = false;
+  for (const auto& e : llm->entries) {
+    EXPECT_EQ(e.workload.layout, Layout::NT);
+    EXPECT_GE(e.workload.m, 1);
+    EXPECT_LE(e.workload.m, 4096);
+    has |= e.workload.m == 1 && e.workload.n == 11008 && e.workload.k == 4096;
+  }
+  EXPECT_TRUE(has);  // gate/up projection for one token
+  auto rn = loadSuite(dir + "/resnet50_implicit_gemm.json");
+  ASSERT_TRUE(rn.ok()) << rn.error();
+  EXPECT_EQ(rn->entries.front().workload.key(), "gemm:NN:12544x64x147:f32*f32->f32");  // conv1: 112^2 x 64 x 3*7*7
+  auto bad = loadSuite(dir + "/no_such_suite.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("no_such_suite.json"), std::string::npos);
+}
