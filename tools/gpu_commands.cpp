@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +40,71 @@ std::string fmt1(double v) {
 
 Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
   return makeGemmWorkload(a.shape, a.dtype, a.layout);
+}
+
+// The GPU target a database target key ("h100:sm_90") names; nullopt for CPU or unknown targets.
+std::optional<GpuTargetInfo> gpuTargetOfKey(const std::string& key) {
+  auto t = resolveTarget(key.substr(0, key.find(':')));
+  if (!t || !t->isGpu()) return std::nullopt;
+  auto g = gpuTargetInfo(*t);
+  if (!g) return std::nullopt;
+  return *g;
+}
+
+// The Blueprint embedding of a target's device (zeros if the table lacks it); fitted once.
+const std::vector<double>& blueprintOf(const Target& t) {
+  static const Blueprint bp = fitBlueprint(builtinDeviceTable());
+  static std::map<std::string, std::vector<double>> cache;
+  auto it = cache.find(t.device);
+  if (it != cache.end()) return it->second;
+  const DeviceSpec* d = builtinDeviceTable().find(t.device);
+  return cache[t.device] = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
+}
+
+// GPU features of a candidate plus its target's Blueprint (zeros in its place when `blueprint`
+// is false: the cross-target comparison without it).
+std::vector<float> featuresWithBlueprint(const GemmWorkload& w, const Space& s, const Candidate& c,
+                                         const GpuTargetInfo& g, bool blueprint = true) {
+  auto x = gpuGemmFeatures(w, s, c, g);
+  for (double e : blueprintOf(g.target)) x.push_back(blueprint ? float(e) : 0.f);
+  return x;
+}
+
+// GPU schedule spaces by workload and target, each enumerated once.
+class SpaceCache {
+ public:
+  const Space& get(const GemmWorkload& w, const GpuTargetInfo& g) {
+    auto key = w.key() + "@" + g.target.key();
+    auto it = spaces_.find(key);
+    if (it == spaces_.end()) it = spaces_.emplace(key, buildGpuGemmSpace(w, g)).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, Space> spaces_;
+};
+
+// The measured GPU records that `keep` selects, as cost-model samples (features plus Blueprint),
+// grouped by workload and target ("workload@target").
+std::map<std::string, std::vector<Sample>> gpuSamples(const std::vector<RecordRow>& recs,
+                                                      const std::function<bool(const RecordRow&)>& keep,
+                                                      bool blueprint) {
+  std::map<std::string, std::vector<Sample>> out;
+  std::map<std::string, int> groups;
+  SpaceCache spaces;
+  for (const auto& r : recs) {
+    if (r.source != "measured" || !keep(r)) continue;
+    auto g = gpuTargetOfKey(r.target_key);
+    auto w = parseWorkloadKey(r.workload_key);
+    if (!g || !w) continue;
+    const Space& s = spaces.get(*w, *g);
+    auto c = s.fromKey(r.candidate);
+    if (!c || !s.isValid(*c)) continue;
+    const std::string key = r.workload_key + "@" + r.target_key;
+    const int group = int(groups.emplace(key, int(groups.size())).first->second);
+    out[key].push_back(Sample{featuresWithBlueprint(*w, s, *c, *g, blueprint), float(r.gflops), r.status != "ok", group});
+  }
+  return out;
 }
 
 std::string noDeviceHelp(const std::string& why, const Target& t) {
@@ -109,29 +176,11 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   // --measure predicted: a model trained on other GPU targets' measured records (their features
   // plus their device's Blueprint) ranks this target's compiled candidates.
   std::vector<Sample> train;
-  Blueprint bp = fitBlueprint(builtinDeviceTable());
-  auto withBlueprint = [&](std::vector<float> x, const Target& t) {
-    const DeviceSpec* d = builtinDeviceTable().find(t.device);
-    for (double e : d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0)) x.push_back(float(e));
-    return x;
-  };
   if (predicted) {
     auto all = db->allRecords(false);
     if (!all) return fail(all.error());
-    std::map<std::string, int> groups;
-    for (const auto& r : *all) {
-      if (r.source != "measured" || r.target_key == target->key()) continue;
-      auto t = resolveTarget(r.target_key.substr(0, r.target_key.find(':')));
-      auto rw = parseWorkloadKey(r.workload_key);
-      if (!t || !t->isGpu() || !rw) continue;
-      auto tg = gpuTargetInfo(*t);
-      if (!tg) continue;
-      Space rs = buildGpuGemmSpace(*rw, *tg);
-      auto c = rs.fromKey(r.candidate);
-      if (!c || !rs.isValid(*c)) continue;
-      int grp = groups.emplace(r.workload_key + "@" + r.target_key, int(groups.size())).first->second;
-      train.push_back(Sample{withBlueprint(gpuGemmFeatures(*rw, rs, *c, *tg), *t), float(r.gflops), r.status != "ok", grp});
-    }
+    auto groups = gpuSamples(*all, [&](const RecordRow& r) { return r.target_key != target->key(); }, true);
+    for (auto& [k, v] : groups) train.insert(train.end(), v.begin(), v.end());
     int ok = 0;
     for (const auto& smp : train) ok += !smp.failed;
     if (ok < 16)
@@ -153,28 +202,24 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.measure_unmeasured = *mode == GpuMeasureMode::Device;
   o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
-  {
-    std::string t = target->key();
-    std::replace(t.begin(), t.end(), ':', '_');
-    o.strategy_context.model_path = a.db + "." + t + ".costmodel";
-  }
+  o.strategy_context.model_path = costModelPath(a.db, target->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on every GPU target, weighted by the similarity of the
     // targets' Blueprints (exp(-d^2/2) over the embedding distance d; the same device: 1).
     auto all = db->allRecords(false);
     if (!all) return fail(all.error());
-    Blueprint bp = fitBlueprint(builtinDeviceTable());
-    const DeviceSpec* mine = builtinDeviceTable().find(target->device);
-    std::vector<double> me = mine ? bp.embed(*mine) : std::vector<double>();
+    const std::vector<double>& me = blueprintOf(*target);
+    std::map<std::string, double> weight;  // per target key
     o.strategy_context.prior = priorFromRecords(*all, w->key(), target->key(), [&](const std::string& k) {
-      auto t = resolveTarget(k.substr(0, k.find(':')));
-      if (!t || !t->isGpu() || me.empty()) return 0.0;
-      const DeviceSpec* d = builtinDeviceTable().find(t->device);
-      if (!d) return 0.0;
-      auto e = bp.embed(*d);
+      auto it = weight.find(k);
+      if (it != weight.end()) return it->second;
+      auto t = gpuTargetOfKey(k);
       double d2 = 0;
-      for (size_t i = 0; i < e.size() && i < me.size(); ++i) d2 += (e[i] - me[i]) * (e[i] - me[i]);
-      return std::exp(-d2 / 2);
+      if (t) {
+        const auto& e = blueprintOf(t->target);
+        for (size_t i = 0; i < e.size() && i < me.size(); ++i) d2 += (e[i] - me[i]) * (e[i] - me[i]);
+      }
+      return weight[k] = t ? std::exp(-d2 / 2) : 0.0;
     });
   }
   TuneContext ctx{*db, *w, *target, space, evaluator, device_name, "", llvmVersion()};
@@ -203,7 +248,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
       auto c = space.fromKey(r.candidate);
       if (!c) continue;
       compiled.push_back(&r);
-      xs.push_back(withBlueprint(gpuGemmFeatures(*w, space, *c, *g), *target));
+      xs.push_back(featuresWithBlueprint(*w, space, *c, *g));
     }
     auto pred = model.predict(xs);
     std::vector<size_t> order(compiled.size());
@@ -311,6 +356,8 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
   for (const auto& r : res->references)
     if (r.status == "ok") peer[r.workload] = r.gflops;
   int64_t imported = 0, skipped = 0, duplicates = 0;
+  SpaceCache spaces;
+  std::map<std::string, std::vector<RecordRow>> known;  // workload -> its records here (read once)
   printf("%-14s %-13s %10s %9s  %s\n", "kernel", "status", "GFLOP/s", "vs peer", "knobs");
   for (const auto& kr : res->results) {
     auto it = kernels.find(kr.id);
@@ -322,18 +369,21 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
     }
     auto w = parseWorkloadKey(k.workload);
     if (!w) return fail(dir + "/manifest.json: " + w.error());
-    Space space = buildGpuGemmSpace(*w, *g);
+    const Space& space = spaces.get(*w, *g);
     std::map<std::string, int64_t> km;
     for (auto& [name, v] : k.knobs.items()) km[name] = v.get<int64_t>();
     auto cand = space.fromMap(km);
     if (!cand || !space.isValid(*cand))
       return fail(dir + ": kernel " + k.id + " has knobs that are not a valid point of this version's space");
     std::string key = space.keyOf(*cand);
-    auto recs = db->records(w->key(), target->key(), true);
-    if (!recs) return fail(recs.error());
+    if (!known.count(w->key())) {
+      auto recs = db->records(w->key(), target->key(), true);
+      if (!recs) return fail(recs.error());
+      known[w->key()] = std::move(*recs);
+    }
     bool dup = false;
     std::string schedule, stats = k.static_stats.dump();
-    for (const auto& r : *recs) {
+    for (const auto& r : known[w->key()]) {
       if (r.candidate != key) continue;
       if (r.source == "measured" && r.message.find(origin) != std::string::npos) dup = true;
       if (schedule.empty() && !r.schedule.empty()) schedule = r.schedule;
@@ -479,36 +529,14 @@ int cmdModelEvalCrossTarget(const ModelEvalArgs& a) {
   if (!db) return fail(db.error());
   auto recs = db->allRecords(false);
   if (!recs) return fail(recs.error());
-  Blueprint bp = fitBlueprint(builtinDeviceTable());
-  auto build = [&](const Target& t, bool blueprint, std::map<std::string, std::vector<Sample>>& out) {
-    auto g = gpuTargetInfo(t);
-    if (!g) return;
-    const DeviceSpec* d = builtinDeviceTable().find(t.device);
-    std::vector<double> e = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
-    int group = 0;
-    for (const auto& r : *recs) {
-      if (r.target_key != t.key() || r.source != "measured") continue;
-      auto w = parseWorkloadKey(r.workload_key);
-      if (!w) continue;
-      Space s = buildGpuGemmSpace(*w, *g);
-      auto c = s.fromKey(r.candidate);
-      if (!c || !s.isValid(*c)) continue;
-      auto x = gpuGemmFeatures(*w, s, *c, *g);
-      for (double v : e) x.push_back(blueprint ? float(v) : 0.f);
-      auto& v = out[r.workload_key];
-      if (v.empty()) group++;
-      v.push_back(Sample{x, float(r.gflops), r.status != "ok", group});
-    }
-  };
   printf("Cross-target cost model (%s): trained on every measured record of %s, ranking %s's records.\n"
          "pick = measured GFLOP/s of the model's top-1 / the best, per workload of %s.\n\n",
          a.db.c_str(), ta->key().c_str(), tb->key().c_str(), tb->key().c_str());
   printf("%-36s %-10s %7s %8s %8s %8s\n", "workload", "blueprint", "records", "tau", "top-1", "pick");
   bool any = false;
   for (bool blueprint : {true, false}) {
-    std::map<std::string, std::vector<Sample>> train_by, test_by;
-    build(*ta, blueprint, train_by);
-    build(*tb, blueprint, test_by);
+    auto train_by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == ta->key(); }, blueprint);
+    auto test_by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == tb->key(); }, blueprint);
     std::vector<Sample> train;
     for (auto& [k, v] : train_by) train.insert(train.end(), v.begin(), v.end());
     int ok = 0;
@@ -526,7 +554,7 @@ int cmdModelEvalCrossTarget(const ModelEvalArgs& a) {
       for (auto& q : m.predict(xs)) pred.push_back(q.mean);
       size_t best = size_t(std::max_element(truth.begin(), truth.end()) - truth.begin());
       size_t top = size_t(std::max_element(pred.begin(), pred.end()) - pred.begin());
-      printf("%-36s %-10s %7zu %8.3f %8s %8.3f\n", wkey.c_str(), blueprint ? "with" : "without", truth.size(),
+      printf("%-36s %-10s %7zu %8.3f %8s %8.3f\n", wkey.substr(0, wkey.find('@')).c_str(), blueprint ? "with" : "without", truth.size(),
              kendallTau(truth, pred), top == best ? "yes" : "no", truth[top] / truth[best]);
     }
   }

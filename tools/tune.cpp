@@ -379,12 +379,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_top_k = a.final_top_k;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
-  // The model lives next to the database, one file per target, shared by its workloads.
-  {
-    std::string t = target->key();
-    std::replace(t.begin(), t.end(), ':', '_');
-    o.strategy_context.model_path = a.w.db + "." + t + ".costmodel";
-  }
+  o.strategy_context.model_path = costModelPath(a.w.db, target->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
     auto all = db->allRecords(false);
@@ -584,7 +579,7 @@ int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, doubl
   if (!text) return fail(text.error());
   std::string tmp = out + ".tmp";
   if (gz) {
-    FILE* p = popen(("gzip -9 -n -c > '" + tmp + "'").c_str(), "w");
+    FILE* p = popen(("gzip -9 -n -c > " + shellQuote(tmp)).c_str(), "w");
     if (!p) return fail("cannot run gzip");
     fwrite(text->data(), 1, text->size(), p);
     if (pclose(p) != 0) return fail("gzip failed writing " + tmp);

@@ -21,12 +21,6 @@ std::map<std::string, int64_t> GpuResources::toMap() const {
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
 int runCapture(const std::string& cmd, std::string& out) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return -1;
@@ -58,7 +52,7 @@ std::string findPtxas() {
 
 std::string ptxasVersion(const std::string& ptxas) {
   std::string out;
-  if (runCapture(quote(ptxas) + " --version", out) != 0) return "";
+  if (runCapture(shellQuote(ptxas) + " --version", out) != 0) return "";
   std::smatch m;
   if (std::regex_search(out, m, std::regex("release ([0-9]+\\.[0-9]+)"))) return m[1];
   return "";
@@ -82,7 +76,7 @@ GpuResources parsePtxasOutput(const std::string& text) {
 Result<GpuResources> runPtxas(const std::string& ptxas, const std::string& ptx_path, const std::string& arch,
                               const std::string& cubin_path) {
   std::string out;
-  int rc = runCapture(quote(ptxas) + " -v -arch=" + arch + " " + quote(ptx_path) + " -o " + quote(cubin_path), out);
+  int rc = runCapture(shellQuote(ptxas) + " -v -arch=" + arch + " " + shellQuote(ptx_path) + " -o " + shellQuote(cubin_path), out);
   if (rc != 0) return Error{"ptxas failed (exit " + std::to_string(rc) + "): " + out.substr(0, 2000)};
   GpuResources r = parsePtxasOutput(out);
   if (r.registers < 0) return Error{"ptxas -v printed no resource usage: " + out.substr(0, 500)};

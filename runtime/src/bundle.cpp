@@ -336,36 +336,26 @@ json toJson(const ResultsFile& r) {
   }
   j["options"] = r.options;
   j["results"] = json::array();
-  auto times = [](const std::vector<double>& t) {
+  // The fields a kernel result and a reference share.
+  auto measured = [](const auto& k) {
     json a = json::array();
-    for (double x : t) a.push_back(finite(x));
-    return a;
+    for (double x : k.times_s) a.push_back(finite(x));
+    return json{{"workload", k.workload},          {"status", k.status},   {"message", k.message},
+                {"times_s", a},                    {"median_s", finite(k.median_s)},
+                {"cv", finite(k.cv)},              {"gflops", finite(k.gflops)},
+                {"max_abs_err", finite(k.max_abs_err)}, {"checked_entries", k.checked_entries}};
   };
   for (const auto& k : r.results) {
-    j["results"].push_back({{"id", k.id},
-                            {"workload", k.workload},
-                            {"status", k.status},
-                            {"message", k.message},
-                            {"times_s", times(k.times_s)},
-                            {"median_s", finite(k.median_s)},
-                            {"cv", finite(k.cv)},
-                            {"gflops", finite(k.gflops)},
-                            {"max_abs_err", finite(k.max_abs_err)},
-                            {"checked_entries", k.checked_entries},
-                            {"resources", resourcesToJson(k.resources)}});
+    json e = measured(k);
+    e["id"] = k.id;
+    e["resources"] = resourcesToJson(k.resources);
+    j["results"].push_back(std::move(e));
   }
   j["references"] = json::array();
   for (const auto& k : r.references) {
-    j["references"].push_back({{"workload", k.workload},
-                               {"peer", k.peer},
-                               {"status", k.status},
-                               {"message", k.message},
-                               {"times_s", times(k.times_s)},
-                               {"median_s", finite(k.median_s)},
-                               {"cv", finite(k.cv)},
-                               {"gflops", finite(k.gflops)},
-                               {"max_abs_err", finite(k.max_abs_err)},
-                               {"checked_entries", k.checked_entries}});
+    json e = measured(k);
+    e["peer"] = k.peer;
+    j["references"].push_back(std::move(e));
   }
   j["notes"] = r.notes;
   return j;

@@ -307,17 +307,22 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
   return m;
 }
 
-GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
-  GpuMeasurement m;
+bool GemmBench::canMeasure(GpuMeasurement& m) const {
   if (lost_) {
     m.message = lost_reason_;
-    return m;
+    return false;
   }
   if (!ready_ || !p_) {
     m.status = GpuStatus::LaunchError;
     m.message = problem_error_.empty() ? "no workload on the device" : problem_error_;
-    return m;
+    return false;
   }
+  return true;
+}
+
+GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
+  GpuMeasurement m;
+  if (!canMeasure(m)) return m;
   auto lk = dev_.load(k.image, k.format, k.kernel_name);
   if (!lk) {
     m.status = GpuStatus::LoadError;
@@ -356,15 +361,7 @@ GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
 
 GpuMeasurement GemmBench::measurePeer(GemmPeer& peer) {
   GpuMeasurement m;
-  if (lost_) {
-    m.message = lost_reason_;
-    return m;
-  }
-  if (!ready_ || !p_) {
-    m.status = GpuStatus::LaunchError;
-    m.message = problem_error_.empty() ? "no workload on the device" : problem_error_;
-    return m;
-  }
+  if (!canMeasure(m)) return m;
   return run(peer.name(), [&]() -> Status { return peer.enqueue(p_->workload(), a_, b_, c_); });
 }
 

@@ -48,19 +48,6 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 
-std::string nowIso() {
-  char buf[32];
-  time_t t = time(nullptr);
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-  return buf;
-}
-
-std::string shellQuote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
 struct Compiled {
   bool ok = false;
   std::string stage, message;
@@ -187,7 +174,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     }
     if (manifest.created_at.empty()) {
       manifest.created_by = std::string("sextant ") + SEXTANT_VERSION;
-      manifest.created_at = nowIso();
+      manifest.created_at = isoTimeUtc();
       manifest.target = g_.target.name;
       manifest.vendor = g_.target.vendor();
       manifest.arch = g_.chip;
@@ -274,9 +261,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       int st = std::system((cmd + " >/dev/null 2>&1").c_str());
       return std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }, o_.runner_timeout_s);
-    auto rf = fs::exists(results) ? json::parse(slurp(results), nullptr, false) : json();
-    auto parsed = rf.is_discarded() || rf.is_null() ? Result<ResultsFile>(Error{"no results file"})
-                                                    : resultsFromJson(rf, results);
+    auto parsed = fs::exists(results) ? readResults(results) : Result<ResultsFile>(Error{"no results file"});
     std::map<std::string, const KernelResult*> by_id;
     if (parsed)
       for (const auto& r : parsed->results) by_id[r.id] = &r;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "sextant/common/strings.h"
 #include "sextant/db/database.h"
 #include "sextant/db/interchange.h"
 
@@ -20,7 +21,7 @@ bool endsWith(const std::string& s, const std::string& suf) {
 Result<std::string> readText(const std::string& path) {
   if (!std::filesystem::exists(path)) return Error{path + ": no such file"};
   if (endsWith(path, ".gz")) {
-    std::string cmd = "gzip -dc '" + path + "' 2>&1";
+    std::string cmd = "gzip -dc " + shellQuote(path) + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return Error{path + ": cannot run gzip"};
     std::string out;

@@ -364,7 +364,11 @@ std::vector<Candidate> sampledPlan(const Space& space, const std::map<uint64_t, 
   std::vector<float> sc;
   for (auto& [v, id] : ranked) props.push_back(space.decode(id)), sc.push_back(v);
   SamplerStats st;
-  auto usable = [&](const Candidate& c) { return score({c})[0] >= 0; };  // not predicted to fail
+  // Not predicted to fail: the proposals' scores are known; only synthesized points need the model.
+  auto usable = [&](const Candidate& c) {
+    auto it = scored.find(space.encode(c));
+    return (it != scored.end() ? it->second : score({c})[0]) >= 0;
+  };
   auto out = adaptiveSample(space, props, sc, tried, usable, rng, &st);
   if (out.size() > n) out.resize(n);
   total.proposals += st.proposals, total.k += st.k, total.synthesized += st.synthesized;

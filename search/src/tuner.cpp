@@ -68,6 +68,12 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
   return rows;
 }
 
+std::string costModelPath(const std::string& db_path, const std::string& target_key) {
+  std::string t = target_key;
+  std::replace(t.begin(), t.end(), ':', '_');
+  return db_path + "." + t + ".costmodel";
+}
+
 std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records, const std::string& workload_key,
                                           const std::string& target_key,
                                           const std::function<double(const std::string&)>& target_weight) {

@@ -38,6 +38,13 @@ inline bool parseInt64(std::string_view s, int64_t& out) {
   return true;
 }
 
+// A single-quoted word for /bin/sh (embedded quotes escaped).
+inline std::string shellQuote(std::string_view s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
 inline std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -151,6 +151,8 @@ class GemmBench {
   const GpuMeasureOptions& options() const { return o_; }
 
  private:
+  // False (with the reason in m) when the device is lost or has no workload.
+  bool canMeasure(GpuMeasurement& m) const;
   GpuMeasurement run(const std::string& what, const std::function<Status()>& enqueue);
   EventState waitFor(int event, std::string& error);
   void freeBuffers();

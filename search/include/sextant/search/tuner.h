@@ -94,6 +94,10 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
                                           const std::string& target_key,
                                           const std::function<double(const std::string& target_key)>& target_weight);
 
+// Where model-based strategies keep the cost model of a target: next to the database, one file
+// per target, shared by its workloads ("DB.cpu_x86_64-avx512.costmodel").
+std::string costModelPath(const std::string& db_path, const std::string& target_key);
+
 // Stores the workload and target rows (idempotent).
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
                                  const std::string& features);
