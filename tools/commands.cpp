@@ -14,6 +14,9 @@
 
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_resources.h"
+#include "sextant/codegen/gpu_schedule.h"
+#include "sextant/hwspec/gpu_target.h"
 #include "sextant/codegen/library.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -82,14 +85,33 @@ struct Resolved {
   std::string error;  // non-empty: unusable
 };
 
-Resolved resolveRecord(const RecordRow& r, const std::string& arch) {
+// The schedule space a target tunes a workload in, and the library kind of its schedules.
+struct TargetSpace {
+  Space space;
+  LibraryEntry::Kind kind = LibraryEntry::Kind::Cpu;
+  std::string error;
+};
+TargetSpace spaceFor(const GemmWorkload& w, const Target& t) {
+  if (!t.isGpu()) return {buildCpuGemmSpace(w, cpuForTargetArch(t.arch)), LibraryEntry::Kind::Cpu, ""};
+  auto g = gpuTargetInfo(t);
+  if (!g) return {Space(), LibraryEntry::Kind::Cpu, g.error()};
+  return {buildGpuGemmSpace(w, *g),
+          t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd, ""};
+}
+
+Resolved resolveRecord(const RecordRow& r, const Target& target) {
   Resolved out;
   auto w = parseWorkloadKey(r.workload_key);
   if (!w) {
     out.error = w.error();
     return out;
   }
-  Space space = buildCpuGemmSpace(*w, cpuForTargetArch(arch));
+  TargetSpace ts = spaceFor(*w, target);
+  if (!ts.error.empty()) {
+    out.error = ts.error;
+    return out;
+  }
+  const Space& space = ts.space;
   auto knobs = json::parse(r.knobs, nullptr, false);
   std::map<std::string, int64_t> km;
   if (knobs.is_object())
@@ -104,9 +126,11 @@ Resolved resolveRecord(const RecordRow& r, const std::string& arch) {
     out.stale = "measured with LLVM " + r.llvm_version + ", this is LLVM " + llvmVersion();
   else if (r.schema_version < kOldestCompatibleSchema)
     out.stale = "measured with database schema " + std::to_string(r.schema_version);
-  else if (!r.schedule.empty() && r.schedule != emitCpuGemmSchedule(*w, space, *cand))
+  else if (!r.schedule.empty() && r.schedule != (target.isGpu() ? emitGpuGemmSchedule(*w, space, *cand)
+                                                                  : emitCpuGemmSchedule(*w, space, *cand)))
     out.stale = "the schedule generator changed since it was measured";
   LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", {}};
+  e.kind = ts.kind;
   e.provenance["record"] = std::to_string(r.id);
   char g[32];
   snprintf(g, sizeof g, "%.1f", r.gflops);
@@ -130,7 +154,13 @@ Result<std::vector<RecordRow>> bestPerWorkload(Database& db, const std::string& 
     if (r.target_key != target_key || r.status != "ok") continue;
     if (r.source == "predicted" && !include_predicted) continue;
     auto it = best.find(r.workload_key);
-    auto rank = [](const RecordRow& x) { return std::make_pair(x.source == "measured" ? 1 : 0, x.gflops); };
+    // Measured first, by GFLOP/s; predicted ones (GFLOP/s 0) by the model's score.
+    auto rank = [](const RecordRow& x) {
+      if (x.source == "measured") return std::make_pair(1, x.gflops);
+      auto st = json::parse(x.stats, nullptr, false);
+      double score = st.is_object() && st.contains("predicted") ? st["predicted"].value("score", 0.0) : 0.0;
+      return std::make_pair(0, score);
+    };
     if (it == best.end() || rank(r) > rank(it->second)) best[r.workload_key] = r;
   }
   std::vector<RecordRow> out;
@@ -147,11 +177,6 @@ int cmdExport(const ExportArgs& a) {
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
-  if (target->isGpu() && a.format == "transform")
-    return fail("--format transform exports cpu schedules only in this version: a GPU schedule is staged (main "
-                "script, vector->nvgpu conversion, pipelining script, workgroup buffers to static shared memory) "
-                "and is applied by tune's compiler; use --format json for " + target->name + " records");
-
   if (a.format == "json") {
     ExportOptions o;
     o.target_key = target->key();
@@ -171,7 +196,7 @@ int cmdExport(const ExportArgs& a) {
   std::vector<LibraryEntry> entries;
   std::vector<std::string> stale;
   for (const auto& r : *best) {
-    Resolved res = resolveRecord(r, target->arch);
+    Resolved res = resolveRecord(r, *target);
     if (!res.error.empty()) {
       std::cerr << "tune: warning: skipping " << r.workload_key << " (record " << r.id << "): " << res.error << "\n";
       continue;
@@ -199,6 +224,17 @@ int cmdExport(const ExportArgs& a) {
               << e.provenance.at("record") << ", " << e.source << ")\n";
   std::cout << "apply with: mlir-opt IN.mlir --transform-preload-library=transform-library-paths=" << a.out
             << " --transform-interpreter\n";
+  if (target->isGpu()) {
+    auto g = gpuTargetInfo(*target);
+    if (g) {
+      std::string lower = gpuLoweringPipeline(target->kind == TargetKind::Nvidia, g->chip, g->features, "/opt/rocm");
+      lower = "builtin.module(gpu-launch-sink-index-computations,gpu-kernel-outlining," +
+              lower.substr(std::string("builtin.module(").size());
+      std::cout << "then lower: mlir-opt OUT.mlir --pass-pipeline='" << lower << "'\n"
+                << (target->kind == TargetKind::Amd ? "(toolkit: a prefix whose llvm/bin/ld.lld is lld 17 or newer)\n" : "")
+                << "(GPU schedules: one GEMM per function, C initialised by a linalg.fill; or use tune compile)\n";
+    }
+  }
   return 0;
 }
 
@@ -232,19 +268,169 @@ int cmdMerge(const std::string& a, const std::string& b, const std::string& out)
   return 0;
 }
 
+namespace {
+
+std::string expectedOf(const LibraryEntry& e) {
+  if (e.source == "default") return "-";
+  if (e.source == "predicted") return "predicted";
+  return std::to_string(int(std::atof(e.provenance.at("gflops").c_str()) + 0.5)) + " GFLOP/s";
+}
+
+// tune compile for a GPU target: every GEMM becomes a kernel (tuned or default schedule); what
+// cannot become one is an error, because the rest of the module would run on the host.
+int compileForGpu(const CompileArgs& a, const Target& target, const std::string& text,
+                  const std::vector<FoundOp>& ops, Database& db) {
+  auto g = gpuTargetInfo(target);
+  if (!g) return fail(g.error());
+  std::vector<LibraryEntry> entries;
+  std::map<std::string, size_t> entry_of;       // workload key -> entry
+  std::map<std::string, std::string> gemm_in;   // function -> location of its scheduled GEMM
+  std::vector<std::string> problems;
+  struct Line {
+    const FoundOp* op;
+    std::string key, source, expected;
+  };
+  std::vector<Line> report;
+  for (const FoundOp& op : ops) {
+    const std::string where = op.op_name + " at " + op.location;
+    if (!op.supported) {
+      problems.push_back(where + ": " + op.reason);
+      continue;
+    }
+    if (op.batch > 0) {
+      problems.push_back(where + ": batched GEMMs have no GPU schedule yet");
+      continue;
+    }
+    if (!op.init_is_fill) {
+      problems.push_back(where + ": C is not initialised by a linalg.fill (GPU schedules fuse the fill into the "
+                         "kernel; accumulating into C is not supported)");
+      continue;
+    }
+    if (auto [it, fresh] = gemm_in.emplace(op.function, op.location); !fresh) {
+      problems.push_back(where + ": a second GEMM in @" + op.function + " (also at " + it->second +
+                         "); GPU schedules take one GEMM per function");
+      continue;
+    }
+    GemmWorkload w;
+    w.m = op.m, w.n = op.n, w.k = op.k;
+    auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
+    if (!at || !bt || !ct) {
+      problems.push_back(where + ": element types " + op.a_type + "/" + op.b_type + "/" + op.c_type);
+      continue;
+    }
+    w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
+    w.layout = *parseLayout(op.layout);
+    const std::string key = w.key();
+    if (!entry_of.count(key)) {
+      std::optional<LibraryEntry> entry;
+      auto best = db.best(key, target.key());
+      if (!best) return fail(best.error());
+      if (*best) {
+        Resolved res = resolveRecord(**best, target);
+        if (res.error.empty() && res.stale.empty())
+          entry = std::move(res.entry);
+        else
+          std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
+                    << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
+      }
+      if (!entry) {
+        Space space = buildGpuGemmSpace(w, *g);
+        Candidate c = defaultGpuCandidate(space);
+        if (space.size() == 0 || !planGpuGemm(w, space, c)) {
+          problems.push_back(where + ": no GPU schedule fits " + w.shapeString() +
+                             " (M, N and K must be multiples of 16)");
+          continue;
+        }
+        entry = LibraryEntry{w, space, c, "default", {}};
+        entry->kind = target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd;
+      }
+      entry_of[key] = entries.size();
+      entries.push_back(std::move(*entry));
+    }
+    const LibraryEntry& e = entries[entry_of[key]];
+    report.push_back({&op, key, e.source == "default" ? "default" : e.source + " (record " + e.provenance.at("record") + ")",
+                      expectedOf(e)});
+  }
+  if (!problems.empty())
+    return fail(a.input + ": cannot compile for " + target.name + ": " + join(problems, "; "));
+  if (entries.empty()) return fail(a.input + ": no GEMM-like op to compile for " + target.name);
+  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+  if (!lib) return fail(lib.error());
+  if (!a.library_out.empty())
+    if (auto s = writeFileAtomically(a.library_out, *lib); !s) return fail(s.error());
+
+  GpuModuleRequest req;
+  req.nvidia = target.kind == TargetKind::Nvidia;
+  req.chip = g->chip;
+  req.features = g->features;
+  req.input_name = a.input;
+  req.out_path = a.out + ".tmp" + std::to_string(getpid());
+  std::vector<GpuModuleKernel> kernels;
+  CompileOutcome c = compileModuleGpu(text, *lib, req, kernels);
+  if (!c.ok) {
+    std::error_code ec;
+    std::filesystem::remove(req.out_path, ec);
+    return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
+  }
+  std::error_code ec;
+  std::filesystem::rename(req.out_path, a.out, ec);
+  if (ec) return fail(a.out + ": cannot write: " + ec.message());
+
+  printf("%-16s %-22s %-34s %-20s %s\n", "op", "location", "workload", "schedule", "expected");
+  for (const auto& l : report) {
+    std::string loc = l.op->location;
+    if (loc.size() > 22) loc = "..." + loc.substr(loc.size() - 19);
+    printf("%-16s %-22s %-34s %-20s %s\n", l.op->op_name.c_str(), loc.c_str(), l.key.c_str(), l.source.c_str(),
+           l.expected.c_str());
+  }
+  // The kernels, also as files beside the module, with what the assembler says about them.
+  const std::string ptxas = req.nvidia ? findPtxas() : "";
+  printf("\n%-16s %-30s %-14s %-12s %s\n", "function", "kernel", "grid", "block", "resources");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const GpuModuleKernel& k = kernels[i];
+    std::string file = a.out + "." + k.host_function + (req.nvidia ? ".ptx" : ".hsaco");
+    if (auto s = writeFileAtomically(file, k.object); !s) return fail(s.error());
+    std::string res;
+    if (!req.nvidia) {
+      GpuResources r = fromAmdgpuMetadata(k.stats);
+      res = std::to_string(r.registers) + " VGPRs, " + std::to_string(r.smem_bytes) + " B LDS";
+    } else if (!ptxas.empty()) {
+      auto r = runPtxas(ptxas, file, g->chip, file + ".cubin");
+      std::filesystem::remove(file + ".cubin", ec);
+      res = r ? std::to_string(r->registers) + " registers, " + std::to_string(r->smem_bytes) + " B shared, " +
+                    std::to_string(r->spill_bytes) + " B spilled (" + r->source + ")"
+              : "ptxas failed: " + r.error().substr(0, 200);
+    } else {
+      res = std::to_string(ptxSharedBytes(k.object)) + " B shared (PTX text; no ptxas for registers)";
+    }
+    char grid[48], block[48];
+    snprintf(grid, sizeof grid, "%lldx%lldx%lld", (long long)k.grid[0], (long long)k.grid[1], (long long)k.grid[2]);
+    snprintf(block, sizeof block, "%lldx%lldx%lld", (long long)k.block[0], (long long)k.block[1], (long long)k.block[2]);
+    printf("%-16s %-30s %-14s %-12s %s\n", k.host_function.c_str(), k.name.c_str(), grid, block, res.c_str());
+    printf("  -> %s\n", file.c_str());
+  }
+  printf("wrote %s (%s: host code in the LLVM dialect, kernels as gpu.binary %s; compiled in %.2f s)\n", a.out.c_str(),
+         target.key().c_str(), req.nvidia ? "PTX" : "HSACO", c.seconds);
+  printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
+         "module.\n");
+  return 0;
+}
+
+}  // namespace
+
 int cmdCompile(const CompileArgs& a) {
-  if (a.out.empty()) return fail("compile needs -o OUT (.so for a shared object, .o for an object file)");
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
-  if (target->isGpu())
-    return fail("tune compile targets the cpu in this version; GPU kernels of tuned schedules come from "
-                "`tune --target " + target->name + " --measure bundle --out DIR` (PTX / HSACO files plus a manifest)");
+  if (a.out.empty())
+    return fail(target->isGpu() ? "compile needs -o OUT.mlir (the lowered module; kernels are also written beside it)"
+                                : "compile needs -o OUT (.so for a shared object, .o for an object file)");
   auto text = readFile(a.input);
   if (!text) return fail(text.error());
   auto ops = findGemmOps(*text, a.input);
   if (!ops) return fail(ops.error());
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
+  if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
 
   const HostCpu cpu = cpuForTargetArch(target->arch);
   std::vector<LibraryEntry> entries;
@@ -288,7 +474,7 @@ int cmdCompile(const CompileArgs& a) {
       auto best = db->best(key, target->key());
       if (!best) return fail(best.error());
       if (*best) {
-        Resolved res = resolveRecord(**best, target->arch);
+        Resolved res = resolveRecord(**best, *target);
         if (res.error.empty() && res.stale.empty()) {
           entry = std::move(res.entry);
           source = "tuned";
@@ -305,10 +491,8 @@ int cmdCompile(const CompileArgs& a) {
       entries.push_back(std::move(*entry));
     }
     const LibraryEntry& e = entries[entry_of[key]];
-    std::string expected = e.source == "tuned" ? e.provenance.at("gflops") : "-";
-    if (expected != "-") expected = std::to_string(int(std::atof(expected.c_str()) + 0.5)) + " GFLOP/s";
     report.push_back({&op, key, e.source == "tuned" ? "tuned (record " + e.provenance.at("record") + ")" : "default",
-                      expected});
+                      expectedOf(e)});
   }
 
   std::string library;

@@ -320,6 +320,14 @@ int64_t fixAsyncWaitCounts(mlir::ModuleOp mod, int64_t depth) {
   return groups;
 }
 
+constexpr const char* kCanonicalizeFuncs = R"(module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.yield
+  }
+})";
+
 constexpr const char* kAllocaToGlobal = R"(module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
@@ -394,6 +402,22 @@ Result<std::map<std::string, int64_t>> readAmdgpuMetadata(const std::string& byt
   return Error{"the code object has no AMDGPU metadata note"};
 }
 
+// Outlined kernels and their host code to NVVM -> PTX ("isa") or ROCDL -> HSACO (lld 22).
+std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std::string& features,
+                                const std::string& rocm_toolkit) {
+  if (nvidia)
+    return "builtin.module(gpu-lower-to-nvvm-pipeline{cubin-chip=" + chip + " cubin-features=" + features +
+           " cubin-format=isa kernel-bare-ptr-calling-convention=true})";
+  // ../shared/notes/recipes/rocm_pipe.txt, with vector->LLVM inside the GPU module first (the
+  // hoisted 2-D C tile) and format=bin through lld 22.
+  return "builtin.module(convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"
+         "rocdl-attach-target{chip=" + chip + " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+         "canonicalize,cse,gpu.module(convert-vector-to-llvm,convert-gpu-to-rocdl{chipset=" + chip +
+         " use-bare-ptr-memref-call-conv=true runtime=HIP},canonicalize,cse,reconcile-unrealized-casts),"
+         "gpu-to-llvm{use-bare-pointers-for-kernels=true},gpu-module-to-binary{format=bin toolkit=" +
+         (rocm_toolkit.empty() ? rocmToolkitDir() : rocm_toolkit) + "},reconcile-unrealized-casts)";
+}
+
 CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   CompileOutcome out;
   Finisher finish{out};
@@ -408,7 +432,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   if (!r.pipeline_schedule.empty()) {
     if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
       return finish("transform", "pipelining: " + err);
-    if (r.pipeline_depth > 1) info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
+    if (r.pipeline_depth > 1) {
+      // Before canonicalization, which folds a one-iteration steady-state loop away.
+      info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
+      if (!applyScript(*mod, kCanonicalizeFuncs, "canonicalize", err, diags)) return finish("transform", err);
+    }
   }
   if (r.swizzle && !runPipeline(*mod, "builtin.module(func.func(nvgpu-optimize-shared-memory))", err, diags))
     return finish("transform", "swizzle: " + err);
@@ -445,21 +473,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     (i < 3 ? info.grid[i] : info.block[i - 3]) = *c;
   }
 
-  std::string lowering;
-  if (r.nvidia) {
-    lowering = "builtin.module(gpu-lower-to-nvvm-pipeline{cubin-chip=" + r.chip + " cubin-features=" + r.features +
-               " cubin-format=isa kernel-bare-ptr-calling-convention=true})";
-  } else {
-    // ../shared/notes/recipes/rocm_pipe.txt, with vector->LLVM inside the GPU module first (the
-    // hoisted 2-D C tile) and format=bin through lld 22.
-    lowering =
-        "builtin.module(convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"
-        "rocdl-attach-target{chip=" + r.chip + " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
-        "canonicalize,cse,gpu.module(convert-vector-to-llvm,convert-gpu-to-rocdl{chipset=" + r.chip +
-        " use-bare-ptr-memref-call-conv=true runtime=HIP},canonicalize,cse,reconcile-unrealized-casts),"
-        "gpu-to-llvm{use-bare-pointers-for-kernels=true},gpu-module-to-binary{format=bin toolkit=" + (r.rocm_toolkit.empty() ? rocmToolkitDir() : r.rocm_toolkit) +
-        "},reconcile-unrealized-casts)";
-  }
+  const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit);
   // convert-vector-to-llvm reports (harmless) failed attempts on workgroup memrefs: only the
   // pipeline's result decides.
   diags.text.clear();
@@ -486,6 +500,76 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   return finish("", "");
 }
 
+CompileOutcome compileModuleGpu(const std::string& module, const std::string& library, const GpuModuleRequest& r,
+                                std::vector<GpuModuleKernel>& kernels) {
+  CompileOutcome out;
+  Finisher finish{out};
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  std::string err;
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(module, ctx.get(), r.input_name);
+  if (!mod) return finish("parse_payload", diags.text);
+  if (!library.empty() && !applyScript(*mod, library, "library", err, diags)) return finish("transform", err);
+  // Whatever the library did not turn into a kernel would run on the host, on device pointers.
+  std::string left;
+  mod->walk([&](mlir::Operation* op) {
+    if (op->getParentOfType<mlir::gpu::LaunchOp>() || !left.empty()) return;
+    bool tensor = false;
+    for (mlir::Type t : op->getResultTypes()) tensor |= mlir::isa<mlir::TensorType>(t);
+    if (tensor || llvm::isa<mlir::linalg::LinalgDialect>(op->getDialect())) {
+      std::string loc;
+      llvm::raw_string_ostream os(loc);
+      os << op->getLoc();
+      left = op->getName().getStringRef().str() + " at " + loc;
+    }
+  });
+  if (!left.empty())
+    return finish("transform", "not turned into a GPU kernel (it would run on the host on device memory): " + left);
+  mod->walk([&](mlir::gpu::LaunchOp l) {
+    GpuModuleKernel k;
+    if (auto fn = l->getParentOfType<mlir::func::FuncOp>()) k.host_function = fn.getSymName().str();
+    mlir::Value dims[6] = {l.getGridSizeX(), l.getGridSizeY(), l.getGridSizeZ(),
+                           l.getBlockSizeX(), l.getBlockSizeY(), l.getBlockSizeZ()};
+    for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
+    kernels.push_back(k);
+  });
+  if (!runPipeline(*mod, "builtin.module(gpu-launch-sink-index-computations,gpu-kernel-outlining)", err, diags))
+    return finish("lower", err);
+  size_t i = 0;
+  mod->walk([&](mlir::gpu::LaunchFuncOp l) {
+    if (i < kernels.size()) kernels[i++].name = l.getKernelModuleName().str() + "::" + l.getKernelName().str();
+  });
+  mod->walk([&](mlir::func::FuncOp f) {
+    if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
+  });
+  diags.text.clear();
+  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit), err, diags))
+    return finish("codegen", err);
+  std::map<std::string, std::string> objects;  // gpu.binary name -> object
+  mod->walk([&](mlir::gpu::BinaryOp b) {
+    for (mlir::Attribute a : b.getObjects())
+      if (auto o = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a)) objects[b.getName().str()] = o.getObject().str();
+  });
+  for (auto& k : kernels) {
+    std::string bin = k.name.substr(0, k.name.find("::"));
+    if (!objects.count(bin)) return finish("codegen", "no GPU binary for kernel " + k.name);
+    k.object = objects[bin];
+    if (!r.nvidia) {
+      auto md = readAmdgpuMetadata(k.object);
+      if (!md) return finish("codegen", "code object of " + k.name + ": " + md.error());
+      k.stats = *md;
+    }
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
+  if (ec) return finish("codegen", "cannot write " + r.out_path + ": " + ec.message());
+  mod->print(os);
+  os.flush();
+  out.object_bytes = int64_t(os.tell());
+  out.ok = true;
+  return finish("", "");
+}
+
 static std::string typeName(mlir::Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -503,6 +587,9 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
     if (!mlir::linalg::isaContractionOpInterface(op)) return;
     FoundOp f;
     f.op_name = op->getName().getStringRef().str();
+    if (auto fn = op->getParentOfType<mlir::func::FuncOp>()) f.function = fn.getSymName().str();
+    if (op.getNumDpsInits() == 1)
+      if (auto def = op.getDpsInitOperand(0)->get().getDefiningOp()) f.init_is_fill = mlir::isa<mlir::linalg::FillOp>(def);
     if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(op->getLoc())) {
       std::string file = fl.getFilename().str();
       file = file.substr(file.find_last_of('/') + 1);

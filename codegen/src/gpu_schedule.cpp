@@ -214,24 +214,17 @@ const char* H = "!transform.any_op";
 
 }  // namespace
 
-std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
-  auto pr = planGpuGemm(w, space, c);
-  if (!pr) return "// invalid GPU candidate: " + pr.error() + "\n";
-  const GpuPlan& p = *pr;
-  auto v = space.values(c);
-  std::ostringstream o;
-  const std::string I = "    ";
-  o << "// Sextant GPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
-    << "// workload: " << w.key() << "\n"
-    << "// knobs: " << space.keyOf(c) << "\n"
-    << "// threads per block: " << p.threads << ", shared memory: " << p.smem_bytes << " bytes\n"
-    << "module attributes {transform.with_named_sequence} {\n"
-    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.consumed}) {\n";
-  for (size_t i = 0; i < space.knobs().size(); ++i) o << I << knobOp(space.knobs()[i], v[i]) << "\n";
+namespace {
+
+// Where the emitted text lives: the standalone scripts (the tuner's stages, matching ops in the
+// whole module) or a library's named sequences (one matched op; the lowering of its function).
+enum class Form { Script, Library };
+
+// The op-level part of stage 1: block tiles (C initialisation fused in), K chunks, promotion of
+// the A and B tiles, their copies mapped to threads, warp or thread tiles. Reads %mm and %fill.
+void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload& w, const GpuPlan& p) {
   const std::string pa = ty(w.a_type), pb = ty(w.b_type), pc = ty(w.c_type);
-  o << I << "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
-    << I << "%fill = transform.structured.match ops{[\"linalg.fill\"]} in %root : (" << H << ") -> " << H << "\n"
-    << I << "// Block tiles, with the C initialisation fused in.\n"
+  o << I << "// Block tiles, with the C initialisation fused in.\n"
     << I << "%t1, %blk = transform.structured.tile_using_forall %mm tile_sizes [" << p.block_m << ", " << p.block_n
     << "] (mapping = [#gpu.block<y>, #gpu.block<x>]) : (" << H << ") -> (" << H << ", " << H << ")\n"
     << I << "%ff, %blk2 = transform.structured.fuse_into_containing_op %fill into %blk : (" << H << ", " << H
@@ -267,19 +260,41 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
       << ")\n";
   }
   o << I << "%buf, %newops = transform.structured.bufferize_to_allocation %pad_forall {memory_space = "
-    << "#gpu.address_space<workgroup>, bufferize_destination_only} : " << H << "\n"
-    << I << "%func = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
-    << I << "%vf = transform.structured.vectorize_children_and_apply_patterns %func : (" << H << ") -> " << H << "\n"
+    << "#gpu.address_space<workgroup>, bufferize_destination_only} : " << H << "\n";
+}
+
+// The function-level part of stage 1: vectorisation, bufferisation, the launch and its thread
+// mapping, the contraction lowered to tensor-core fragments or FMA outer products. The script
+// form matches the function in the module (%root); the library form starts from %func (the
+// function holding the matched op) and follows the handles the transforms return.
+void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPlan& p, Form form) {
+  const bool lib = form == Form::Library;
+  auto matchFunc = [&](const std::string& name, const std::string& in) {
+    o << I << "%" << name << " = transform.structured.match ops{[\"func.func\"]} in %" << in << " : (" << H
+      << ") -> " << H << "\n";
+  };
+  auto sameFunc = [&](const std::string& name, const std::string& of) {
+    o << I << "%" << name << " = transform.merge_handles %" << of << " {deduplicate} : " << H << "\n";
+  };
+  if (!lib) matchFunc("func", "root");
+  o << I << "%vf = transform.structured.vectorize_children_and_apply_patterns %func : (" << H << ") -> " << H << "\n"
     << I << "transform.apply_patterns to %vf {\n"
     << I << "  transform.apply_patterns.canonicalization\n"
     << I << "  transform.apply_patterns.linalg.tiling_canonicalization\n"
     << I << "} : " << H << "\n"
-    << I << "transform.apply_cse to %vf : " << H << "\n"
-    << I << "transform.bufferization.eliminate_empty_tensors %root : " << H << "\n"
-    << I << "%bufd = transform.bufferization.one_shot_bufferize layout{IdentityLayoutMap} %root "
-    << "{bufferize_function_boundaries = true, memcpy_op = \"linalg.copy\"} : (" << H << ") -> " << H << "\n"
-    << I << "%f2 = transform.structured.match ops{[\"func.func\"]} in %bufd : (" << H << ") -> " << H << "\n"
-    << I << "// CSE then canonicalize, twice: bufferization self-copies must go before hoisting.\n"
+    << I << "transform.apply_cse to %vf : " << H << "\n";
+  if (lib) {
+    // Function boundaries stay as they are: the function already takes memrefs.
+    o << I << "transform.bufferization.eliminate_empty_tensors %vf : " << H << "\n"
+      << I << "%f2 = transform.bufferization.one_shot_bufferize layout{IdentityLayoutMap} %vf "
+      << "{memcpy_op = \"linalg.copy\"} : (" << H << ") -> " << H << "\n";
+  } else {
+    o << I << "transform.bufferization.eliminate_empty_tensors %root : " << H << "\n"
+      << I << "%bufd = transform.bufferization.one_shot_bufferize layout{IdentityLayoutMap} %root "
+      << "{bufferize_function_boundaries = true, memcpy_op = \"linalg.copy\"} : (" << H << ") -> " << H << "\n";
+    matchFunc("f2", "bufd");
+  }
+  o << I << "// CSE then canonicalize, twice: bufferization self-copies must go before hoisting.\n"
     << I << "transform.apply_cse to %f2 : " << H << "\n"
     << I << "transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : " << H << "\n"
     << I << "transform.apply_cse to %f2 : " << H << "\n"
@@ -287,9 +302,12 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << I << "%f2v = transform.structured.vectorize_children_and_apply_patterns %f2 : (" << H << ") -> " << H << "\n"
     << I << "%launch = transform.gpu.map_forall_to_blocks %f2v {generate_gpu_launch} : (" << H << ") -> " << H << "\n"
     << I << "%l2 = transform.gpu.map_nested_forall_to_threads %launch block_dims = [" << p.block_dims[0] << ", "
-    << p.block_dims[1] << ", " << p.block_dims[2] << "] : (" << H << ") -> " << H << "\n"
-    << I << "%f3 = transform.structured.match ops{[\"func.func\"]} in %bufd : (" << H << ") -> " << H << "\n"
-    << I << "transform.apply_cse to %f3 : " << H << "\n"
+    << p.block_dims[1] << ", " << p.block_dims[2] << "] : (" << H << ") -> " << H << "\n";
+  if (lib)
+    o << I << "%f3 = transform.get_parent_op %l2 {op_name = \"func.func\"} : (" << H << ") -> " << H << "\n";
+  else
+    matchFunc("f3", "bufd");
+  o << I << "transform.apply_cse to %f3 : " << H << "\n"
     << I << "transform.apply_patterns to %f3 {\n"
     << I << "  transform.apply_patterns.canonicalization\n"
     << I << "  transform.apply_patterns.memref.fold_memref_alias_ops\n"
@@ -311,9 +329,10 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
       << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
   } else {
     o << I << "// Keep the thread's C tile in registers across the K loop, then FMA outer products.\n"
-      << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n"
-      << I << "%f5 = transform.structured.match ops{[\"func.func\"]} in %bufd : (" << H << ") -> " << H << "\n"
-      << I << "transform.apply_patterns to %f5 {\n"
+      << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
+    if (lib) sameFunc("f5", "h");
+    else matchFunc("f5", "bufd");
+    o << I << "transform.apply_patterns to %f5 {\n"
       << I << "  transform.apply_patterns.vector.lower_masked_transfers\n"
       << I << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
       << I << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
@@ -332,21 +351,18 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
       << I << "} : " << H << "\n"
       << I << "transform.apply_cse to %f5 : " << H << "\n";
   }
-  o << I << "%f4 = transform.structured.match ops{[\"func.func\"]} in %bufd : (" << H << ") -> " << H << "\n"
-    << I << "transform.apply_patterns to %f4 { transform.apply_patterns.canonicalization } : " << H << "\n"
+  if (lib) sameFunc("f4", "h");
+  else matchFunc("f4", "bufd");
+  o << I << "transform.apply_patterns to %f4 { transform.apply_patterns.canonicalization } : " << H << "\n"
     << I << "transform.apply_cse to %f4 : " << H << "\n";
   if (!p.mma)
     o << I << "// 2-D from_elements (the hoisted C tile) have no ROCDL lowering: unroll them to rows, last\n"
       << I << "// (canonicalization would fold them back).\n"
       << I << "transform.apply_patterns to %f4 { transform.apply_patterns.vector.unroll_from_elements } : " << H << "\n";
-  o << I << "transform.yield\n"
-    << "  }\n"
-    << "}\n";
-  return o.str();
 }
 
 // The copies' 2-D transfers lowered to 1-D (needed before cp.async groups and before NVVM).
-static std::string lowerTransfers(const std::string& I) {
+std::string lowerTransfers(const std::string& I) {
   std::ostringstream o;
   o << I << "transform.apply_patterns to %f {\n"
     << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
@@ -360,22 +376,12 @@ static std::string lowerTransfers(const std::string& I) {
   return o.str();
 }
 
-std::string emitGpuPipelineSchedule(const GpuPlan& p) {
-  if (p.pipeline <= 1 && !p.mma) return "";
-  const std::string I = "    ";
-  std::ostringstream o;
-  if (p.pipeline <= 1)  // tensor cores without pipelining: the transfers still have to become 1-D
-    o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n";
-  else
-    o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"
-      << "// The wait-group counts of the steady-state loop are set afterwards from the number of commit\n"
-      << "// groups per iteration (the compiler counts them).\n";
-  o << "module attributes {transform.with_named_sequence} {\n"
-    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
-    << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n";
+// Stage 3 on the function %f: multi-buffering, cp.async groups, software pipelining (or, for
+// tensor cores without pipelining, the transfers' lowering alone). `scope` holds the launch.
+void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPlan& p, const std::string& scope) {
   if (p.pipeline <= 1) {
-    o << lowerTransfers(I) << I << "transform.yield\n  }\n}\n";
-    return o.str();
+    o << lowerTransfers(I);
+    return;
   }
   o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"
     << I << "%allocs = transform.structured.match ops{[\"memref.alloc\"]} in %f : (" << H
@@ -386,16 +392,136 @@ std::string emitGpuPipelineSchedule(const GpuPlan& p) {
     << I << "transform.apply_patterns to %f { transform.apply_patterns.gpu.eliminate_barriers } : " << H << "\n"
     << I << "%f2 = transform.nvgpu.create_async_groups %f {bypass_l1} : (" << H << ") -> " << H << "\n"
     << I << "transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : " << H << "\n"
-    << I << "%launch = transform.structured.match ops{[\"gpu.launch\"]} in %root : (" << H << ") -> " << H << "\n"
+    << I << "%launch = transform.structured.match ops{[\"gpu.launch\"]} in %" << scope << " : (" << H << ") -> " << H
+    << "\n"
     << I << "%loops = transform.structured.match ops{[\"scf.for\"]} in %launch : (" << H << ") -> " << H << "\n"
     << I << "%kloop = transform.split_handle %loops : (" << H << ") -> (" << H << ")\n"
     << I << "%p = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {depth = " << p.pipeline
-    << ", peel_epilogue} : (" << H << ") -> " << H << "\n"
-    << I << "%f3 = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
-    << I << "transform.apply_patterns to %f3 { transform.apply_patterns.canonicalization } : " << H << "\n"
-    << I << "transform.yield\n"
+    << ", peel_epilogue} : (" << H << ") -> " << H << "\n";
+}
+
+}  // namespace
+
+std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return "// invalid GPU candidate: " + pr.error() + "\n";
+  const GpuPlan& p = *pr;
+  auto v = space.values(c);
+  std::ostringstream o;
+  const std::string I = "    ";
+  o << "// Sextant GPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
+    << "// workload: " << w.key() << "\n"
+    << "// knobs: " << space.keyOf(c) << "\n"
+    << "// threads per block: " << p.threads << ", shared memory: " << p.smem_bytes << " bytes\n"
+    << "module attributes {transform.with_named_sequence} {\n"
+    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.consumed}) {\n";
+  for (size_t i = 0; i < space.knobs().size(); ++i) o << I << knobOp(space.knobs()[i], v[i]) << "\n";
+  o << I << "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
+    << I << "%fill = transform.structured.match ops{[\"linalg.fill\"]} in %root : (" << H << ") -> " << H << "\n";
+  emitOpStage(o, I, w, p);
+  emitFunctionStage(o, I, p, Form::Script);
+  o << I << "transform.yield\n"
     << "  }\n"
     << "}\n";
+  return o.str();
+}
+
+std::string emitGpuPipelineSchedule(const GpuPlan& p) {
+  if (p.pipeline <= 1 && !p.mma) return "";
+  const std::string I = "    ";
+  std::ostringstream o;
+  if (p.pipeline <= 1)  // tensor cores without pipelining: the transfers still have to become 1-D
+    o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n";
+  else
+    o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"
+      << "// The wait-group counts of the steady-state loop are set afterwards from the number of commit\n"
+      << "// groups per iteration (the compiler counts them), then the function is canonicalized.\n";
+  o << "module attributes {transform.with_named_sequence} {\n"
+    << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.readonly}) {\n"
+    << I << "%f = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n";
+  emitPipelineStage(o, I, p, "root");
+  o << I << "transform.yield\n  }\n}\n";
+  return o.str();
+}
+
+std::string emitGpuLibraryActions(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                  const std::string& I, const std::string& function_tag) {
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return I + "// invalid GPU candidate: " + pr.error() + "\n";
+  std::ostringstream o;
+  o << I << "%fill = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n"
+    << I << "%fn = transform.get_parent_op %mm {op_name = \"func.func\"} : (" << H << ") -> " << H << "\n";
+  emitOpStage(o, I, w, *pr);
+  o << I << "// The rest runs on the whole function (bufferisation, the launch): marked for the lowering.\n"
+    << I << "transform.annotate %fn \"" << function_tag << "\" : " << H << "\n";
+  return o.str();
+}
+
+std::string emitGpuLibraryLowering(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                   const std::string& I) {
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return I + "// invalid GPU candidate: " + pr.error() + "\n";
+  std::ostringstream o;
+  emitFunctionStage(o, I, *pr, Form::Library);
+  return o.str();
+}
+
+std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, const Candidate& c, const std::string& I,
+                                 bool nvidia) {
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return I + "// invalid GPU candidate: " + pr.error() + "\n";
+  const GpuPlan& p = *pr;
+  std::ostringstream o;
+  // What the tuner's compiler does between and after its scripts (compileGpuGemm), as transforms.
+  o << I << "%f0 = transform.merge_handles %fin {deduplicate} : " << H << "\n";
+  std::string f = "f0";
+  auto pass = [&](const std::string& name, const std::string& options) {
+    std::string next = "f_" + std::to_string(o.tellp());
+    o << I << "%" << next << " = transform.apply_registered_pass \"" << name << "\""
+      << (options.empty() ? "" : " with options = { " + options + " }") << " to %" << f << " : (" << H << ") -> "
+      << H << "\n";
+    f = next;
+  };
+  if (p.mma) {
+    o << I << "// Tensor-core fragments: vector -> nvgpu (ldmatrix, mma.sync).\n";
+    pass("convert-vector-to-gpu", "\"use-nvgpu\" = true");
+    pass("canonicalize", "");
+    pass("cse", "");
+  }
+  if (nvidia && (p.pipeline > 1 || p.mma)) {
+    o << I << "// " << (p.pipeline > 1 ? "cp.async software pipeline" : "The copies' transfers lowered to 1-D")
+      << ".\n"
+      << I << "%f = transform.merge_handles %" << f << " {deduplicate} : " << H << "\n";
+    emitPipelineStage(o, I, p, "f2");
+    f = "f";
+    if (p.pipeline > 1) {
+      // One commit group per promoted operand (A, B) per iteration (checked: the transform fails
+      // otherwise): pipelined waits may leave groups * (depth - 1) groups pending, as
+      // fixAsyncWaitCounts in the compiler counts; then canonicalization, as there.
+      o << I << "%groups = transform.structured.match ops{[\"nvgpu.device_async_create_group\"]} in %p : (" << H
+        << ") -> " << H << "\n"
+        << I << "%ngroups = transform.num_associations %groups : (" << H << ") -> !transform.param<i64>\n"
+        << I << "%two = transform.param.constant 2 : i64 -> !transform.param<i64>\n"
+        << I << "transform.match.param.cmpi eq %ngroups, %two : !transform.param<i64>\n"
+        << I << "%waits = transform.structured.match ops{[\"nvgpu.device_async_wait\"]} in %p : (" << H << ") -> "
+        << H << "\n"
+        << I << "%pending = transform.param.constant " << 2 * (p.pipeline - 1) << " : i32 -> !transform.param<i32>\n"
+        << I << "transform.annotate %waits \"numGroups\" = %pending : " << H << ", !transform.param<i32>\n"
+        << I << "transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : " << H << "\n";
+      f = "f2";
+    }
+  }
+  if (p.swizzle) {
+    o << I << "// XOR-swizzled shared-memory addresses against ldmatrix bank conflicts.\n";
+    pass("nvgpu-optimize-shared-memory", "");
+  }
+  o << I << "// Workgroup buffers become static shared memory / LDS.\n";
+  pass("promote-buffers-to-stack", "\"max-alloc-size-in-bytes\" = 16777216");
+  o << I << "%allocas = transform.structured.match ops{[\"memref.alloca\"]} in %" << f
+    << " : (" << H << ") -> !transform.op<\"memref.alloca\">\n"
+    << I << "%gg, %glob = transform.memref.alloca_to_global %allocas : (!transform.op<\"memref.alloca\">) -> (" << H
+    << ", " << H << ")\n";
+  (void)w;
   return o.str();
 }
 

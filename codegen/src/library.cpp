@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_schedule.h"
 
 namespace sextant {
 
@@ -24,7 +25,7 @@ static std::string escape(const std::string& s) {
   return o;
 }
 
-static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch) {
+static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
   auto param = [&](const std::string& name, int64_t v) {
     o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
@@ -75,10 +76,16 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
     cmp(std::string(on[x]) + "_bits", std::string(on[x]) + "_bits_want");
   }
   o << "      transform.match.structured.yield %s : " << H << "\n"
-    << "    }\n"
-    << "    transform.yield %0 : " << H << "\n"
+    << "    }\n";
+  if (needs_fill)
+    o << "    // The GPU schedule fuses the C initialisation into the kernel: it must be a linalg.fill.\n"
+      << "    %init = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
+      << "    transform.match.operation_name %init [\"linalg.fill\"] : " << H << "\n";
+  o << "    transform.yield %0 : " << H << "\n"
     << "  }\n";
 }
+
+static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_string(i); }
 
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title) {
   if (entries.empty()) return Error{"nothing to put in the library"};
@@ -98,7 +105,9 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     << "module attributes {transform.with_named_sequence} {\n";
   for (size_t i = 0; i < entries.size(); ++i) {
     const LibraryEntry& e = entries[i];
-    emitMatcher(o, i, e.workload, e.batch);
+    const bool gpu = e.kind != LibraryEntry::Kind::Cpu;
+    if (gpu && e.batch > 0) return Error{"batched GEMMs have no GPU schedule (" + e.workload.key() + ")"};
+    emitMatcher(o, i, e.workload, e.batch, gpu);
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";
@@ -110,15 +119,37 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     for (const auto& [k, v] : e.provenance) o << ", sextant." << k << " = \"" << escape(v) << "\"";
     o << "} {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
-      << emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0) << "    transform.yield\n"
+      << (gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+              : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0))
+      << "    transform.yield\n"
       << "  }\n";
+    if (gpu)
+      o << "  // " << e.workload.key() << ": the function-level part of the schedule (one GEMM per function)\n"
+        << "  transform.named_sequence @sextant_lower_" << i << "(%func: !transform.any_op {transform.consumed}) {\n"
+        << emitGpuLibraryLowering(e.workload, e.space, e.candidate, "    ") << "    transform.yield\n"
+        << "  }\n"
+        << "  // " << e.workload.key() << ": to static shared memory and the final kernel form\n"
+        << "  transform.named_sequence @sextant_finish_" << i << "(%fin: !transform.any_op {transform.readonly}) {\n"
+        << emitGpuLibraryFinish(e.workload, e.space, e.candidate, "    ", e.kind == LibraryEntry::Kind::Nvidia)
+        << "    transform.yield\n"
+        << "  }\n";
   }
   o << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n"
     << "    %done = transform.foreach_match in %root\n";
   for (size_t i = 0; i < entries.size(); ++i)
     o << "        @sextant_match_" << i << " -> @sextant_apply_" << i << (i + 1 < entries.size() ? ",\n" : "\n");
-  o << "      : (!transform.any_op) -> !transform.any_op\n"
-    << "    transform.yield\n"
+  o << "      : (!transform.any_op) -> !transform.any_op\n";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].kind == LibraryEntry::Kind::Cpu) continue;
+    for (const char* stage : {"lower", "finish"}) {
+      std::string h = std::string("%") + stage + "_" + std::to_string(i);
+      o << "    " << h << " = transform.structured.match ops{[\"func.func\"]} attributes {" << gpuTag(i)
+        << "} in %done : (!transform.any_op) -> !transform.any_op\n"
+        << "    transform.include @sextant_" << stage << "_" << i << " failures(propagate) (" << h
+        << ") : (!transform.any_op) -> ()\n";
+    }
+  }
+  o << "    transform.yield\n"
     << "  }\n"
     << "}\n";
   return o.str();

@@ -1,5 +1,7 @@
 // GPU tuning as a user runs it on a machine without a GPU: compile-only runs, a bundle for
 // tune-runner, the runner's "no device" answer, and the import of a results file.
+#include <algorithm>
+#include <regex>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +9,57 @@
 
 using namespace e2e;
 using json = nlohmann::json;
+
+namespace {
+
+// The header of a results file as tune-runner writes it (a test fixture, not a measurement).
+json fixtureResultsHeader() {
+  return {{"format", "sextant-results"}, {"version", 1}, {"runner", "tune-runner test-fixture"},
+          {"date", "2026-11-21T00:00:00Z"}, {"command", "fixture"}, {"host", "fixture-host"},
+          {"device", {{"vendor", "nvidia"}, {"name", "FIXTURE GPU"}, {"arch", "sm_90"}, {"driver_version", "0.0"},
+                      {"sm_count", 132}, {"l2_bytes", 52428800}, {"memory_bytes", 85899345920LL}}},
+          {"options", json::object()}, {"references", json::array()}, {"notes", json::array()}};
+}
+
+// Bundles `trials` h100 kernels of a workload and imports fixture results for them (all correct,
+// GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
+void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials) {
+  std::string dir = tmp("bundle-" + shape);
+  std::filesystem::remove_all(dir);
+  Outcome r = tune("--op gemm --target h100 --dtype " + dtype + " --shape " + shape + " --trials " +
+                   std::to_string(trials) + " --strategy random --seed 3 --measure bundle --out " + dir +
+                   " --db " + db + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  json res = fixtureResultsHeader(), results = json::array();
+  double g = 100;
+  for (const auto& k : m["kernels"]) {
+    results.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", "ok"}, {"message", ""},
+                       {"times_s", {1e-3}}, {"median_s", 1e-3}, {"cv", 0.0}, {"gflops", g}, {"max_abs_err", 0.0},
+                       {"checked_entries", 4096},
+                       {"resources", {{"registers", 64}, {"local_bytes", 0}, {"static_shared_bytes", 16384},
+                                      {"max_threads_per_block", 1024}}}});
+    g += 50;
+  }
+  res["results"] = results;
+  { std::ofstream(dir + "/results.json") << res.dump(); }
+  Outcome imp = tune("import-results " + dir + " --db " + db);
+  ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
+  std::filesystem::remove_all(dir);
+}
+
+// The PTX (escaped) of one host function's kernel in a lowered module's gpu.binary.
+std::string binaryOf(const std::string& module, const std::string& function) {
+  size_t p = module.find("gpu.binary @" + function + "_kernel");
+  if (p == std::string::npos) return "";
+  std::string line = module.substr(p, module.find('\n', p) - p);
+  size_t a = line.find("assembly = \"");
+  if (a == std::string::npos) return "";
+  // Shared-memory globals are numbered in the order the library's schedules ran (alloca_1 ...).
+  return std::regex_replace(line.substr(a), std::regex("alloca(_[0-9]+)?"), "alloca");
+}
+
+}  // namespace
 
 TEST(GpuEndToEnd, CompileOnlyRecordsStatisticsAndNeverAMeasurement) {
   std::string db = tmp("gpu-none.db");
@@ -57,11 +110,7 @@ TEST(GpuEndToEnd, BundleRunnerWithoutDeviceAndResultsImport) {
 
   // A results file as tune-runner writes it (a test fixture, not a measurement) imports as
   // measured records of that device, once.
-  json res{{"format", "sextant-results"}, {"version", 1}, {"runner", "tune-runner test-fixture"},
-           {"date", "2026-11-21T00:00:00Z"}, {"command", "fixture"}, {"host", "fixture-host"},
-           {"device", {{"vendor", "nvidia"}, {"name", "FIXTURE GPU"}, {"arch", "sm_90"}, {"driver_version", "0.0"},
-                       {"sm_count", 132}, {"l2_bytes", 52428800}, {"memory_bytes", 85899345920LL}}},
-           {"options", json::object()}, {"references", json::array()}, {"notes", json::array()}};
+  json res = fixtureResultsHeader();
   json results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
@@ -187,4 +236,94 @@ TEST(GpuEndToEnd, PredictedModeRanksWithOtherTargetsDataAndNeverClaimsAMeasureme
   removeDb(db);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(dir2);
+}
+
+// Issue #6 for GPUs: tuned h100 schedules exported as a Transform library that stock mlir-opt
+// applies (tuned GEMMs become launches, the other op is left alone) and lowers to PTX with the
+// pipeline `tune export` prints; `tune compile` gives the same kernels, uses the default schedule
+// where nothing is tuned, and refuses what cannot become a kernel. Then the same module for MI300.
+TEST(GpuExport, LibraryAppliedByMlirOptAndTuneCompileAgree) {
+  const std::string db = tmp("gpu-export.db"), lib = tmp("gpu-lib.mlir"), applied = tmp("gpu-applied.mlir");
+  const std::string tools = SEXTANT_LLVM_TOOLS;
+  removeDb(db);
+  fixtureTunedGpuDb(db, "f16", "256x256x128", 3);
+  fixtureTunedGpuDb(db, "f32", "128x128x64", 3);
+
+  Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(ex.out.find("wrote 2 tuned schedules for h100:sm_90"), std::string::npos) << ex.out;
+  const std::string lower_marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
+  size_t lp = ex.out.find(lower_marker);
+  ASSERT_NE(lp, std::string::npos) << ex.out;
+  const std::string pipeline = ex.out.substr(lp + lower_marker.size(), ex.out.find('\'', lp + lower_marker.size()) -
+                                                                          lp - lower_marker.size());
+
+  // Stock mlir-opt applies the library; FileCheck the result.
+  Outcome opt = sh(tools + "/mlir-opt " + std::string(DATA_DIR) + "/gpu_gemms.mlir --transform-preload-library=" +
+                   "transform-library-paths=" + lib + " --transform-interpreter -o " + applied);
+  ASSERT_EQ(opt.code, 0) << opt.err;
+  Outcome fc = sh(tools + "/FileCheck " + std::string(DATA_DIR) + "/gpu_gemms.check --input-file " + applied);
+  EXPECT_EQ(fc.code, 0) << fc.err;
+
+  // tune compile refuses that module: the 8x8x8 GEMM cannot become a kernel.
+  const std::string out = tmp("gpu-model.mlir");
+  Outcome bad = tune("compile " + std::string(DATA_DIR) + "/gpu_gemms.mlir --db " + db + " --target h100 -o " + out);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("gpu_gemms.mlir:30"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("no GPU schedule fits 8x8x8"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  // The same library through stock tools, lowered with the printed pipeline (on the tuned
+  // functions of gpu_model.mlir: the library has no default for @mlp) ...
+  const std::string model = std::string(DATA_DIR) + "/gpu_model.mlir", lowered = tmp("gpu-lowered.mlir");
+  const std::string tuned_only = tmp("gpu-tuned-only.mlir");
+  {
+    std::string text = slurp(model);
+    std::ofstream(tuned_only) << text.substr(0, text.find("func.func @mlp"));
+  }
+  Outcome low = sh("(" + tools + "/mlir-opt " + tuned_only + " --transform-preload-library=transform-library-paths=" +
+                   lib + " --transform-interpreter | " + tools + "/mlir-opt --pass-pipeline='" + pipeline + "' -o " +
+                   lowered + ")");
+  EXPECT_EQ(low.code, 0) << low.err;
+  // ... and tune compile: tuned, tuned, default; the same PTX for the tuned functions.
+  Outcome c = tune("compile " + model + " --db " + db + " --target h100 -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:256x256x128:f16*f16->f32   tuned (record"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:128x128x64:f32*f32->f32    tuned (record"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:64x64x64:f16*f16->f32      default"), std::string::npos) << c.out;
+  const std::string compiled = slurp(out), via_opt = slurp(lowered);
+  for (const char* f : {"proj", "small"}) {
+    EXPECT_FALSE(binaryOf(compiled, f).empty()) << f;
+    if (binaryOf(compiled, f) != binaryOf(via_opt, f)) {
+      std::ofstream(tmp(std::string(f) + ".compiled")) << binaryOf(compiled, f);
+      std::ofstream(tmp(std::string(f) + ".via-opt")) << binaryOf(via_opt, f);
+      ADD_FAILURE() << f << ": tune compile and mlir-opt differ: see " << tmp(std::string(f) + ".compiled") << " and "
+                    << tmp(std::string(f) + ".via-opt");
+    }
+    std::string ptx = slurp(out + "." + f + ".ptx");
+    EXPECT_NE(ptx.find(".entry " + std::string(f) + "_kernel"), std::string::npos) << f;
+    EXPECT_NE(ptx.find(".shared"), std::string::npos) << f;
+  }
+  EXPECT_NE(slurp(out + ".mlp.ptx").find(".entry mlp_kernel"), std::string::npos);
+  EXPECT_NE(compiled.find("llvm.func @proj"), std::string::npos);  // host code lowered
+
+  // MI300 from the same database: nothing tuned for it, every GEMM gets the default schedule,
+  // HSACO code objects for gfx942.
+  const std::string amd = tmp("gpu-model-amd.mlir");
+  Outcome ca = tune("compile " + model + " --db " + db + " --target mi300 -o " + amd);
+  ASSERT_EQ(ca.code, 0) << ca.err << ca.out;
+  for (const char* f : {"proj", "small", "mlp"}) {
+    std::string hsaco = slurp(amd + "." + f + ".hsaco");
+    ASSERT_GT(hsaco.size(), 64u) << f;
+    EXPECT_EQ(hsaco.substr(0, 4), "\x7f" "ELF") << f;
+    EXPECT_NE(hsaco.find("gfx942"), std::string::npos) << f;
+  }
+  EXPECT_NE(ca.out.find("VGPRs"), std::string::npos) << ca.out;
+
+  for (const std::string& f : {lib, applied, out, lowered, amd, tuned_only}) std::filesystem::remove(f);
+  for (const char* f : {"proj", "small", "mlp"}) {
+    std::filesystem::remove(out + "." + f + ".ptx");
+    std::filesystem::remove(amd + "." + f + ".hsaco");
+  }
+  removeDb(db);
 }

@@ -58,6 +58,31 @@ struct GpuKernelInfo {
 };
 CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info);
 
+// The pass pipeline from outlined GPU kernels to PTX (format isa) or HSACO (lld 22 under the
+// prefix rocm_toolkit; empty: a private one), host code included.
+std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std::string& features,
+                                const std::string& rocm_toolkit);
+
+// A user's module with GPU library schedules applied (library.h), outlined and lowered: the
+// module (host code in the LLVM dialect, kernels as gpu.binary objects: PTX or HSACO) is written
+// to out_path as MLIR text. Fails if an op with tensors or a linalg op is left outside the
+// kernels (it would run on the host, on device memory).
+struct GpuModuleRequest {
+  bool nvidia = true;
+  std::string chip, features, rocm_toolkit;
+  std::string input_name = "input";
+  std::string out_path;
+};
+struct GpuModuleKernel {
+  std::string host_function;  // the function that launches it
+  std::string name;           // "module::kernel"
+  int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::string object;         // PTX text or HSACO bytes
+  std::map<std::string, int64_t> stats;  // AMD: code-object metadata
+};
+CompileOutcome compileModuleGpu(const std::string& module, const std::string& library, const GpuModuleRequest& r,
+                                std::vector<GpuModuleKernel>& kernels);
+
 // Reads the AMDGPU code-object metadata (NT_AMDGPU_METADATA note) of an HSACO: for the first
 // kernel, .vgpr_count, .sgpr_count, .agpr_count, .vgpr_spill_count, .sgpr_spill_count,
 // .group_segment_fixed_size (LDS bytes), .private_segment_fixed_size, .wavefront_size,
@@ -74,6 +99,8 @@ struct FoundOp {
   int64_t m = 0, n = 0, k = 0, batch = 0;
   std::string a_type, b_type, c_type;  // element types ("f32", "f16", "bf16", ...)
   std::string layout;                  // "NN", "NT", "TN"
+  std::string function;                // the enclosing func.func
+  bool init_is_fill = false;           // C initialised by a linalg.fill (GPU schedules fuse it)
 };
 Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename);
 

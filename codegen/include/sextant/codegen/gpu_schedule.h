@@ -58,4 +58,21 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 // cores without pipelining, the lowering of the copies' transfers alone; otherwise empty.
 std::string emitGpuPipelineSchedule(const GpuPlan& p);
 
+// The same schedule as named-sequence bodies of a Transform library (library.h), where one
+// matched op is scheduled inside a user's module and no compiler runs between the stages:
+// - actions (handle %mm: the matched op): the op-level part of stage 1; marks the op's function
+//   with the unit attribute `function_tag`;
+// - lowering (handle %func, consumed: the marked function): the function-level part of stage 1;
+// - finish (handle %fin, consumed: the same function, matched again): what compileGpuGemm does
+//   between and after the scripts (vector -> nvgpu, stage 3, the wait-group counts, the swizzle,
+//   workgroup buffers to static shared memory), as registered passes and transforms.
+// The kernel is then the one the tuner measured (tests compare the PTX). The function-level
+// parts make it one scheduled GEMM per function.
+std::string emitGpuLibraryActions(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                  const std::string& indent, const std::string& function_tag);
+std::string emitGpuLibraryLowering(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                   const std::string& indent);
+std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                 const std::string& indent, bool nvidia);
+
 }  // namespace sextant

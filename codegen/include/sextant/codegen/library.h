@@ -26,12 +26,16 @@ struct LibraryEntry {
   Candidate candidate;
   std::string source = "tuned";                   // tuned | default | predicted
   int64_t batch = 0;                              // > 0: a batched GEMM with this batch size
+  enum class Kind { Cpu, Nvidia, Amd } kind = Kind::Cpu;  // whose schedule space `space` is
   std::map<std::string, std::string> provenance;  // tool, llvm, target, measured_at, gflops, record
 };
 
 // What a matcher can tell apart: loop sizes (batch included) and operand bit widths.
 std::string matcherSignature(const GemmWorkload& w, int64_t batch = 0);
 
+// GPU entries (gpu_schedule.h) also need the GEMM's C initialised by a linalg.fill (it is fused
+// into the kernel) and the op alone in its function (the launch is built per function); the
+// matcher checks the first, a second scheduled GEMM in one function fails the transform loudly.
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title);
 
 }  // namespace sextant
