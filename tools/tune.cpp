@@ -628,6 +628,7 @@ int main(int argc, char** argv) {
       "  tune best --op gemm --shape 512x512x512 --db sextant.db   print the best schedule\n"
       "  tune export --db sextant.db --target cpu --format transform -o tuned.mlir\n"
       "  tune compile model.mlir --db sextant.db --target cpu -o model.so\n"
+      "  tune compile model.mlir --db sextant.db --target h100 -o model.gpu.mlir   kernels as PTX (HSACO for mi300)\n"
       "  tune import records.jsonl --db sextant.db;  tune merge a.db b.db -o c.db\n"
       "  tune --op gemm --target h100 --dtype f16 --shape 4096x4096x4096 --measure none    compile + analyse\n"
       "  tune --target mi300 --dtype f16 --measure bundle --out b/;  tune-runner b/;  tune import-results b/\n\n"
@@ -682,7 +683,10 @@ int main(int argc, char** argv) {
                                           "or all records as JSON lines");
   cli::ExportArgs ea;
   exp->add_option("--db", ea.db, "schedule database")->capture_default_str();
-  exp->add_option("--target", ea.target, "target whose schedules to export")->capture_default_str();
+  exp->add_option("--target", ea.target,
+                  "target whose schedules to export (cpu, h100, h200, a100, mi300: GPU libraries schedule one GEMM "
+                  "per function, C initialised by a linalg.fill, and print the lowering pipeline)")
+      ->capture_default_str();
   exp->add_option("--format", ea.format, "transform (a Transform-dialect library) or json (JSON lines)")
       ->capture_default_str();
   exp->add_option("-o,--output", ea.out, "output file")->required();
@@ -705,8 +709,14 @@ int main(int argc, char** argv) {
   cli::CompileArgs ca;
   cmp->add_option("input", ca.input, "MLIR module with linalg.matmul / matmul-like linalg.generic ops")->required();
   cmp->add_option("--db", ca.db, "schedule database")->capture_default_str();
-  cmp->add_option("--target", ca.target, "target to compile for")->capture_default_str();
-  cmp->add_option("-o,--output", ca.out, "output: .so (shared object) or .o (object file)")->required();
+  cmp->add_option("--target", ca.target,
+                  "target to compile for; GPU targets turn every GEMM into a kernel (one per function) and refuse "
+                  "what cannot become one")
+      ->capture_default_str();
+  cmp->add_option("-o,--output", ca.out,
+                  "cpu: .so (shared object) or .o (object file); GPU: the lowered module (.mlir: host code in the LLVM "
+                  "dialect, kernels as gpu.binary), with OUT.FUNCTION.ptx / .hsaco beside it")
+      ->required();
   cmp->add_option("--emit-library", ca.library_out, "also write the Transform library that was applied");
 
   auto* impr = app.add_subcommand("import-results",
