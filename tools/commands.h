@@ -25,7 +25,7 @@ struct ModelEvalArgs {
   std::string db = "sextant.db", target = "cpu";
   std::string train_target;  // cross-target: train on this GPU target's records, evaluate on `target`
   int min_records = 100;
-  int seeds = 3;
+  int seeds = 5;
 };
 int cmdModelEval(const ModelEvalArgs& a);
 int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_commands.cpp

@@ -117,7 +117,8 @@ struct CostModel::Impl {
           auto all = members[m]->forward(X).select(1, 0);
           auto diff = all.index_select(0, ti) - all.index_select(0, tj);
           auto sign = torch::sign(y.index_select(0, ti) - y.index_select(0, tj));
-          loss = loss + o.rank_weight * (torch::softplus(-diff * sign) * sign.abs()).mean();
+          auto w = sign.abs();  // tied pairs carry no order
+          loss = loss + o.rank_weight * (torch::softplus(-diff * sign) * w).sum() / w.sum().clamp_min(1e-6);
         }
         loss.backward();
         optims[m]->step();
