@@ -129,8 +129,7 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
   else if (!r.schedule.empty() && r.schedule != (target.isGpu() ? emitGpuGemmSchedule(*w, space, *cand)
                                                                   : emitCpuGemmSchedule(*w, space, *cand)))
     out.stale = "the schedule generator changed since it was measured";
-  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", {}};
-  e.kind = ts.kind;
+  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}};
   e.provenance["record"] = std::to_string(r.id);
   char g[32];
   snprintf(g, sizeof g, "%.1f", r.gflops);
@@ -276,6 +275,62 @@ std::string expectedOf(const LibraryEntry& e) {
   return std::to_string(int(std::atof(e.provenance.at("gflops").c_str()) + 0.5)) + " GFLOP/s";
 }
 
+// One line of tune compile's per-op report.
+struct ReportLine {
+  const FoundOp* op;
+  std::string key, source, expected;
+};
+
+ReportLine reportLine(const FoundOp& op, const std::string& key, const LibraryEntry& e) {
+  return {&op, key, e.source == "default" ? "default" : e.source + " (record " + e.provenance.at("record") + ")",
+          expectedOf(e)};
+}
+
+void printReport(const std::vector<ReportLine>& report, int op_w, int loc_w, int key_w, int source_w) {
+  printf("%-*s %-*s %-*s %-*s %s\n", op_w, "op", loc_w, "location", key_w, "workload", source_w, "schedule",
+         "expected");
+  for (const auto& l : report) {
+    std::string loc = l.op->location;
+    if (int(loc.size()) > loc_w) loc = "..." + loc.substr(loc.size() - size_t(loc_w - 3));
+    printf("%-*s %-*s %-*s %-*s %s\n", op_w, l.op->op_name.c_str(), loc_w, loc.c_str(), key_w, l.key.c_str(), source_w,
+           l.source.c_str(), l.expected.c_str());
+  }
+}
+
+// The workload of a contraction tune compile supports (error: why it has none).
+Result<GemmWorkload> workloadOf(const FoundOp& op) {
+  GemmWorkload w;
+  w.m = op.m, w.n = op.n, w.k = op.k;
+  auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
+  if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
+  w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
+  w.layout = *parseLayout(op.layout);
+  return w;
+}
+
+// The database's best usable record for a workload as a library entry; none (with a warning if
+// the record is stale or unusable) means the default schedule.
+Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& target, const std::string& key) {
+  auto best = db.best(key, target.key());
+  if (!best) return Error{best.error()};
+  if (!*best) return std::optional<LibraryEntry>{};
+  Resolved res = resolveRecord(**best, target);
+  if (res.error.empty() && res.stale.empty()) return std::move(res.entry);
+  std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
+            << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
+  return std::optional<LibraryEntry>{};
+}
+
+// The library tune compile applies (empty: no entries), also written to --emit-library.
+Result<std::string> compileLibrary(const std::vector<LibraryEntry>& entries, const CompileArgs& a) {
+  if (entries.empty()) return std::string();
+  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+  if (!lib) return lib;
+  if (!a.library_out.empty())
+    if (auto st = writeFileAtomically(a.library_out, *lib); !st) return Error{st.error()};
+  return lib;
+}
+
 // tune compile for a GPU target: every GEMM becomes a kernel (tuned or default schedule); what
 // cannot become one is an error, because the rest of the module would run on the host.
 int compileForGpu(const CompileArgs& a, const Target& target, const std::string& text,
@@ -286,11 +341,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   std::map<std::string, size_t> entry_of;       // workload key -> entry
   std::map<std::string, std::string> gemm_in;   // function -> location of its scheduled GEMM
   std::vector<std::string> problems;
-  struct Line {
-    const FoundOp* op;
-    std::string key, source, expected;
-  };
-  std::vector<Line> report;
+  std::vector<ReportLine> report;
   for (const FoundOp& op : ops) {
     const std::string where = op.op_name + " at " + op.location;
     if (!op.supported) {
@@ -311,53 +362,37 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
                          "); GPU schedules take one GEMM per function");
       continue;
     }
-    GemmWorkload w;
-    w.m = op.m, w.n = op.n, w.k = op.k;
-    auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
-    if (!at || !bt || !ct) {
-      problems.push_back(where + ": element types " + op.a_type + "/" + op.b_type + "/" + op.c_type);
+    auto w = workloadOf(op);
+    if (!w) {
+      problems.push_back(where + ": " + w.error());
       continue;
     }
-    w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
-    w.layout = *parseLayout(op.layout);
-    const std::string key = w.key();
+    const std::string key = w->key();
     if (!entry_of.count(key)) {
-      std::optional<LibraryEntry> entry;
-      auto best = db.best(key, target.key());
-      if (!best) return fail(best.error());
-      if (*best) {
-        Resolved res = resolveRecord(**best, target);
-        if (res.error.empty() && res.stale.empty())
-          entry = std::move(res.entry);
-        else
-          std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
-                    << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
-      }
-      if (!entry) {
-        Space space = buildGpuGemmSpace(w, *g);
+      auto entry = tunedEntry(db, target, key);
+      if (!entry) return fail(entry.error());
+      if (!*entry) {
+        Space space = buildGpuGemmSpace(*w, *g);
         Candidate c = defaultGpuCandidate(space);
-        if (space.size() == 0 || !planGpuGemm(w, space, c)) {
-          problems.push_back(where + ": no GPU schedule fits " + w.shapeString() +
+        if (space.size() == 0 || !planGpuGemm(*w, space, c)) {
+          problems.push_back(where + ": no GPU schedule fits " + w->shapeString() +
                              " (M, N and K must be multiples of 16)");
           continue;
         }
-        entry = LibraryEntry{w, space, c, "default", {}};
-        entry->kind = target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd;
+        *entry = LibraryEntry{*w, space, c, "default", 0,
+                              target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
+                              {}};
       }
       entry_of[key] = entries.size();
-      entries.push_back(std::move(*entry));
+      entries.push_back(std::move(**entry));
     }
-    const LibraryEntry& e = entries[entry_of[key]];
-    report.push_back({&op, key, e.source == "default" ? "default" : e.source + " (record " + e.provenance.at("record") + ")",
-                      expectedOf(e)});
+    report.push_back(reportLine(op, key, entries[entry_of[key]]));
   }
   if (!problems.empty())
     return fail(a.input + ": cannot compile for " + target.name + ": " + join(problems, "; "));
   if (entries.empty()) return fail(a.input + ": no GEMM-like op to compile for " + target.name);
-  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+  auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
-  if (!a.library_out.empty())
-    if (auto s = writeFileAtomically(a.library_out, *lib); !s) return fail(s.error());
 
   GpuModuleRequest req;
   req.nvidia = target.kind == TargetKind::Nvidia;
@@ -376,13 +411,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   std::filesystem::rename(req.out_path, a.out, ec);
   if (ec) return fail(a.out + ": cannot write: " + ec.message());
 
-  printf("%-16s %-22s %-34s %-20s %s\n", "op", "location", "workload", "schedule", "expected");
-  for (const auto& l : report) {
-    std::string loc = l.op->location;
-    if (loc.size() > 22) loc = "..." + loc.substr(loc.size() - 19);
-    printf("%-16s %-22s %-34s %-20s %s\n", l.op->op_name.c_str(), loc.c_str(), l.key.c_str(), l.source.c_str(),
-           l.expected.c_str());
-  }
+  printReport(report, 16, 22, 34, 20);
   // The kernels, also as files beside the module, with what the assembler says about them.
   const std::string ptxas = req.nvidia ? findPtxas() : "";
   printf("\n%-16s %-30s %-14s %-12s %s\n", "function", "kernel", "grid", "block", "resources");
@@ -435,33 +464,24 @@ int cmdCompile(const CompileArgs& a) {
   const HostCpu cpu = cpuForTargetArch(target->arch);
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;  // workload key -> entry
-  struct Line {
-    const FoundOp* op;
-    std::string key, source, expected;
-  };
-  std::vector<Line> report;
+  std::vector<ReportLine> report;
   for (const FoundOp& op : *ops) {
     if (!op.supported) {
       report.push_back({&op, "", "untouched", op.reason});
       continue;
     }
-    GemmWorkload w;
-    w.m = op.m, w.n = op.n, w.k = op.k;
-    auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
-    if (!at || !bt || !ct) {
-      report.push_back({&op, "", "untouched", "element types " + op.a_type + "/" + op.b_type + "/" + op.c_type});
+    auto w = workloadOf(op);
+    if (!w) {
+      report.push_back({&op, "", "untouched", w.error()});
       continue;
     }
-    w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
-    w.layout = *parseLayout(op.layout);
-    std::string key = w.key();
+    std::string key = w->key();
     if (op.batch > 0) {
       // Batched GEMMs are not tuned yet: every batch element runs the default schedule.
       key = "batch " + std::to_string(op.batch) + " x " + key;
       if (!entry_of.count(key)) {
-        Space space = buildCpuGemmSpace(w, cpu);
-        LibraryEntry e{w, space, defaultCpuCandidate(space), "default", {}};
-        e.batch = op.batch;
+        Space space = buildCpuGemmSpace(*w, cpu);
+        LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}};
         entry_of[key] = entries.size();
         entries.push_back(std::move(e));
       }
@@ -469,50 +489,24 @@ int cmdCompile(const CompileArgs& a) {
       continue;
     }
     if (!entry_of.count(key)) {
-      std::optional<LibraryEntry> entry;
-      std::string source = "default";
-      auto best = db->best(key, target->key());
-      if (!best) return fail(best.error());
-      if (*best) {
-        Resolved res = resolveRecord(**best, *target);
-        if (res.error.empty() && res.stale.empty()) {
-          entry = std::move(res.entry);
-          source = "tuned";
-        } else {
-          std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
-                    << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
-        }
-      }
-      if (!entry) {
-        Space space = buildCpuGemmSpace(w, cpu);
-        entry = LibraryEntry{w, space, defaultCpuCandidate(space), "default", {}};
+      auto entry = tunedEntry(*db, *target, key);
+      if (!entry) return fail(entry.error());
+      if (!*entry) {
+        Space space = buildCpuGemmSpace(*w, cpu);
+        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}};
       }
       entry_of[key] = entries.size();
-      entries.push_back(std::move(*entry));
+      entries.push_back(std::move(**entry));
     }
-    const LibraryEntry& e = entries[entry_of[key]];
-    report.push_back({&op, key, e.source == "tuned" ? "tuned (record " + e.provenance.at("record") + ")" : "default",
-                      expectedOf(e)});
+    report.push_back(reportLine(op, key, entries[entry_of[key]]));
   }
-
-  std::string library;
-  if (!entries.empty()) {
-    auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
-    if (!lib) return fail(lib.error());
-    library = *lib;
-    if (!a.library_out.empty())
-      if (auto s = writeFileAtomically(a.library_out, library); !s) return fail(s.error());
-  }
+  auto lib = compileLibrary(entries, a);
+  if (!lib) return fail(lib.error());
+  const std::string& library = *lib;
   CompileOutcome c = compileModuleCpu(*text, library, a.out);
   if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
 
-  printf("%-20s %-24s %-42s %-22s %s\n", "op", "location", "workload", "schedule", "expected");
-  for (const auto& l : report) {
-    std::string loc = l.op->location;
-    if (loc.size() > 24) loc = "..." + loc.substr(loc.size() - 21);
-    printf("%-20s %-24s %-42s %-22s %s\n", l.op->op_name.c_str(), loc.c_str(), l.key.c_str(), l.source.c_str(),
-           l.expected.c_str());
-  }
+  printReport(report, 20, 24, 42, 22);
   if (ops->empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
   printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "

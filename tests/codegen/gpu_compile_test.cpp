@@ -234,8 +234,12 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         EXPECT_LE(p->smem_bytes, g->smem_per_block_static_bytes);
         EXPECT_EQ(p->grid[0] * p->block_n, w.n);
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
-        if (p->mma) EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
-        if (p->pipeline > 1) EXPECT_TRUE(g->has_cp_async);
+        if (p->mma) {
+          EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+        }
+        if (p->pipeline > 1) {
+          EXPECT_TRUE(g->has_cp_async);
+        }
       }
     }
   }
@@ -279,9 +283,9 @@ TEST(GpuLibrary, LibraryKernelIsTheTunedKernel) {
       const GpuPlan& p = direct.plan;
       seen.insert(std::string(p.mma ? "mma" : "fma") + "-pipeline" + std::to_string(p.pipeline) +
                   (p.swizzle ? "-swizzle" : ""));
-      LibraryEntry e{w, s, c, "tuned"};
-      e.provenance["record"] = "1";
-      e.kind = t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd;
+      LibraryEntry e{w, s, c, "tuned", 0,
+                     t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
+                     {{"record", "1"}}};
       auto lib = emitTransformLibrary({e}, "test");
       ASSERT_TRUE(lib.ok()) << lib.error();
       ASSERT_TRUE(validateTransformLibrary(*lib).ok());

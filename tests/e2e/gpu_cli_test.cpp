@@ -21,6 +21,16 @@ json fixtureResultsHeader() {
           {"options", json::object()}, {"references", json::array()}, {"notes", json::array()}};
 }
 
+// One kernel's result as tune-runner reports it (fixture values).
+json fixtureResult(const json& kernel, const std::string& status, double gflops, const json& times, double median,
+                   double cv, int registers) {
+  return {{"id", kernel["id"]}, {"workload", kernel["workload"]}, {"status", status}, {"message", ""},
+          {"times_s", times}, {"median_s", median}, {"cv", cv}, {"gflops", gflops}, {"max_abs_err", 0.0},
+          {"checked_entries", 4096},
+          {"resources", {{"registers", registers}, {"local_bytes", 0}, {"static_shared_bytes", 16384},
+                         {"max_threads_per_block", 1024}}}};
+}
+
 // Bundles `trials` h100 kernels of a workload and imports fixture results for them (all correct,
 // GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
 void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials) {
@@ -34,11 +44,7 @@ void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const st
   json res = fixtureResultsHeader(), results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
-    results.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", "ok"}, {"message", ""},
-                       {"times_s", {1e-3}}, {"median_s", 1e-3}, {"cv", 0.0}, {"gflops", g}, {"max_abs_err", 0.0},
-                       {"checked_entries", 4096},
-                       {"resources", {{"registers", 64}, {"local_bytes", 0}, {"static_shared_bytes", 16384},
-                                      {"max_threads_per_block", 1024}}}});
+    results.push_back(fixtureResult(k, "ok", g, {1e-3}, 1e-3, 0.0, 64));
     g += 50;
   }
   res["results"] = results;
@@ -114,11 +120,7 @@ TEST(GpuEndToEnd, BundleRunnerWithoutDeviceAndResultsImport) {
   json results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
-    results.push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", g > 100 ? "wrong_result" : "ok"},
-                       {"message", ""}, {"times_s", {1e-3, 1.1e-3}}, {"median_s", 1.05e-3}, {"cv", 0.05},
-                       {"gflops", g}, {"max_abs_err", 0.0}, {"checked_entries", 4096},
-                       {"resources", {{"registers", 96}, {"local_bytes", 0}, {"static_shared_bytes", 16384},
-                                      {"max_threads_per_block", 1024}}}});
+    results.push_back(fixtureResult(k, g > 100 ? "wrong_result" : "ok", g, {1e-3, 1.1e-3}, 1.05e-3, 0.05, 96));
     g += 50;
   }
   res["results"] = results;
