@@ -564,6 +564,8 @@ int cmdModelEval(const ModelEvalArgs& a) {
           if (!shuffled[i].failed) test.push_back(shuffled[i]);
         CostModelOptions mo;
         mo.seed = uint64_t(seed);
+        if (a.regression_weight >= 0) mo.regression_weight = a.regression_weight;
+        if (a.epochs > 0) mo.epochs = a.epochs;
         CostModel m(int(cpuGemmFeatureNames().size()), mo);
         m.fit(train);
         std::vector<std::vector<float>> xs;

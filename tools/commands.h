@@ -26,6 +26,8 @@ struct ModelEvalArgs {
   std::string train_target;  // cross-target: train on this GPU target's records, evaluate on `target`
   int min_records = 100;
   int seeds = 5;
+  double regression_weight = -1;  // < 0: the tuner's default
+  int epochs = -1;
 };
 int cmdModelEval(const ModelEvalArgs& a);
 int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_commands.cpp

@@ -751,6 +751,9 @@ int main(int argc, char** argv) {
                          "without the Blueprint input)");
   model_eval->add_option("--min-records", me.min_records, "skip workloads with fewer successful records")
       ->capture_default_str();
+  model_eval->add_option("--regression-weight", me.regression_weight,
+                          "weight of the regression loss (default: the tuner's, 1.0)");
+  model_eval->add_option("--epochs", me.epochs, "training epochs per fit (default: the tuner's, 150)");
   model_eval->add_option("--seeds", me.seeds, "random train/test splits per fraction (results are medians)")
       ->capture_default_str();
   model->require_subcommand(1);
