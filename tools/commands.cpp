@@ -226,9 +226,8 @@ int cmdExport(const ExportArgs& a) {
   if (target->isGpu()) {
     auto g = gpuTargetInfo(*target);
     if (g) {
-      std::string lower = gpuLoweringPipeline(target->kind == TargetKind::Nvidia, g->chip, g->features, "/opt/rocm");
-      lower = "builtin.module(gpu-launch-sink-index-computations,gpu-kernel-outlining," +
-              lower.substr(std::string("builtin.module(").size());
+      const std::string lower =
+          gpuLoweringPipeline(target->kind == TargetKind::Nvidia, g->chip, g->features, "/opt/rocm", true);
       std::cout << "then lower: mlir-opt OUT.mlir --pass-pipeline='" << lower << "'\n"
                 << (target->kind == TargetKind::Amd ? "(toolkit: a prefix whose llvm/bin/ld.lld is lld 17 or newer)\n" : "")
                 << "(GPU schedules: one GEMM per function, C initialised by a linalg.fill; or use tune compile)\n";

@@ -404,13 +404,14 @@ Result<std::map<std::string, int64_t>> readAmdgpuMetadata(const std::string& byt
 
 // Outlined kernels and their host code to NVVM -> PTX ("isa") or ROCDL -> HSACO (lld 22).
 std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std::string& features,
-                                const std::string& rocm_toolkit) {
+                                const std::string& rocm_toolkit, bool outline_first) {
+  const std::string start = std::string("builtin.module(") + (outline_first ? kGpuOutlining + std::string(",") : "");
   if (nvidia)
-    return "builtin.module(gpu-lower-to-nvvm-pipeline{cubin-chip=" + chip + " cubin-features=" + features +
+    return start + "gpu-lower-to-nvvm-pipeline{cubin-chip=" + chip + " cubin-features=" + features +
            " cubin-format=isa kernel-bare-ptr-calling-convention=true})";
   // ../shared/notes/recipes/rocm_pipe.txt, with vector->LLVM inside the GPU module first (the
   // hoisted 2-D C tile) and format=bin through lld 22.
-  return "builtin.module(convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"
+  return start + "convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"
          "rocdl-attach-target{chip=" + chip + " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
          "canonicalize,cse,gpu.module(convert-vector-to-llvm,convert-gpu-to-rocdl{chipset=" + chip +
          " use-bare-ptr-memref-call-conv=true runtime=HIP},canonicalize,cse,reconcile-unrealized-casts),"
@@ -442,7 +443,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     return finish("transform", "swizzle: " + err);
   workgroupAllocsToAllocas(*mod);
   if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
-  if (!runPipeline(*mod, "builtin.module(gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce)", err, diags))
+  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ",symbol-dce)", err, diags))
     return finish("lower", err);
 
   if (std::getenv("SEXTANT_DUMP_GPU_IR")) mod->print(llvm::errs());
@@ -473,7 +474,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     (i < 3 ? info.grid[i] : info.block[i - 3]) = *c;
   }
 
-  const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit);
+  const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false);
   // convert-vector-to-llvm reports (harmless) failed attempts on workgroup memrefs: only the
   // pipeline's result decides.
   diags.text.clear();
@@ -533,7 +534,7 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
     for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
     kernels.push_back(k);
   });
-  if (!runPipeline(*mod, "builtin.module(gpu-launch-sink-index-computations,gpu-kernel-outlining)", err, diags))
+  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ")", err, diags))
     return finish("lower", err);
   size_t i = 0;
   mod->walk([&](mlir::gpu::LaunchFuncOp l) {
@@ -543,7 +544,7 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
     if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
   });
   diags.text.clear();
-  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit), err, diags))
+  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false), err, diags))
     return finish("codegen", err);
   std::map<std::string, std::string> objects;  // gpu.binary name -> object
   mod->walk([&](mlir::gpu::BinaryOp b) {

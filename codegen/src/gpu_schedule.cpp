@@ -263,6 +263,22 @@ void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload
     << "#gpu.address_space<workgroup>, bufferize_destination_only} : " << H << "\n";
 }
 
+// 2-D vector transfers of function %`f` lowered to 1-D (needed before cp.async groups and before
+// NVVM), with one more pattern set applied alongside (`also`).
+std::string lowerTransfers(const std::string& I, const std::string& f, const std::string& also) {
+  std::ostringstream o;
+  o << I << "transform.apply_patterns to %" << f << " {\n"
+    << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
+    << I << "} : " << H << "\n"
+    << I << "transform.apply_patterns to %" << f << " {\n"
+    << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
+    << I << "  transform.apply_patterns." << also << "\n"
+    << I << "  transform.apply_patterns.canonicalization\n"
+    << I << "} : " << H << "\n"
+    << I << "transform.apply_cse to %" << f << " : " << H << "\n";
+  return o.str();
+}
+
 // The function-level part of stage 1: vectorisation, bufferisation, the launch and its thread
 // mapping, the contraction lowered to tensor-core fragments or FMA outer products. The script
 // form matches the function in the module (%root); the library form starts from %func (the
@@ -341,15 +357,7 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "  transform.apply_patterns.vector.lower_broadcast\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
-      << I << "transform.apply_patterns to %f5 {\n"
-      << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
-      << I << "} : " << H << "\n"
-      << I << "transform.apply_patterns to %f5 {\n"
-      << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
-      << I << "  transform.apply_patterns.vector.lower_shape_cast\n"
-      << I << "  transform.apply_patterns.canonicalization\n"
-      << I << "} : " << H << "\n"
-      << I << "transform.apply_cse to %f5 : " << H << "\n";
+      << lowerTransfers(I, "f5", "vector.lower_shape_cast");
   }
   if (lib) sameFunc("f4", "h");
   else matchFunc("f4", "bufd");
@@ -361,26 +369,12 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "transform.apply_patterns to %f4 { transform.apply_patterns.vector.unroll_from_elements } : " << H << "\n";
 }
 
-// The copies' 2-D transfers lowered to 1-D (needed before cp.async groups and before NVVM).
-std::string lowerTransfers(const std::string& I) {
-  std::ostringstream o;
-  o << I << "transform.apply_patterns to %f {\n"
-    << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
-    << I << "} : " << H << "\n"
-    << I << "transform.apply_patterns to %f {\n"
-    << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
-    << I << "  transform.apply_patterns.memref.fold_memref_alias_ops\n"
-    << I << "  transform.apply_patterns.canonicalization\n"
-    << I << "} : " << H << "\n"
-    << I << "transform.apply_cse to %f : " << H << "\n";
-  return o.str();
-}
 
 // Stage 3 on the function %f: multi-buffering, cp.async groups, software pipelining (or, for
 // tensor cores without pipelining, the transfers' lowering alone). `scope` holds the launch.
 void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPlan& p, const std::string& scope) {
   if (p.pipeline <= 1) {
-    o << lowerTransfers(I);
+    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops");
     return;
   }
   o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"
@@ -388,7 +382,7 @@ void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPla
     << ") -> !transform.op<\"memref.alloc\">\n"
     << I << "%mb = transform.memref.multibuffer %allocs {factor = " << p.pipeline
     << " : i64, skip_analysis} : (!transform.op<\"memref.alloc\">) -> " << H << "\n"
-    << lowerTransfers(I)
+    << lowerTransfers(I, "f", "memref.fold_memref_alias_ops")
     << I << "transform.apply_patterns to %f { transform.apply_patterns.gpu.eliminate_barriers } : " << H << "\n"
     << I << "%f2 = transform.nvgpu.create_async_groups %f {bypass_l1} : (" << H << ") -> " << H << "\n"
     << I << "transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : " << H << "\n"
@@ -521,7 +515,6 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
     << " : (" << H << ") -> !transform.op<\"memref.alloca\">\n"
     << I << "%gg, %glob = transform.memref.alloca_to_global %allocas : (!transform.op<\"memref.alloca\">) -> (" << H
     << ", " << H << ")\n";
-  (void)w;
   return o.str();
 }
 

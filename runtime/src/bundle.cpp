@@ -385,21 +385,25 @@ Result<ResultsFile> resultsFromJson(const json& j, const std::string& origin) {
     r.options = getObject(j, "options", "");
     const json& rs = getArray(j, "results", "");
     std::set<std::string> ids;
+    // The fields a kernel result and a reference share (as written by resultsToJson).
+    auto readMeasured = [&](auto& k, const json& e, const std::string& where) {
+      k.workload = getString(e, "workload", where);
+      k.status = getStatus(e, where);
+      k.message = getString(e, "message", where);
+      k.times_s = getTimes(e, where);
+      k.median_s = getNumber(e, "median_s", where);
+      k.cv = getNumber(e, "cv", where);
+      k.gflops = getNumber(e, "gflops", where);
+      k.max_abs_err = getNumber(e, "max_abs_err", where);
+      k.checked_entries = getInt(e, "checked_entries", where);
+    };
     for (size_t i = 0; i < rs.size(); ++i) {
       std::string where = indexed("results", i);
       KernelResult k;
       k.id = getString(rs[i], "id", where);
       if (!ids.insert(k.id).second) fail(where, "duplicate id '" + k.id + "'");
       where += " (" + k.id + ")";
-      k.workload = getString(rs[i], "workload", where);
-      k.status = getStatus(rs[i], where);
-      k.message = getString(rs[i], "message", where);
-      k.times_s = getTimes(rs[i], where);
-      k.median_s = getNumber(rs[i], "median_s", where);
-      k.cv = getNumber(rs[i], "cv", where);
-      k.gflops = getNumber(rs[i], "gflops", where);
-      k.max_abs_err = getNumber(rs[i], "max_abs_err", where);
-      k.checked_entries = getInt(rs[i], "checked_entries", where);
+      readMeasured(k, rs[i], where);
       const json& res = field(rs[i], "resources", where);
       if (!res.is_null()) {
         std::string rw = sub(where, "resources");
@@ -417,16 +421,8 @@ Result<ResultsFile> resultsFromJson(const json& j, const std::string& origin) {
     for (size_t i = 0; i < refs.size(); ++i) {
       std::string where = indexed("references", i);
       ReferenceResult k;
-      k.workload = getString(refs[i], "workload", where);
+      readMeasured(k, refs[i], where);
       k.peer = getString(refs[i], "peer", where);
-      k.status = getStatus(refs[i], where);
-      k.message = getString(refs[i], "message", where);
-      k.times_s = getTimes(refs[i], where);
-      k.median_s = getNumber(refs[i], "median_s", where);
-      k.cv = getNumber(refs[i], "cv", where);
-      k.gflops = getNumber(refs[i], "gflops", where);
-      k.max_abs_err = getNumber(refs[i], "max_abs_err", where);
-      k.checked_entries = getInt(refs[i], "checked_entries", where);
       r.references.push_back(std::move(k));
     }
     if (j.contains("notes")) {

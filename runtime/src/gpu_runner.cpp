@@ -370,10 +370,11 @@ GpuMeasurement GemmBench::measurePeer(GemmPeer& peer) {
 
 namespace {
 
-KernelResult toResult(const BundleKernel& k, const GpuMeasurement& g) {
-  KernelResult r;
-  r.id = k.id;
-  r.workload = k.workload;
+// The fields a kernel result and a reference share, from a measurement.
+template <class R>
+R measuredResult(const std::string& workload, const GpuMeasurement& g) {
+  R r;
+  r.workload = workload;
   r.status = gpuStatusName(g.status);
   r.message = g.message;
   r.times_s = g.times_s;
@@ -382,6 +383,12 @@ KernelResult toResult(const BundleKernel& k, const GpuMeasurement& g) {
   r.gflops = g.gflops;
   r.max_abs_err = g.max_abs_err;
   r.checked_entries = g.checked_entries;
+  return r;
+}
+
+KernelResult toResult(const BundleKernel& k, const GpuMeasurement& g) {
+  auto r = measuredResult<KernelResult>(k.workload, g);
+  r.id = k.id;
   r.resources = g.resources;
   return r;
 }
@@ -495,17 +502,8 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
       }
       if (peer) {
         GpuMeasurement g = bench.measurePeer(*peer);
-        ReferenceResult ref;
-        ref.workload = key;
+        auto ref = measuredResult<ReferenceResult>(key, g);
         ref.peer = peer->name();
-        ref.status = gpuStatusName(g.status);
-        ref.message = g.message;
-        ref.times_s = g.times_s;
-        ref.median_s = g.median_s;
-        ref.cv = g.cv;
-        ref.gflops = g.gflops;
-        ref.max_abs_err = g.max_abs_err;
-        ref.checked_entries = g.checked_entries;
         r.references.push_back(ref);
         if (auto st = save(); !st) return Error{st.error()};
         if (cb.on_reference) cb.on_reference(ref);

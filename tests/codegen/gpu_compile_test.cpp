@@ -301,10 +301,6 @@ TEST(GpuLibrary, LibraryKernelIsTheTunedKernel) {
       EXPECT_EQ(kernels[0].block[0] * kernels[0].block[1] * kernels[0].block[2], p.threads) << knobs;
       EXPECT_EQ(kernels[0].grid[0], direct.info.grid[0]) << knobs;
       EXPECT_EQ(kernels[0].grid[1], direct.info.grid[1]) << knobs;
-      if (r.nvidia && kernels[0].object != direct.object && std::getenv("SEXTANT_DEBUG_DIR")) {
-        std::ofstream(std::string(std::getenv("SEXTANT_DEBUG_DIR")) + "/lib.mlir") << *lib;
-        std::ofstream(std::string(std::getenv("SEXTANT_DEBUG_DIR")) + "/payload.mlir") << w.payloadMlir();
-      }
       if (r.nvidia)
         EXPECT_EQ(kernels[0].object, direct.object) << cs.target << " " << knobs;
       else

@@ -6,21 +6,14 @@
 
 #include "sextant/runtime/bundle.h"
 
+#include "temp_dir.h"
+
 using namespace sextant;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/sextant-bundle-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
 
 const char* kW0 = "gemm:NN:256x128x64:f16*f16->f32";
 const char* kW1 = "gemm:NT:64x64x64:f32*f32->f32";
@@ -129,7 +122,7 @@ Result<BundleManifest> readEdited(const TempDir& d, const std::function<void(jso
 }
 
 void expectManifestError(const std::function<void(json&)>& edit, const std::string& what) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   auto m = readEdited(d, edit);
   ASSERT_FALSE(m.ok()) << "accepted: " << what;
   EXPECT_NE(m.error().find((d.path / "manifest.json").string()), std::string::npos) << m.error();
@@ -139,7 +132,7 @@ void expectManifestError(const std::function<void(json&)>& edit, const std::stri
 }  // namespace
 
 TEST(Bundle, WriteReadRoundTrip) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   BundleManifest m = sampleManifest();
   ASSERT_TRUE(writeBundle(d.str(), m, sampleFiles()).ok());
   auto back = readBundle(d.str());
@@ -165,7 +158,7 @@ TEST(Bundle, WriteReadRoundTrip) {
 }
 
 TEST(Bundle, OptionalFieldsHaveDefaults) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   auto m = readEdited(d, [](json& j) {
     for (auto& k : j["kernels"]) {
       k.erase("dynamic_shared_bytes");
@@ -208,7 +201,7 @@ TEST(Bundle, InvalidManifestsNameTheFileAndTheProblem) {
 }
 
 TEST(Bundle, MissingKernelFileIsNamed) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   ASSERT_TRUE(writeBundle(d.str(), sampleManifest(), sampleFiles()).ok());
   fs::remove(d.path / "kernels/w0-c18.cubin");
   auto m = readBundle(d.str());
@@ -219,7 +212,7 @@ TEST(Bundle, MissingKernelFileIsNamed) {
 }
 
 TEST(Bundle, UnreadableManifest) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   auto m = readBundle(d.str());  // no manifest.json
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("manifest.json: cannot read"), std::string::npos) << m.error();
@@ -233,7 +226,7 @@ TEST(Bundle, UnreadableManifest) {
 }
 
 TEST(Results, WriteReadRoundTrip) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   std::string path = (d.path / "results.json").string();
   ResultsFile r = sampleResults();
   ASSERT_TRUE(writeResults(path, r).ok());
@@ -256,7 +249,7 @@ TEST(Results, WriteReadRoundTrip) {
 }
 
 TEST(Results, InvalidResultsNameTheFileAndTheProblem) {
-  TempDir d;
+  TempDir d{"bundle-test"};
   std::string path = (d.path / "results.json").string();
   auto expectError = [&](const std::function<void(json&)>& edit, const std::string& what) {
     json j = toJson(sampleResults());

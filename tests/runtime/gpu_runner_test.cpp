@@ -13,20 +13,13 @@
 
 #include "sextant/runtime/gpu_runner.h"
 
+#include "temp_dir.h"
+
 using namespace sextant;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/sextant-gpu-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
 
 // Kernel images understood by the fake device: "<mode> <ORDER> <workload key>", ORDER naming
 // which of A, B, C each of the first three arguments is (e.g. CAB). Modes: naive (correct),
@@ -319,7 +312,7 @@ TEST(GpuArch, CompatibilityRules) {
 }
 
 TEST(GpuHarness, MeasuresVerifiesAndReportsEveryKernel) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("k-ok", kW0), "naive CAB"},
                                 {kernel("k-abc", kW0, {KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::buf('C')}),
                                  "naive ABC"},
@@ -394,7 +387,7 @@ TEST(GpuHarness, MeasuresVerifiesAndReportsEveryKernel) {
 }
 
 TEST(GpuHarness, ScalarArgumentsArePassedByValue) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   std::vector<KernelArg> args = {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::i32(7),
                                  KernelArg::i64(int64_t(1) << 40)};
   std::vector<KernelArg> wrong = args;
@@ -408,7 +401,7 @@ TEST(GpuHarness, ScalarArgumentsArePassedByValue) {
 }
 
 TEST(GpuHarness, RepetitionLimits) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("k", kW2), "naive CAB"}});
   FakeDevice dev;
   RunOptions o = fastOptions((d.path / "r.json").string());
@@ -430,7 +423,7 @@ TEST(GpuHarness, RepetitionLimits) {
 }
 
 TEST(GpuHarness, TimeoutLosesTheContextAndLaterKernelsAreSkipped) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("before", kW0), "naive CAB"},
                                 {kernel("stuck", kW0), "hang CAB"},
                                 {kernel("after", kW0), "naive CAB"},
@@ -454,7 +447,7 @@ TEST(GpuHarness, TimeoutLosesTheContextAndLaterKernelsAreSkipped) {
 }
 
 TEST(GpuHarness, AFaultResetsTheDeviceAndTheRunGoesOn) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("faulty", kW0), "fault CAB"}, {kernel("fine", kW0), "naive CAB"}});
   FakeDevice dev;
   auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "r.json").string()));
@@ -468,7 +461,7 @@ TEST(GpuHarness, AFaultResetsTheDeviceAndTheRunGoesOn) {
 }
 
 TEST(GpuHarness, InterruptionAndOnlyAndMissingPeer) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("a", kW0), "naive CAB"}, {kernel("b", kW0), "naive CAB"},
                                 {kernel("c", kW1), "naive CAB"}, {kernel("d", kW2), "naive CAB"}});
   FakeDevice dev;
@@ -533,7 +526,7 @@ TEST(GpuHarness, BenchDirectlyWithProblemsAtTheSameAddress) {
 }
 
 TEST(GpuHarness, UnwritableResultsFileIsAnError) {
-  TempDir d;
+  TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("a", kW2), "naive CAB"}});
   FakeDevice dev;
   auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "no-such-dir" / "r.json").string()));
@@ -609,7 +602,7 @@ DONE:
 TEST(GpuReal, NaivePtxKernelOnACudaDevice) {
   auto dev = openCudaDevice(0);
   if (!dev.ok()) GTEST_SKIP() << dev.error();
-  TempDir d;
+  TempDir d{"gpu-test"};
   const std::string key = "gemm:NN:256x192x128:f32*f32->f32";
   BundleManifest m;
   m.created_by = "test";

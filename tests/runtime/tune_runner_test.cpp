@@ -8,20 +8,13 @@
 #include "sextant/runtime/bundle.h"
 #include "sextant/runtime/gpu_runner.h"
 
+#include "temp_dir.h"
+
 using namespace sextant;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/sextant-runner-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
 
 struct ToolRun {
   int code = -1;
@@ -70,7 +63,7 @@ std::string writeSmallBundle(const TempDir& d, const std::string& vendor) {
 
 TEST(TuneRunner, NoCudaDeviceExitsThreeAndWritesNothing) {
   if (openCudaDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
-  TempDir d;
+  TempDir d{"runner-test"};
   std::string dir = writeSmallBundle(d, "nvidia");
   ToolRun r = runTool(dir);
   EXPECT_EQ(r.code, 3) << r.output;
@@ -83,14 +76,14 @@ TEST(TuneRunner, NoCudaDeviceExitsThreeAndWritesNothing) {
 
 TEST(TuneRunner, NoHipDeviceExitsThree) {
   if (openHipDevice(0).ok()) GTEST_SKIP() << "a HIP device is present";
-  TempDir d;
+  TempDir d{"runner-test"};
   ToolRun r = runTool(writeSmallBundle(d, "amd"));
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("tune-runner: no HIP device found ("), std::string::npos) << r.output;
 }
 
 TEST(TuneRunner, InvalidBundleExitsTwoNamingTheProblem) {
-  TempDir d;
+  TempDir d{"runner-test"};
   std::string dir = writeSmallBundle(d, "nvidia");
   // Duplicate id.
   std::string manifest = (d.path / "manifest.json").string();
@@ -114,7 +107,7 @@ TEST(TuneRunner, InvalidBundleExitsTwoNamingTheProblem) {
 }
 
 TEST(TuneRunner, UsageListAndHelp) {
-  TempDir d;
+  TempDir d{"runner-test"};
   std::string dir = writeSmallBundle(d, "nvidia");
   ToolRun r = runTool("--help");
   EXPECT_EQ(r.code, 0);

@@ -58,10 +58,12 @@ struct GpuKernelInfo {
 };
 CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info);
 
-// The pass pipeline from outlined GPU kernels to PTX (format isa) or HSACO (lld 22 under the
-// prefix rocm_toolkit; empty: a private one), host code included.
+// gpu.launch bodies outlined into kernels (gpu.module / gpu.func).
+inline constexpr const char* kGpuOutlining = "gpu-launch-sink-index-computations,gpu-kernel-outlining";
+// The pass pipeline from outlined GPU kernels (outline_first: from gpu.launch ops) to PTX (format
+// isa) or HSACO (lld 22 under the prefix rocm_toolkit; empty: a private one), host code included.
 std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std::string& features,
-                                const std::string& rocm_toolkit);
+                                const std::string& rocm_toolkit, bool outline_first);
 
 // A user's module with GPU library schedules applied (library.h), outlined and lowered: the
 // module (host code in the LLVM dialect, kernels as gpu.binary objects: PTX or HSACO) is written
