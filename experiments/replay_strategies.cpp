@@ -40,6 +40,8 @@ struct RunResult {
 const double kLevels[3] = {0.90, 0.95, 0.99};
 
 double g_acquisition_k = 1.0;  // --acquisition-k (glimpse)
+double g_regression_weight = -1;  // --regression-weight (cost model; < 0: its default)
+int g_epochs = -1;                // --epochs (cost model; <= 0: its default)
 
 RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space, const ReplayWorkload& data,
                  int budget, int batch, const std::vector<PriorRecord>& prior) {
@@ -50,6 +52,8 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
   ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(data.workload, space, c, cpu); };
   ctx.prior = prior;
   ctx.acquisition_k = g_acquisition_k;
+  ctx.regression_weight = g_regression_weight;
+  ctx.epochs = g_epochs;
   auto st = makeStrategy(strategy, seed, ctx);
   if (!st) {
     fprintf(stderr, "%s\n", st.error().c_str());
@@ -116,9 +120,11 @@ int main(int argc, char** argv) {
     else if (a == "--curves") curves_path = next();
     else if (a == "--json") json_path = next();
     else if (a == "--acquisition-k") g_acquisition_k = std::stod(next());
+    else if (a == "--regression-weight") g_regression_weight = std::stod(next());
+    else if (a == "--epochs") g_epochs = std::stoi(next());
     else if (a == "--help" || a == "-h") {
       printf("usage: replay_strategies DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
-             "[--curves FILE.csv] [--json FILE] [--acquisition-k K]\n");
+             "[--curves FILE.csv] [--json FILE] [--acquisition-k K] [--regression-weight W] [--epochs N]\n");
       return 0;
     } else files.push_back(a);
   }

@@ -79,7 +79,7 @@ class ExhaustiveSearch : public SearchStrategy {
 class ModelGuidedSearch : public SearchStrategy {
  public:
   ModelGuidedSearch(uint64_t seed, StrategyContext ctx)
-      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed)) {
+      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed, ctx_)) {
     // Warm start from the model saved by an earlier run next to the database.
     if (!ctx_.model_path.empty() && std::filesystem::exists(ctx_.model_path)) {
       auto loaded = CostModel::load(ctx_.model_path);
@@ -197,9 +197,11 @@ class ModelGuidedSearch : public SearchStrategy {
   std::mt19937_64& rng() { return rng_; }
 
  private:
-  static CostModelOptions opts(uint64_t seed) {
+  static CostModelOptions opts(uint64_t seed, const StrategyContext& ctx) {
     CostModelOptions o;
     o.seed = seed;
+    if (ctx.regression_weight >= 0) o.regression_weight = ctx.regression_weight;
+    if (ctx.epochs > 0) o.epochs = ctx.epochs;
     return o;
   }
   double acquisition_k_ = 0;

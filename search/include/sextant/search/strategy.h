@@ -50,6 +50,8 @@ struct StrategyContext {
   std::string model_path;  // where a model-based strategy keeps its model (warm start); empty: nowhere
   std::vector<PriorRecord> prior;  // other workloads'/targets' records; empty: a uniform prior
   double acquisition_k = 1.0;      // glimpse: optimise mean + k * ensemble spread
+  double regression_weight = -1;   // cost model's regression loss weight (< 0: its default)
+  int epochs = -1;                 // cost model's epochs per fit (<= 0: its default)
 };
 
 std::vector<std::string> strategyNames();  // for --help
