@@ -231,6 +231,7 @@ json toJson(const BundleManifest& m) {
     kj["workload"] = k.workload;
     kj["file"] = k.file;
     kj["format"] = kernelFormatName(k.format);
+    if (!k.ptx_file.empty()) kj["ptx_file"] = k.ptx_file;
     kj["kernel_name"] = k.kernel_name;
     kj["args"] = json::array();
     for (const auto& a : k.args) kj["args"].push_back(argToJson(a));
@@ -291,6 +292,13 @@ Result<BundleManifest> manifestFromJson(const json& j, const std::string& origin
       bool fits = m.vendor == "nvidia" ? (k.format == KernelFormat::Ptx || k.format == KernelFormat::Cubin)
                                        : k.format == KernelFormat::Hsaco;
       if (!fits) fail(sub(where, "format"), "'" + fmt + "' kernels cannot run on a " + m.vendor + " device");
+      if (kj.contains("ptx_file")) {
+        k.ptx_file = getString(kj, "ptx_file", where);
+        if (k.format != KernelFormat::Cubin) fail(sub(where, "ptx_file"), "only a cubin kernel can have a PTX fallback");
+        if (!validRelativePath(k.ptx_file))
+          fail(sub(where, "ptx_file"),
+               "'" + k.ptx_file + "' must be a path relative to the bundle directory, without '..'");
+      }
       k.kernel_name = getString(kj, "kernel_name", where);
       if (k.kernel_name.empty()) fail(sub(where, "kernel_name"), "must not be empty");
       const json& args = getArray(kj, "args", where);
@@ -349,6 +357,8 @@ json toJson(const ResultsFile& r) {
     json e = measured(k);
     e["id"] = k.id;
     e["resources"] = resourcesToJson(k.resources);
+    e["loaded"] = k.loaded;
+    e["verified"] = k.verified;
     j["results"].push_back(std::move(e));
   }
   j["references"] = json::array();
@@ -415,6 +425,8 @@ Result<ResultsFile> resultsFromJson(const json& j, const std::string& origin) {
         kr.max_threads_per_block = getInt(res, "max_threads_per_block", rw);
         k.resources = kr;
       }
+      if (rs[i].contains("loaded")) k.loaded = getString(rs[i], "loaded", where);
+      if (rs[i].contains("verified")) k.verified = getInt(rs[i], "verified", where);
       r.results.push_back(std::move(k));
     }
     const json& refs = getArray(j, "references", "");
@@ -506,10 +518,12 @@ Result<BundleManifest> readBundle(const std::string& dir) {
   if (!m) return m;
   for (size_t i = 0; i < m->kernels.size(); ++i) {
     const auto& k = m->kernels[i];
-    fs::path p = fs::path(dir) / k.file;
-    if (!fs::is_regular_file(p, ec))
-      return Error{path + ": kernels[" + std::to_string(i) + "] (" + k.id + "): kernel file '" + k.file +
-                   "' not found in " + dir};
+    for (const std::string* f : {&k.file, &k.ptx_file}) {
+      if (f->empty()) continue;
+      if (!fs::is_regular_file(fs::path(dir) / *f, ec))
+        return Error{path + ": kernels[" + std::to_string(i) + "] (" + k.id + "): kernel file '" + *f +
+                     "' not found in " + dir};
+    }
   }
   return m;
 }

@@ -2,6 +2,7 @@
 // as the reference. No CUDA header is used: the few types, enum values and signatures below are
 // those of cuda.h / cublas_api.h / library_types.h (checked against CUDA 13.0; they have been
 // stable since CUDA 11). The *_v2 symbols are what cuda.h maps the plain names to.
+#include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
@@ -242,6 +243,71 @@ Result<std::unique_ptr<GemmPeer>> openCublas() {
   return Error{"cuBLAS not usable (" + errors + ")"};
 }
 
+// ----- timing helpers -----
+
+// Loaded into every context (JIT from PTX for any sm_52+ GPU): a kernel that reads a buffer
+// (16-byte loads, grid-stride; the XOR of what it read is stored, into the buffer itself, only if
+// it equals an arbitrary constant, so that the loads are kept) to evict the L2 without leaving
+// dirty lines,
+// and a kernel that spins on %globaltimer for a given number of nanoseconds.
+const char* kHelperPtx = R"PTX(
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry sextant_l2_read(.param .u64 p_buf, .param .u64 p_n16)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [p_buf];
+  ld.param.u64 %rd2, [p_n16];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mul.wide.u32 %rd4, %r1, %r2;
+  cvt.u64.u32 %rd5, %r3;
+  add.u64 %rd4, %rd4, %rd5;
+  mov.u32 %r4, %nctaid.x;
+  mul.wide.u32 %rd6, %r4, %r2;
+  mov.b32 %r5, 0;
+  setp.ge.u64 %p1, %rd4, %rd2;
+  @%p1 bra DONE;
+LOOP:
+  shl.b64 %rd7, %rd4, 4;
+  add.u64 %rd8, %rd1, %rd7;
+  ld.global.cg.v4.u32 {%r6, %r7, %r8, %r9}, [%rd8];
+  xor.b32 %r5, %r5, %r6;
+  xor.b32 %r5, %r5, %r7;
+  xor.b32 %r5, %r5, %r8;
+  xor.b32 %r5, %r5, %r9;
+  add.u64 %rd4, %rd4, %rd6;
+  setp.lt.u64 %p2, %rd4, %rd2;
+  @%p2 bra LOOP;
+DONE:
+  setp.ne.u32 %p1, %r5, 1234567;
+  @%p1 bra END;
+  st.global.u32 [%rd1], %r5;
+END:
+  ret;
+}
+
+.visible .entry sextant_spin(.param .u64 p_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [p_ns];
+  mov.u64 %rd2, %globaltimer;
+  add.u64 %rd3, %rd2, %rd1;
+SPIN:
+  mov.u64 %rd4, %globaltimer;
+  setp.lt.u64 %p1, %rd4, %rd3;
+  @%p1 bra SPIN;
+  ret;
+}
+)PTX";
+
 // ----- the device -----
 
 class CudaDevice final : public GpuDevice {
@@ -394,6 +460,28 @@ class CudaDevice final : public GpuDevice {
 
   Result<std::unique_ptr<GemmPeer>> openPeer() override { return openCublas(); }
 
+  Status flushL2(DevicePtr scratch, size_t bytes, uint8_t value) override {
+    if (!read_fn_) return fill(scratch, value, bytes);
+    unsigned long long p = scratch, n16 = bytes / 16;
+    void* args[] = {&p, &n16};
+    const unsigned blocks = unsigned(std::max<int64_t>(1, info_.sm_count) * 4);
+    return check("cuLaunchKernel (L2 flush)",
+                 api_.cuLaunchKernel(read_fn_, blocks, 1, 1, 512, 1, 1, 0, nullptr, args, nullptr));
+  }
+
+  Status busyWait(double seconds) override {
+    if (!spin_fn_) return okStatus();
+    unsigned long long ns = (unsigned long long)(seconds * 1e9);
+    void* args[] = {&ns};
+    return check("cuLaunchKernel (busy-wait)", api_.cuLaunchKernel(spin_fn_, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  }
+
+  std::string timingMethod() const override {
+    if (!read_fn_) return "L2 flush: memset of the scratch buffer (the helper kernels did not load: " + helper_error_ + ")";
+    return "L2 flush: a kernel reads the scratch buffer (no dirty lines left); a 20 us busy-wait kernel before the "
+           "start event";
+  }
+
  private:
   Status check(const char* what, CUresult r) const {
     if (r == CUDA_SUCCESS) return okStatus();
@@ -411,6 +499,15 @@ class CudaDevice final : public GpuDevice {
       r = api_.cuEventCreate(&e, 0);  // CU_EVENT_DEFAULT: timing enabled
       if (r != CUDA_SUCCESS) return Error{"cuEventCreate: " + cuError(api_, r)};
     }
+    // The timing helpers (their module died with a reset, if any): without them, memset flushes.
+    read_fn_ = spin_fn_ = nullptr;
+    auto h = load(kHelperPtx, KernelFormat::Ptx, "sextant_l2_read");
+    if (h) {
+      read_fn_ = h->function;
+      if (api_.cuModuleGetFunction(&spin_fn_, h->module, "sextant_spin") != CUDA_SUCCESS) spin_fn_ = nullptr;
+    } else {
+      helper_error_ = h.error();
+    }
     return okStatus();
   }
 
@@ -422,6 +519,8 @@ class CudaDevice final : public GpuDevice {
   CUevent ev_[2] = {nullptr, nullptr};
   int smem_block_ = 48 * 1024, smem_optin_ = 48 * 1024;
   DeviceInfo info_;
+  CUfunction read_fn_ = nullptr, spin_fn_ = nullptr;  // the timing helpers (kHelperPtx)
+  std::string helper_error_;
 };
 
 }  // namespace

@@ -16,6 +16,10 @@
 
 namespace sextant {
 
+namespace {
+constexpr double kBusyWaitS = 20e-6;  // before each timed launch (GpuDevice::busyWait)
+}
+
 const char* gpuStatusName(GpuStatus s) {
   switch (s) {
     case GpuStatus::Ok: return "ok";
@@ -204,7 +208,9 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
 
   // Enqueues one launch between the two events and waits for it; false (and m filled in) on failure.
   auto launchOnce = [&](double* seconds) -> bool {
-    auto st = dev_.record(0);
+    // Timed: the queue is kept busy while the start event and the launch are enqueued.
+    auto st = seconds ? dev_.busyWait(kBusyWaitS) : okStatus();
+    if (st) st = dev_.record(0);
     if (st) st = enqueue();
     if (!st) {
       m.status = GpuStatus::LaunchError;
@@ -267,21 +273,27 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
     return m;
   }
   if (!launchOnce(nullptr)) return m;
-  std::vector<uint8_t> c(size_t(p_->cBytes()));
-  st = dev_.copyToHost(c.data(), c_, c.size());
-  if (!st) {
-    m.status = GpuStatus::LaunchError;
-    m.message = "cannot copy C back: " + st.error();
-    return m;
-  }
-  CheckResult check = checkGemmResult(*p_, c.data(), tolerance());
-  m.checked_entries = check.checked;
-  m.max_abs_err = check.max_abs_err;
-  if (!check.ok) {
-    m.status = GpuStatus::WrongResult;
-    m.message = check.message;
-    return m;
-  }
+  // Copies C back and checks it; false (and m filled in) when it is wrong or cannot be read.
+  auto verify = [&](const char* when) -> bool {
+    std::vector<uint8_t> c(size_t(p_->cBytes()));
+    auto cp = dev_.copyToHost(c.data(), c_, c.size());
+    if (!cp) {
+      m.status = GpuStatus::LaunchError;
+      m.message = "cannot copy C back: " + cp.error();
+      return false;
+    }
+    CheckResult check = checkGemmResult(*p_, c.data(), tolerance());
+    ++m.verified;
+    m.checked_entries = check.checked;
+    m.max_abs_err = std::max(m.max_abs_err, check.max_abs_err);
+    if (!check.ok) {
+      m.status = GpuStatus::WrongResult;
+      m.message = std::string(when) + check.message;
+      return false;
+    }
+    return true;
+  };
+  if (!verify("")) return m;
   // 2. The other warm-up launches.
   for (int i = 1; i < o_.warmup; ++i)
     if (!launchOnce(nullptr)) return m;
@@ -289,7 +301,7 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
   double total = 0;
   while (int(m.times_s.size()) < o_.max_reps && (int(m.times_s.size()) < o_.min_reps || total < o_.min_time_s)) {
     if (scratch_bytes_) {
-      st = dev_.fill(scratch_, uint8_t(++flush_counter_), scratch_bytes_);
+      st = dev_.flushL2(scratch_, scratch_bytes_, uint8_t(++flush_counter_));
       if (!st) {
         m.status = GpuStatus::LaunchError;
         m.message = "cannot flush the L2: " + st.error();
@@ -302,6 +314,11 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
     total += t;
   }
   summarize(m.times_s, m.median_s, m.cv);
+  // 4. C again, as the last timed launch left it: a race (a wrong wait-group count, a swizzle
+  //    that collides) can pass one launch and fail another.
+  if (!verify(("right after the first launch, wrong after " + std::to_string(m.times_s.size()) +
+               " timed repetitions: ").c_str()))
+    return m;
   m.gflops = m.median_s > 0 ? w.flops() / m.median_s / 1e9 : 0;
   m.status = GpuStatus::Ok;
   return m;
@@ -324,6 +341,12 @@ GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
   GpuMeasurement m;
   if (!canMeasure(m)) return m;
   auto lk = dev_.load(k.image, k.format, k.kernel_name);
+  std::string loaded = kernelFormatName(k.format);
+  if (!lk && k.format == KernelFormat::Cubin && !k.fallback_ptx.empty()) {
+    // A cubin the driver refuses (e.g. assembled by a newer ptxas than it knows): its PTX, JIT.
+    loaded = "ptx (fallback: " + lk.error() + ")";
+    lk = dev_.load(k.fallback_ptx, KernelFormat::Ptx, k.kernel_name);
+  }
   if (!lk) {
     m.status = GpuStatus::LoadError;
     m.message = lk.error();
@@ -355,6 +378,7 @@ GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
   }
   m = run(k.id, [&]() -> Status { return dev_.launch(*lk, k.dims, params.data()); });
   m.resources = lk->resources;
+  m.loaded = loaded;
   if (!lost_ && gen == generation_) dev_.unload(*lk);
   return m;
 }
@@ -390,6 +414,8 @@ KernelResult toResult(const BundleKernel& k, const GpuMeasurement& g) {
   auto r = measuredResult<KernelResult>(k.workload, g);
   r.id = k.id;
   r.resources = g.resources;
+  r.loaded = g.loaded;
+  r.verified = g.verified;
   return r;
 }
 
@@ -434,6 +460,29 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
   r.host = hostName();
   r.device = dev.info();
   r.options = o.options;
+  // Resumed: what the earlier run measured stays, and is not measured again.
+  std::set<std::string> done_ids, done_refs;
+  if (o.resume_from) {
+    const ResultsFile& prev = *o.resume_from;
+    if (prev.device && prev.device->name != dev.info().name)
+      return Error{"cannot resume: the results were measured on " + prev.device->name + ", this device is " +
+                   dev.info().name};
+    r.date = prev.date;
+    r.command = prev.command;
+    r.notes = prev.notes;
+    for (const auto& k : prev.results)
+      if (k.status != "skipped" && ids.count(k.id) && (only.empty() || only.count(k.id))) {
+        r.results.push_back(k);
+        done_ids.insert(k.id);
+      }
+    for (const auto& ref : prev.references)
+      if (ref.status == "ok") {
+        r.references.push_back(ref);
+        done_refs.insert(ref.workload);
+      }
+    r.notes.push_back("resumed at " + isoTimeUtc() + " by a fresh process with " + std::to_string(done_ids.size()) +
+                      " kernel(s) already measured");
+  }
   auto save = [&]() { return writeResults(o.results_path, r); };
   if (auto st = save(); !st) return Error{st.error()};
   auto note = [&](const std::string& n) {
@@ -445,7 +494,11 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
   std::unique_ptr<GemmPeer> peer;
   bool peer_tried = false;
   int peer_generation = 0;
-  size_t done = 0;
+  size_t done = done_ids.size();
+  auto overTime = [&]() {
+    return o.deadline_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() > o.deadline_s;
+  };
   auto addResult = [&](KernelResult kr) -> Status {
     r.results.push_back(std::move(kr));
     ++done;
@@ -454,11 +507,17 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
     return st;
   };
 
-  for (const auto& [key, kernels] : groups) {
+  bool stopped_after_fault = false;
+  for (auto& [key, all_kernels] : groups) {
+    std::vector<const BundleKernel*> kernels;
+    for (const auto* k : all_kernels)
+      if (!done_ids.count(k->id)) kernels.push_back(k);
+    if (kernels.empty() || stopped_after_fault) continue;
     const bool stop = cb.interrupted && cb.interrupted();
-    if (stop || bench.lost()) {
+    if (stop || bench.lost() || overTime()) {
+      const std::string why = stop ? "interrupted" : bench.lost() ? bench.lostReason() : "time budget spent";
       for (const auto* k : kernels)
-        if (auto st = addResult(skipped(*k, stop ? "interrupted" : bench.lostReason())); !st) return Error{st.error()};
+        if (auto st = addResult(skipped(*k, why)); !st) return Error{st.error()};
       continue;
     }
     auto w = parseWorkloadKey(key);
@@ -485,7 +544,7 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
     }
     auto sp = bench.setProblem(*problem);  // on failure every kernel reports the reason
 
-    if (o.reference && sp) {
+    if (o.reference && sp && !done_refs.count(key)) {
       if (peer && peer_generation != bench.generation()) {
         (void)peer.release();  // its handle died with the device reset: leak it, never call into it
         peer_tried = false;
@@ -511,14 +570,20 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
     }
 
     for (const auto* k : kernels) {
+      if (stopped_after_fault) break;
       if (cb.interrupted && cb.interrupted()) {
         if (auto st = addResult(skipped(*k, "interrupted")); !st) return Error{st.error()};
+        continue;
+      }
+      if (overTime()) {
+        if (auto st = addResult(skipped(*k, "time budget spent")); !st) return Error{st.error()};
         continue;
       }
       if (bench.lost()) {
         if (auto st = addResult(skipped(*k, bench.lostReason())); !st) return Error{st.error()};
         continue;
       }
+      if (cb.on_start) cb.on_start(*k);
       GpuMeasurement g;
       auto image = readKernelFile(bundle_dir, *k);
       if (!image) {
@@ -532,11 +597,25 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
         spec.kernel_name = k->kernel_name;
         spec.args = k->args;
         spec.dims = LaunchDims{k->grid, k->block, k->dynamic_shared_bytes};
+        if (!k->ptx_file.empty()) {
+          BundleKernel ptx = *k;
+          ptx.file = k->ptx_file;
+          auto text = readKernelFile(bundle_dir, ptx);
+          if (text) spec.fallback_ptx = std::move(*text);
+        }
         if (!bench.problemReady() && !bench.lost()) (void)bench.setProblem(*problem);  // after a failed reset
+        const int gen = bench.generation();
         g = bench.measureKernel(spec);
+        // A reset device, or a lost one (timeout, failed reset): a fresh process goes on.
+        stopped_after_fault = o.stop_after_fault && (bench.generation() != gen || bench.lost());
       }
       if (auto st = addResult(toResult(*k, g)); !st) return Error{st.error()};
     }
+  }
+  if (stopped_after_fault) {
+    // The caller restarts a fresh process (resume_from) for the kernels not recorded.
+    (void)peer.release();  // its handle died with the device reset (or the device is busy)
+    return r;
   }
   // After a timeout the device may still be busy: never call into cuBLAS again (its destructor
   // would synchronise).

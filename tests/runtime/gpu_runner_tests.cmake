@@ -5,6 +5,7 @@ add_executable(gpu_runner_tests
   ${CMAKE_CURRENT_LIST_DIR}/gemm_host_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bundle_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_runner_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_runner_restart_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tune_runner_test.cpp)
 target_link_libraries(gpu_runner_tests PRIVATE sextant_runtime GTest::gtest_main)
 add_dependencies(gpu_runner_tests tune-runner)

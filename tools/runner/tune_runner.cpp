@@ -2,6 +2,7 @@
 // See runtime/README.md for the bundle and results formats.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -12,6 +13,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -24,6 +27,9 @@ using namespace sextant;
 namespace {
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitNoDevice = 3, kExitInterrupted = 130;
+// Between the supervising process and its worker only: the worker stopped after a device fault.
+constexpr int kExitRestart = 4;
+constexpr int kMaxRestarts = 20;
 
 const char* kUsage = R"USAGE(usage: tune-runner BUNDLE_DIR [options]
 
@@ -33,6 +39,9 @@ inputs are generated once (uniform in [-1, 1], seed 42) and the first result of 
 checked against a double-precision CPU reference; then the kernel is timed with GPU events, with
 the L2 cache flushed before every repetition. cuBLAS is measured as the reference per workload.
 The results file is rewritten after every kernel: a crash or Ctrl-C loses nothing measured.
+Measurement runs in a worker process: after a kernel faults on the device (illegal address, ...),
+a timeout, or a crash of the worker, a fresh worker goes on with the next kernel (at most 20
+times), so no kernel is measured in a context that was reset under cuBLAS's feet.
 
 options:
   -o, --output FILE   results file (default: BUNDLE_DIR/results.json)
@@ -46,6 +55,9 @@ options:
   --no-flush          do not flush the L2 between repetitions
   --no-reference      do not measure cuBLAS
   --only ID[,ID...]   measure only these kernels
+  --time-budget S     stop starting kernels after S seconds (the rest are "skipped",
+                      "time budget spent"); 0: none (default)
+  --resume            keep the results already in the results file and measure the rest
   --device N          GPU ordinal (default 0)
   --list              print the bundle's kernels and exit (needs no GPU)
   -h, --help          this text
@@ -80,6 +92,8 @@ struct Args {
   std::vector<std::string> only;
   int device = 0;
   bool list = false;
+  bool resume = false;
+  double time_budget = 0;
 };
 
 int64_t parseIntArg(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
@@ -154,6 +168,11 @@ Args parseArgs(int argc, char** argv) {
     } else if (arg == "--list") {
       flag();
       a.list = true;
+    } else if (arg == "--resume") {
+      flag();
+      a.resume = true;
+    } else if (arg == "--time-budget") {
+      a.time_budget = parseSecondsArg(arg, next(), true);
     } else if (!arg.empty() && arg[0] == '-') {
       usageError("unknown option '" + arg + "'");
     } else {
@@ -268,6 +287,146 @@ void printTable(const ResultsFile& r) {
   }
 }
 
+// What the worker shares with the supervising process (an anonymous shared mapping made before
+// the fork): the id of the kernel being measured, so that a crash of the worker can be pinned on it.
+struct Shared {
+  char current[256];
+};
+
+double steadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The worker: opens the GPU, measures (resuming when asked), prints the table. Returns an exit
+// status, kExitRestart when it stopped after a fault and a fresh worker should go on.
+int measure(const Args& args, const BundleManifest& m, const std::string& command, bool resume, bool last_try,
+            double deadline, Shared* shared) {
+  auto dev = openGpuDevice(m.vendor, args.device);
+  if (!dev) {
+    fprintf(stderr, "tune-runner: %s\n", dev.error().c_str());
+    fprintf(stderr, "tune-runner: nothing measured, no results file written\n");
+    return kExitNoDevice;
+  }
+  GpuDevice& gpu = **dev;
+  const DeviceInfo& info = gpu.info();
+
+  std::set<KernelFormat> formats;
+  for (const auto& k : m.kernels)
+    if (args.only.empty() || std::find(args.only.begin(), args.only.end(), k.id) != args.only.end())
+      formats.insert(k.format);
+  for (KernelFormat f : formats) {
+    auto st = checkArchCompatible(m.arch, f, info);
+    if (!st) {
+      fprintf(stderr, "tune-runner: error: %s\n", st.error().c_str());
+      return kExitUsage;
+    }
+  }
+
+  RunOptions ro;
+  if (resume) {
+    auto prev = readResults(args.output);
+    if (!prev) {
+      fprintf(stderr, "tune-runner: error: --resume: %s\n", prev.error().c_str());
+      return kExitUsage;
+    }
+    ro.resume_from = *prev;
+  }
+  size_t selected = args.only.empty() ? m.kernels.size() : args.only.size();
+  fprintf(stderr, "tune-runner: %s (%s, %lld SMs, L2 %s, %s memory, driver %s); %zu kernel(s) -> %s%s\n",
+          info.name.c_str(), info.arch.c_str(), (long long)info.sm_count, bytes(info.l2_bytes).c_str(),
+          bytes(info.memory_bytes).c_str(), info.driver_version.c_str(), selected, args.output.c_str(),
+          resume ? " (resumed)" : "");
+
+  ro.measure = args.measure;
+  ro.reference = args.reference;
+  ro.only = args.only;
+  ro.results_path = args.output;
+  ro.runner = std::string("tune-runner ") + SEXTANT_VERSION;
+  ro.command = command;
+  ro.stop_after_fault = !last_try;
+  ro.deadline_s = deadline;
+  ro.options = {{"min_reps", args.measure.min_reps},
+                {"max_reps", args.measure.max_reps},
+                {"min_time_s", args.measure.min_time_s},
+                {"timeout_s", args.measure.timeout_s},
+                {"warmup", args.measure.warmup},
+                {"seed", args.measure.seed},
+                {"flush_l2", args.measure.flush_l2},
+                {"timing", gpu.timingMethod()},
+                {"verification", "C checked after the first launch and again after the timed repetitions"},
+                {"reference", args.reference},
+                {"only", args.only},
+                {"device", args.device},
+                {"time_budget_s", args.time_budget},
+                {"check_full_limit", args.measure.check.full_limit},
+                {"check_samples", args.measure.check.samples},
+                {"tolerance", "rtol 1e-3, atol 1e-4*sqrt(K) for f32 inputs; rtol 1e-2, atol 1e-3*sqrt(K) otherwise"}};
+
+  signal(SIGINT, onSignal);
+  signal(SIGTERM, onSignal);
+  RunCallbacks cb;
+  cb.on_start = [shared](const BundleKernel& k) {
+    snprintf(shared->current, sizeof shared->current, "%s", k.id.c_str());
+  };
+  cb.on_kernel = [shared](const KernelResult& r, size_t done, size_t total) {
+    shared->current[0] = 0;
+    printProgress(r, done, total);
+  };
+  cb.on_reference = [](const ReferenceResult& r) {
+    if (r.status == "ok")
+      fprintf(stderr, "%s: %s %.1f GFLOP/s (%.4f ms, cv %.2f%%)\n", r.workload.c_str(), r.peer.c_str(), r.gflops,
+              r.median_s * 1e3, r.cv * 100);
+    else
+      fprintf(stderr, "%s: %s %s: %s\n", r.workload.c_str(), r.peer.c_str(), r.status.c_str(), r.message.c_str());
+  };
+  cb.on_note = [](const std::string& n) { fprintf(stderr, "tune-runner: note: %s\n", n.c_str()); };
+  cb.interrupted = [] { return g_interrupts.load() > 0; };
+
+  auto res = runBundle(gpu, args.bundle, m, ro, cb);
+  if (!res) {
+    fprintf(stderr, "tune-runner: error: %s\n", res.error().c_str());
+    fflush(nullptr);
+    std::_Exit(kExitFailure);  // the device may be busy: no teardown
+  }
+  if (res->results.size() < selected && g_interrupts.load() == 0) {
+    fflush(nullptr);
+    std::_Exit(kExitRestart);  // after a fault: no teardown in this process
+  }
+  printTable(*res);
+  std::map<std::string, int> counts;
+  bool lost = false;
+  for (const auto& k : res->results) {
+    ++counts[k.status];
+    lost = lost || k.status == "timeout";
+  }
+  std::string summary;
+  for (const auto& [s, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+  printf("\n%zu kernel(s): %s; results in %s\n", res->results.size(), summary.c_str(), args.output.c_str());
+  const int code = g_interrupts.load() > 0 ? kExitInterrupted : kExitOk;
+  fflush(nullptr);
+  // After a timeout the kernel may still be running: leave without touching the driver again
+  // (process exit tears the context down).
+  if (lost) std::_Exit(code);
+  return code;
+}
+
+// A worker died (a signal) while measuring `id`: its result says so, and the next worker goes on.
+bool recordCrash(const Args& args, const BundleManifest& m, const std::string& id, const std::string& why) {
+  auto r = readResults(args.output);
+  if (!r) return false;
+  for (const auto& k : m.kernels) {
+    if (k.id != id) continue;
+    KernelResult kr;
+    kr.id = k.id;
+    kr.workload = k.workload;
+    kr.status = "launch_error";
+    kr.message = "the measuring process died (" + why + ") while measuring this kernel";
+    r->results.push_back(kr);
+    return writeResults(args.output, *r).ok();
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,89 +453,62 @@ int main(int argc, char** argv) {
     std::string dir = out.has_parent_path() ? out.parent_path().string() : ".";
     if (access(dir.c_str(), W_OK) != 0)
       usageError("cannot write the results file " + args.output + " (" + dir + ": " + strerror(errno) + ")");
+    if (args.resume && access(args.output.c_str(), R_OK) != 0)
+      usageError("--resume: no results file " + args.output + " to resume from");
   }
 
-  auto dev = openGpuDevice(m.vendor, args.device);
-  if (!dev) {
-    fprintf(stderr, "tune-runner: %s\n", dev.error().c_str());
-    fprintf(stderr, "tune-runner: nothing measured, no results file written\n");
-    return kExitNoDevice;
+  // This process never touches the GPU: it forks workers (no fork after cuInit) and starts a
+  // fresh one after a fault, a timeout or a crash.
+  auto* shared = static_cast<Shared*>(
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (shared == MAP_FAILED) {
+    fprintf(stderr, "tune-runner: error: mmap: %s\n", strerror(errno));
+    return kExitFailure;
   }
-  GpuDevice& gpu = **dev;
-  const DeviceInfo& info = gpu.info();
-
-  std::set<KernelFormat> formats;
-  for (const auto& k : m.kernels)
-    if (args.only.empty() || std::find(args.only.begin(), args.only.end(), k.id) != args.only.end())
-      formats.insert(k.format);
-  for (KernelFormat f : formats) {
-    auto st = checkArchCompatible(m.arch, f, info);
-    if (!st) {
-      fprintf(stderr, "tune-runner: error: %s\n", st.error().c_str());
-      return kExitUsage;
-    }
-  }
-
-  size_t selected = args.only.empty() ? m.kernels.size() : args.only.size();
-  fprintf(stderr, "tune-runner: %s (%s, %lld SMs, L2 %s, %s memory, driver %s); %zu kernel(s) -> %s\n",
-          info.name.c_str(), info.arch.c_str(), (long long)info.sm_count, bytes(info.l2_bytes).c_str(),
-          bytes(info.memory_bytes).c_str(), info.driver_version.c_str(), selected, args.output.c_str());
-
-  RunOptions ro;
-  ro.measure = args.measure;
-  ro.reference = args.reference;
-  ro.only = args.only;
-  ro.results_path = args.output;
-  ro.runner = std::string("tune-runner ") + SEXTANT_VERSION;
-  ro.command = command;
-  ro.options = {{"min_reps", args.measure.min_reps},
-                {"max_reps", args.measure.max_reps},
-                {"min_time_s", args.measure.min_time_s},
-                {"timeout_s", args.measure.timeout_s},
-                {"warmup", args.measure.warmup},
-                {"seed", args.measure.seed},
-                {"flush_l2", args.measure.flush_l2},
-                {"reference", args.reference},
-                {"only", args.only},
-                {"device", args.device},
-                {"check_full_limit", args.measure.check.full_limit},
-                {"check_samples", args.measure.check.samples},
-                {"tolerance", "rtol 1e-3, atol 1e-4*sqrt(K) for f32 inputs; rtol 1e-2, atol 1e-3*sqrt(K) otherwise"}};
-
+  const double deadline = args.time_budget > 0 ? steadyNow() + args.time_budget : 0;
   signal(SIGINT, onSignal);
   signal(SIGTERM, onSignal);
-  RunCallbacks cb;
-  cb.on_kernel = printProgress;
-  cb.on_reference = [](const ReferenceResult& r) {
-    if (r.status == "ok")
-      fprintf(stderr, "%s: %s %.1f GFLOP/s (%.4f ms, cv %.2f%%)\n", r.workload.c_str(), r.peer.c_str(), r.gflops,
-              r.median_s * 1e3, r.cv * 100);
-    else
-      fprintf(stderr, "%s: %s %s: %s\n", r.workload.c_str(), r.peer.c_str(), r.status.c_str(), r.message.c_str());
-  };
-  cb.on_note = [](const std::string& n) { fprintf(stderr, "tune-runner: note: %s\n", n.c_str()); };
-  cb.interrupted = [] { return g_interrupts.load() > 0; };
-
-  auto res = runBundle(gpu, args.bundle, m, ro, cb);
-  if (!res) {
-    fprintf(stderr, "tune-runner: error: %s\n", res.error().c_str());
+  bool resume = args.resume;
+  for (int restarts = 0;; ++restarts) {
+    const bool last_try = restarts >= kMaxRestarts;
+    shared->current[0] = 0;
     fflush(nullptr);
-    std::_Exit(kExitFailure);  // the device may be busy: no teardown
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "tune-runner: error: fork: %s\n", strerror(errno));
+      return kExitFailure;
+    }
+    if (pid == 0) {
+      g_interrupts = 0;
+      int code = measure(args, m, command, resume, last_try, deadline, shared);
+      fflush(nullptr);
+      _exit(code);
+    }
+    int st = 0, forwarded = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+      if (errno != EINTR) {
+        fprintf(stderr, "tune-runner: error: waitpid: %s\n", strerror(errno));
+        return kExitFailure;
+      }
+      // A signal sent to this process alone (kill PID): pass it on. (Ctrl-C reaches both.)
+      while (forwarded < g_interrupts.load()) kill(pid, SIGINT), ++forwarded;
+    }
+    int code;
+    if (WIFSIGNALED(st)) {
+      const std::string why = std::string("signal ") + std::to_string(WTERMSIG(st)) + ", " + strsignal(WTERMSIG(st));
+      const std::string id = shared->current;
+      fprintf(stderr, "tune-runner: the measuring process died (%s)%s\n", why.c_str(),
+              id.empty() ? "" : (" while measuring " + id).c_str());
+      if (g_interrupts.load() > 0) return kExitInterrupted;
+      if (id.empty() || !recordCrash(args, m, id, why)) return kExitFailure;
+      code = kExitRestart;
+    } else {
+      code = WEXITSTATUS(st);
+    }
+    if (code != kExitRestart) return code;
+    if (g_interrupts.load() > 0) return kExitInterrupted;
+    fprintf(stderr, "tune-runner: continuing in a fresh process after a device fault (restart %d of at most %d)\n",
+            restarts + 1, kMaxRestarts);
+    resume = true;
   }
-  printTable(*res);
-  std::map<std::string, int> counts;
-  bool lost = false;
-  for (const auto& k : res->results) {
-    ++counts[k.status];
-    lost = lost || k.status == "timeout";
-  }
-  std::string summary;
-  for (const auto& [s, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + s;
-  printf("\n%zu kernel(s): %s; results in %s\n", res->results.size(), summary.c_str(), args.output.c_str());
-  const int code = g_interrupts.load() > 0 ? kExitInterrupted : kExitOk;
-  fflush(nullptr);
-  // After a timeout the kernel may still be running: leave without touching the driver again
-  // (process exit tears the context down).
-  if (lost) std::_Exit(code);
-  return code;
 }

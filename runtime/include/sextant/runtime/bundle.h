@@ -42,6 +42,9 @@ struct BundleKernel {
   std::string workload;     // canonical workload key, listed in the manifest's workloads
   std::string file;         // relative to the bundle directory
   KernelFormat format = KernelFormat::Ptx;
+  // Optional (nvidia, format cubin): the PTX the cubin was assembled from, loaded (JIT) only when
+  // the driver refuses the cubin. "" when absent.
+  std::string ptx_file;
   std::string kernel_name;  // symbol in the module
   std::vector<KernelArg> args;
   std::array<uint32_t, 3> grid{1, 1, 1};
@@ -104,6 +107,12 @@ struct KernelResult {
   double max_abs_err = 0;
   int64_t checked_entries = 0;
   std::optional<KernelResources> resources;  // null when the kernel did not load
+  // What was loaded: "ptx" (JIT by the driver), "cubin", "hsaco", or "ptx (fallback: ...why the
+  // cubin was refused)"; "" when nothing loaded (and in files written before this field existed).
+  std::string loaded;
+  // Times C was verified: 1 after the first launch, 2 when it was checked again after the timed
+  // repetitions (a race that corrupts C now and then fails there). 0 in older files.
+  int64_t verified = 0;
   bool operator==(const KernelResult&) const = default;
 };
 

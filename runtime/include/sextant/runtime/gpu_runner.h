@@ -70,6 +70,17 @@ class GpuDevice {
   virtual Status record(int event) = 0;
   virtual EventState query(int event, std::string& error) = 0;
   virtual Result<double> elapsedSeconds() = 0;  // from event 0 to event 1
+  // Before a timed launch: evicts the L2 with the scratch buffer (>= 2x the L2). The default
+  // writes it (memset, enqueued), which leaves the L2 full of dirty lines that are written back
+  // during the timed launch; the CUDA backend reads the buffer with a kernel instead, so the L2
+  // holds clean lines only. `value` changes between calls (memset fallback).
+  virtual Status flushL2(DevicePtr scratch, size_t bytes, uint8_t value) { return fill(scratch, value, bytes); }
+  // Keeps the queue busy for about `seconds` (enqueued), so that the start event that follows is
+  // recorded when the timed launch is already queued: no launch latency inside the timing. The
+  // default does nothing.
+  virtual Status busyWait(double seconds) { return okStatus(); }
+  // How flushL2 / busyWait work on this device, for the results file.
+  virtual std::string timingMethod() const { return "L2 flush: memset of the scratch buffer; no busy-wait before the start event"; }
   // After a kernel failed on the device (illegal address, ...): resets the device so that the
   // next kernels can run. Every allocation and module is gone afterwards.
   virtual Status recover() { return Error{"this device cannot be reset"}; }
@@ -112,6 +123,8 @@ struct GpuMeasurement {
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0, max_abs_err = 0;
   int64_t checked_entries = 0;
+  int64_t verified = 0;  // times C was checked (1: first launch; 2: also after the timed repetitions)
+  std::string loaded;    // what was loaded: "cubin", "ptx", "hsaco", "ptx (fallback: ...)"
   std::optional<KernelResources> resources;
   bool ok() const { return status == GpuStatus::Ok; }
 };
@@ -120,6 +133,7 @@ struct KernelLaunchSpec {
   std::string id;
   std::string image;  // the module's bytes (PTX text, cubin, code object)
   KernelFormat format = KernelFormat::Ptx;
+  std::string fallback_ptx;  // loaded (JIT) when a cubin image is refused; "" for none
   std::string kernel_name;
   std::vector<KernelArg> args;
   LaunchDims dims;
@@ -173,6 +187,15 @@ class GemmBench {
 
 struct RunOptions {
   GpuMeasureOptions measure;
+  // Stop right after a kernel that failed on the device (the device was reset): the kernels left
+  // are not recorded, so that a fresh process can measure them with `resume_from` (tune-runner
+  // does this: a reset context that cuBLAS still holds is not trusted).
+  bool stop_after_fault = false;
+  // Continue an earlier run: its results (all but "skipped") and its ok references are kept and
+  // not measured again.
+  std::optional<ResultsFile> resume_from;
+  double deadline_s = 0;          // > 0: kernels not started by then (steady clock, seconds since
+                                  // its epoch) are "skipped" ("time budget")
   bool reference = true;          // measure the vendor BLAS per workload
   std::vector<std::string> only;  // kernel ids; empty: all
   std::string results_path;       // rewritten after every kernel
@@ -182,6 +205,7 @@ struct RunOptions {
 };
 
 struct RunCallbacks {
+  std::function<void(const BundleKernel&)> on_start;  // before a kernel is loaded and measured
   std::function<void(const KernelResult&, size_t done, size_t total)> on_kernel;
   std::function<void(const ReferenceResult&)> on_reference;
   std::function<void(const std::string&)> on_note;
@@ -191,8 +215,10 @@ struct RunCallbacks {
 // Measures the bundle's kernels (those in `only`, if given), grouped by workload in manifest
 // order: inputs and reference once per workload, the vendor BLAS first, then every kernel. The
 // results file is written before the first kernel and rewritten after every kernel and every
-// reference. Kernels not measured because the device was lost or the run interrupted are
-// recorded as "skipped". Returns the final results, or an error when the file cannot be written.
+// reference. Kernels not measured because the device was lost, the run interrupted or the time
+// budget spent are recorded as "skipped". Returns the final results (fewer than selected when it
+// stopped after a fault, see RunOptions::stop_after_fault), or an error when the file cannot be
+// written.
 Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, const BundleManifest& m,
                               const RunOptions& o, const RunCallbacks& cb = {});
 
