@@ -5,6 +5,10 @@
 #include <atomic>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace sextant::cli {
 
 struct ExportArgs {
@@ -36,6 +40,17 @@ int cmdHwList();
 int cmdHwShow(const std::string& name);
 // The live GPUs (CUDA / HIP, opened at run time) against the device table.
 int cmdHwCheck();
+
+// tune bundle (tools/bundle_command.cpp): chosen GPU candidates compiled into a kernel bundle.
+struct BundleArgs {
+  std::string target, shape, dtype = "f16", layout = "NN", routes = "all", out;
+  int64_t random = 30;
+  bool with_default = true;
+  uint64_t seed = 1;
+  int jobs = 0;
+};
+CLI::App* addBundleCommand(CLI::App& app, BundleArgs& a);
+int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop);
 
 // GPU tuning (tools/gpu_commands.cpp): the same loop with the GPU evaluator.
 struct GpuTuneArgs {

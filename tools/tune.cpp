@@ -725,6 +725,8 @@ int main(int argc, char** argv) {
   impr->add_option("dir", impr_dir, "bundle directory (tune --measure bundle --out DIR)")->required();
   impr->add_option("--results", impr_results, "results file (default: DIR/results.json)");
   impr->add_option("--db", impr_db, "database")->capture_default_str();
+  cli::BundleArgs bundle_args;
+  auto* bundle_cmd = cli::addBundleCommand(app, bundle_args);
   auto* dataset = app.add_subcommand("dataset", "recorded measurement datasets (for replay experiments)");
   auto* dsc = dataset->add_subcommand(
       "collect", "measure a uniform random sample of a workload's schedules (or all of them) and write the records "
@@ -781,6 +783,11 @@ int main(int argc, char** argv) {
   if (*cmp) return cli::cmdCompile(ca);
   if (*model_eval) return cli::cmdModelEval(me);
   if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db);
+  if (*bundle_cmd) {
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    return cli::cmdBundle(bundle_args, g_stop);
+  }
   if (*dsc) {
     json args;
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);

@@ -407,8 +407,17 @@ std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std:
                                 const std::string& rocm_toolkit, bool outline_first) {
   const std::string start = std::string("builtin.module(") + (outline_first ? kGpuOutlining + std::string(",") : "");
   if (nvidia)
-    return start + "gpu-lower-to-nvvm-pipeline{cubin-chip=" + chip + " cubin-features=" + features +
-           " cubin-format=isa kernel-bare-ptr-calling-convention=true})";
+    // gpu-lower-to-nvvm-pipeline (LLVM 22) spelt out, with one change: vector loads and stores
+    // inside kernels are lowered first with their vector's alignment (use-vector-alignment). Every
+    // vector access of these schedules is naturally aligned (tiles at multiples of the vector
+    // length, buffers 256-byte aligned), and without it NVPTX splits a vector<4xf32> access that
+    // LLVM thinks 4-byte aligned into four scalar ones.
+    return start + "convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,convert-nvvm-to-llvm,"
+           "convert-func-to-llvm,expand-strided-metadata,nvvm-attach-target{O=2 chip=" + chip + " features=" +
+           features + "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,canonicalize,cse,"
+           "gpu.module(convert-vector-to-llvm{use-vector-alignment=true},convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
+           "canonicalize,cse,reconcile-unrealized-casts),gpu-to-llvm{use-bare-pointers-for-kernels=true},"
+           "gpu-module-to-binary{format=isa},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
   // ../shared/notes/recipes/rocm_pipe.txt, with vector->LLVM inside the GPU module first (the
   // hoisted 2-D C tile) and format=bin through lld 22.
   return start + "convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"

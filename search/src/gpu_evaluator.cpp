@@ -77,7 +77,14 @@ GpuEvaluator::~GpuEvaluator() {
   if (owns_work_dir_) fs::remove_all(o_.work_dir, ec);
 }
 
-std::string GpuEvaluator::kernelId(const Candidate& c) const { return "c" + std::to_string(space_.encode(c)); }
+std::string GpuEvaluator::kernelId(const Candidate& c) const {
+  // Unique within a bundle that holds several workloads: a short hash of the workload key first.
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char ch : w_.key()) h = (h ^ ch) * 16777619u;
+  char tag[16];
+  snprintf(tag, sizeof tag, "w%06x-", h & 0xffffffu);
+  return tag + std::string("c") + std::to_string(space_.encode(c));
+}
 
 std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
                                                const std::function<void(size_t, const Evaluation&)>& on_result) {
@@ -228,6 +235,19 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     k.workload = w_.key();
     k.file = "kernels/" + k.id + (nvidia ? ".ptx" : ".hsaco");
     k.format = nvidia ? KernelFormat::Ptx : KernelFormat::Hsaco;
+    // The cubin the pre-flight analysed is what runs; its PTX travels too, for a driver that
+    // refuses the cubin (the runner records which one it loaded).
+    std::string cubin;
+    if (nvidia && c.have_res) cubin = slurp(c.kernel_path + ".cubin");
+    if (!cubin.empty()) {
+      k.ptx_file = k.file;
+      k.file = "kernels/" + k.id + ".cubin";
+      k.format = KernelFormat::Cubin;
+      files[k.file] = cubin;
+      files[k.ptx_file] = slurp(c.kernel_path);
+    } else {
+      files[k.file] = slurp(c.kernel_path);
+    }
     k.kernel_name = c.info.name;
     for (const auto& a : c.info.args) {
       if (a.rfind("i64:", 0) == 0) k.args.push_back(KernelArg::i64(std::stoll(a.substr(4))));
@@ -240,7 +260,6 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
                                           [&](const BundleKernel& x) { return x.id == k.id; }),
                            manifest.kernels.end());
     manifest.kernels.push_back(k);
-    files[k.file] = slurp(c.kernel_path);
     bundled_idx.push_back(i);
     if (o_.mode == GpuMeasureMode::Bundle) e.message = "in bundle " + bundle_dir + " as kernel " + k.id;
   }
@@ -248,7 +267,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     if (auto s = writeBundle(bundle_dir, manifest, files); !s) {
       for (size_t i : bundled_idx) out[i].status = "compile_error", out[i].message = "cannot write the bundle: " + s.error();
     } else if (o_.mode == GpuMeasureMode::Bundle) {
-      bundled_ += int64_t(files.size());
+      bundled_ += int64_t(bundled_idx.size());
     }
   }
 

@@ -300,115 +300,43 @@ TEST(GpuHarness, UnwritableResultsFileIsAnError) {
 // ---- On a machine with a CUDA device: a real kernel, JIT-compiled from PTX. ----
 
 // C[M][N] = A[M][K] * B[K][N], f32, row-major, one thread per entry; params C, A, B, M, N, K.
-const char* kNaivePtx = R"PTX(
-.version 7.0
-.target sm_52
-.address_size 64
-
-.visible .entry naive_gemm(
-    .param .u64 pC, .param .u64 pA, .param .u64 pB,
-    .param .u32 pM, .param .u32 pN, .param .u32 pK)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<16>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<12>;
-
-    ld.param.u64 %rd1, [pC];
-    ld.param.u64 %rd2, [pA];
-    ld.param.u64 %rd3, [pB];
-    ld.param.u32 %r1, [pM];
-    ld.param.u32 %r2, [pN];
-    ld.param.u32 %r3, [pK];
-    cvta.to.global.u64 %rd1, %rd1;
-    cvta.to.global.u64 %rd2, %rd2;
-    cvta.to.global.u64 %rd3, %rd3;
-    mov.u32 %r4, %ctaid.x;
-    mov.u32 %r5, %ntid.x;
-    mov.u32 %r6, %tid.x;
-    mad.lo.s32 %r7, %r4, %r5, %r6;
-    mov.u32 %r4, %ctaid.y;
-    mov.u32 %r5, %ntid.y;
-    mov.u32 %r6, %tid.y;
-    mad.lo.s32 %r8, %r4, %r5, %r6;
-    setp.ge.s32 %p1, %r7, %r2;
-    setp.ge.s32 %p2, %r8, %r1;
-    or.pred %p3, %p1, %p2;
-    @%p3 bra DONE;
-    mov.f32 %f1, 0f00000000;
-    mov.u32 %r9, 0;
-    setp.le.s32 %p1, %r3, 0;
-    @%p1 bra STORE;
-LOOP:
-    mad.lo.s32 %r10, %r8, %r3, %r9;
-    mul.wide.s32 %rd4, %r10, 4;
-    add.s64 %rd5, %rd2, %rd4;
-    ld.global.f32 %f2, [%rd5];
-    mad.lo.s32 %r11, %r9, %r2, %r7;
-    mul.wide.s32 %rd6, %r11, 4;
-    add.s64 %rd7, %rd3, %rd6;
-    ld.global.f32 %f3, [%rd7];
-    fma.rn.f32 %f1, %f2, %f3, %f1;
-    add.s32 %r9, %r9, 1;
-    setp.lt.s32 %p1, %r9, %r3;
-    @%p1 bra LOOP;
-STORE:
-    mad.lo.s32 %r12, %r8, %r2, %r7;
-    mul.wide.s32 %rd8, %r12, 4;
-    add.s64 %rd9, %rd1, %rd8;
-    st.global.f32 [%rd9], %f1;
-DONE:
-    ret;
-}
-)PTX";
-
-TEST(GpuReal, NaivePtxKernelOnACudaDevice) {
+// The self-test bundles of runtime/selftest (what scripts/gpu-validate.sh runs first), measured
+// here when a CUDA device is present: every kernel must get the status its manifest expects.
+void runSelftest(const std::string& name) {
   auto dev = openCudaDevice(0);
   if (!dev.ok()) GTEST_SKIP() << dev.error();
+  const std::string dir = std::string(SEXTANT_SOURCE_DIR) + "/runtime/selftest/" + name;
+  auto m = readBundle(dir);
+  ASSERT_TRUE(m.ok()) << m.error();
+  if (!checkArchCompatible(m->arch, m->kernels.front().format, (*dev)->info()).ok())
+    GTEST_SKIP() << dir << " is for " << m->arch << ", the device is " << (*dev)->info().arch;
   TempDir d{"gpu-test"};
-  const std::string key = "gemm:NN:256x192x128:f32*f32->f32";
-  BundleManifest m;
-  m.created_by = "test";
-  m.created_at = isoTimeUtc();
-  m.target = "any";
-  m.vendor = "nvidia";
-  m.arch = "sm_52";
-  m.workloads = {key};
-  BundleKernel k = kernel("naive", key,
-                          {KernelArg::buf('C'), KernelArg::buf('A'), KernelArg::buf('B'), KernelArg::i32(256),
-                           KernelArg::i32(192), KernelArg::i32(128)});
-  k.kernel_name = "naive_gemm";
-  k.grid = {192 / 16, 256 / 16, 1};
-  k.block = {16, 16, 1};
-  BundleKernel wrong = k;  // M passed as 128: half of C is never written
-  wrong.id = "half";
-  wrong.file = "kernels/half.ptx";
-  wrong.args[3] = KernelArg::i32(128);
-  BundleKernel missing = k;
-  missing.id = "no-symbol";
-  missing.file = "kernels/no-symbol.ptx";
-  missing.kernel_name = "not_there";
-  m.kernels = {k, wrong, missing};
-  ASSERT_TRUE(writeBundle(d.str(), m,
-                          {{k.file, kNaivePtx}, {wrong.file, kNaivePtx}, {missing.file, kNaivePtx}})
-                  .ok());
-  ASSERT_TRUE(checkArchCompatible(m.arch, KernelFormat::Ptx, (*dev)->info()).ok());
   RunOptions o = fastOptions((d.path / "results.json").string());
   o.measure.timeout_s = 10;
-  auto r = runBundle(**dev, d.str(), m, o);
+  auto r = runBundle(**dev, dir, *m, o);
   ASSERT_TRUE(r.ok()) << r.error();
-  const KernelResult* ok = find(*r, "naive");
-  EXPECT_EQ(ok->status, "ok") << ok->message;
-  EXPECT_GE(ok->times_s.size(), 5u);
-  EXPECT_GT(ok->gflops, 0);
-  ASSERT_TRUE(ok->resources.has_value());
-  EXPECT_GT(ok->resources->registers, 0);
-  EXPECT_GE(ok->resources->max_threads_per_block, 256);
-  EXPECT_EQ(find(*r, "half")->status, "wrong_result");
-  EXPECT_EQ(find(*r, "no-symbol")->status, "load_error");
-  if (r->references.empty()) {
-    EXPECT_FALSE(r->notes.empty());  // why cuBLAS is missing
-  } else {
-    EXPECT_EQ(r->references[0].status, "ok") << r->references[0].message;
+  for (const auto& k : m->kernels) {
+    const KernelResult* got = find(*r, k.id);
+    ASSERT_NE(got, nullptr) << k.id;
+    EXPECT_EQ(got->status, k.static_stats.value("expect", std::string("ok"))) << k.id << ": " << got->message;
+    if (got->status == "ok") {
+      EXPECT_EQ(got->verified, 2);
+      EXPECT_GT(got->gflops, 0);
+    }
+  }
+  if (r->references.empty()) EXPECT_FALSE(r->notes.empty());  // why cuBLAS is missing
+}
+
+TEST(GpuReal, GenericSelftestBundle) { runSelftest("generic"); }
+TEST(GpuReal, SextantKernelsOnAnH100) { runSelftest("h100"); }
+
+TEST(GpuSelftest, BundlesAreValidAndSayWhatTheyExpect) {
+  for (const char* name : {"generic", "h100"}) {
+    auto m = readBundle(std::string(SEXTANT_SOURCE_DIR) + "/runtime/selftest/" + name);
+    ASSERT_TRUE(m.ok()) << m.error();
+    for (const auto& k : m->kernels) {
+      const std::string e = k.static_stats.value("expect", std::string());
+      EXPECT_NE(std::find(resultStatuses().begin(), resultStatuses().end(), e), resultStatuses().end()) << k.id;
+    }
   }
 }

@@ -9,5 +9,6 @@ add_executable(gpu_runner_tests
   ${CMAKE_CURRENT_LIST_DIR}/tune_runner_test.cpp)
 target_link_libraries(gpu_runner_tests PRIVATE sextant_runtime GTest::gtest_main)
 add_dependencies(gpu_runner_tests tune-runner)
-target_compile_definitions(gpu_runner_tests PRIVATE TUNE_RUNNER_BIN="$<TARGET_FILE:tune-runner>")
+target_compile_definitions(gpu_runner_tests PRIVATE TUNE_RUNNER_BIN="$<TARGET_FILE:tune-runner>"
+                           SEXTANT_SOURCE_DIR="${CMAKE_CURRENT_LIST_DIR}/../..")
 gtest_discover_tests(gpu_runner_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)

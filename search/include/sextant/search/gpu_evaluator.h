@@ -38,7 +38,8 @@ class GpuEvaluator : public Evaluator {
   ~GpuEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
                                    const std::function<void(size_t, const Evaluation&)>& on_result) override;
-  // The kernel id a candidate gets in bundles ("c" + its flat id in the space: stable).
+  // The kernel id a candidate gets in bundles ("w<hash of the workload key>-c<its flat id in the
+  // space>": stable, and unique in a bundle of several workloads).
   std::string kernelId(const Candidate& c) const;
   int64_t bundled() const { return bundled_; }
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Compiles the standard GPU validation set (run here, where MLIR is; measured on a GPU machine by
+# scripts/gpu-validate.sh):
+#
+#   scripts/make-validation-bundles.sh OUT_DIR [--target h100] [--random N] [--shapes S,S,...]
+#
+# For each dtype (f16, bf16) one bundle OUT_DIR/TARGET-DTYPE holding, for every shape (default
+# 4096^3, 2048^3 and the Llama-2-7B shapes 16x4096x4096 and 4096x11008x4096), the untuned default
+# schedule plus N (default 30) seeded random candidates of each route the target has for that
+# dtype (mma.sync, wgmma, fma). Kernels ship as the cubin that ptxas analysed plus its PTX. Also
+# writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: scripts/make-validation-bundles.sh OUT_DIR [--target T] [--random N] [--shapes S,...]}
+shift
+target=h100
+random=30
+shapes=4096x4096x4096,2048x2048x2048,16x4096x4096,4096x11008x4096
+dtypes=f16,bf16
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) target=$2; shift 2 ;;
+    --random) random=$2; shift 2 ;;
+    --shapes) shapes=$2; shift 2 ;;
+    --dtypes) dtypes=$2; shift 2 ;;
+    *) echo "make-validation-bundles: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+tune=${TUNE:-$root/build/tools/tune}
+[ -x "$tune" ] || "$root/scripts/build.sh"
+mkdir -p "$out"
+for dtype in ${dtypes//,/ }; do
+  for shape in ${shapes//,/ }; do
+    "$tune" bundle --target "$target" --dtype "$dtype" --shape "$shape" --random "$random" --seed 1 \
+      -o "$out/$target-$dtype"
+  done
+done
+cat >"$out/PROVENANCE.json" <<JSON
+{
+  "made_by": "scripts/make-validation-bundles.sh $out --target $target --random $random --shapes $shapes --dtypes $dtypes",
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "sextant_commit": "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)",
+  "tool": "$("$tune" --version)",
+  "ptxas": "$( (command -v ptxas >/dev/null && ptxas --version | tail -n 1) || echo none)",
+  "host": "$(hostname)"
+}
+JSON
+tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
+echo "validation set: $out ($(du -sh "$out" | cut -f1)), archive $out.tar.gz ($(du -sh "$out.tar.gz" | cut -f1))"
