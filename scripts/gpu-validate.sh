@@ -56,7 +56,8 @@ done
 
 build=${RUNNER_BUILD:-$root/build-runner}
 log "building tune-runner in $build"
-if ! { cmake -S "$root" -B "$build" -G Ninja -DSEXTANT_RUNNER_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+# RUNNER_CMAKE_ARGS: more CMake options (the tests use it to hide installed packages).
+if ! { cmake -S "$root" -B "$build" -G Ninja -DSEXTANT_RUNNER_ONLY=ON -DCMAKE_BUILD_TYPE=Release ${RUNNER_CMAKE_ARGS:-} \
          && ninja -C "$build"; } >"$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log"; log "the runner did not build (log: $out/build.log)"; exit 2
 fi
