@@ -115,7 +115,9 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   fprintf(stderr, "tune bundle: %s on %s (%s): %zu candidates (%s) -> %s\n", w->key().c_str(), target->name.c_str(),
           g->chip.c_str(), batch.size(), a.routes.c_str(), a.out.c_str());
   std::map<std::string, std::map<std::string, int>> counts;  // route -> status -> n
-  std::map<std::string, std::string> role_of;                 // kernel id -> role, route
+  // kernel id -> what the manifest says about it: its route and whether it is the default.
+  std::map<std::string, std::pair<std::string, std::string>> what;
+  bool bundled = false;
   const size_t step = 16;
   for (size_t at = 0; at < batch.size() && !stop.load(); at += step) {
     std::vector<Candidate> part(batch.begin() + long(at), batch.begin() + long(std::min(batch.size(), at + step)));
@@ -123,28 +125,21 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
     for (size_t i = 0; i < part.size(); ++i) {
       const std::string route = routeOf(space, part[i]);
       ++counts[route][out[i].status];
-      role_of[ev.kernelId(part[i])] = role[at + i];
+      bundled |= out[i].status == "not_measured";
+      what[ev.kernelId(part[i])] = {route, role[at + i]};
       if (out[i].status == "compile_error")
         fprintf(stderr, "  %s %s: compile_error: %s\n", route.c_str(), space.keyOf(part[i]).c_str(),
                 out[i].message.substr(0, 300).c_str());
     }
     fprintf(stderr, "  [%zu/%zu] compiled\n", std::min(batch.size(), at + step), batch.size());
   }
-  // Each kernel says what it is in the manifest: its route and whether it is the default.
-  auto m = readBundle(a.out);
-  if (m) {
-    for (auto& k : m->kernels) {
-      auto it = role_of.find(k.id);
-      if (it == role_of.end()) continue;
-      auto c = space.fromMap(k.knobs.get<std::map<std::string, int64_t>>());
-      if (c) k.static_stats["route"] = routeOf(space, *c);
-      k.static_stats["role"] = it->second;
-    }
+  if (bundled) {
+    auto m = readBundle(a.out);
+    if (!m) return fail(m.error());
+    for (auto& k : m->kernels)
+      if (auto it = what.find(k.id); it != what.end())
+        k.static_stats["route"] = it->second.first, k.static_stats["role"] = it->second.second;
     if (auto st = writeBundleManifest(a.out, *m); !st) return fail(st.error());
-  } else if (!role_of.empty() && counts.size()) {
-    bool any = false;
-    for (auto& [r, st] : counts) any |= st.count("not_measured") > 0;
-    if (any) return fail(m.error());
   }
   printf("%s on %s (%s):\n", w->key().c_str(), target->name.c_str(), g->chip.c_str());
   for (const auto& [route, st] : counts) {
