@@ -653,8 +653,12 @@ int cmdHwShow(const std::string& name) {
     printf("  clock            %.0f MHz as reported (nominal in a VM)\n", c.mhz);
     printf("  vector ISA       %s: %d-bit registers, %d of them, %d f32 lanes\n", c.vector_isa.c_str(), c.vector_bits,
            c.vector_registers, c.f32Lanes());
-    printf("  caches           L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", (long long)(c.l1d_bytes >> 10),
-           (long long)(c.l2_bytes >> 10), (long long)(c.l3_bytes >> 10));
+    printf("  caches           L1d %lld KiB, L2 %lld KiB, L3 %lld KiB (%s)\n", (long long)(c.l1d_bytes >> 10),
+           (long long)(c.l2_bytes >> 10), (long long)(c.l3_bytes >> 10),
+           c.cache_source == "cpuid"   ? "from CPUID: this system has no sysfs cache folder; a VM may report the "
+                                         "whole socket's L3"
+           : c.cache_source.empty()    ? "unknown: the cost model's features assume L1d 48 KiB, L2 2 MiB, L3 32 MiB"
+                                       : "from sysfs");
     std::vector<std::string> notable;
     for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})
       if (c.hasFlag(f)) notable.push_back(f);

@@ -202,7 +202,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.measure_unmeasured = *mode == GpuMeasureMode::Device;
   o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
-  o.strategy_context.model_path = costModelPath(a.db, target->key());
+  o.strategy_context.model_path = costModelPath(a.db, target->key(), w->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on every GPU target, weighted by the similarity of the
     // targets' Blueprints (exp(-d^2/2) over the embedding distance d; the same device: 1).

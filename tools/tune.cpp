@@ -379,7 +379,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_top_k = a.final_top_k;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
-  o.strategy_context.model_path = costModelPath(a.w.db, target->key());
+  o.strategy_context.model_path = costModelPath(a.w.db, target->key(), w->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
     auto all = db->allRecords(false);

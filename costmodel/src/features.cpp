@@ -23,7 +23,36 @@ std::vector<std::string> cpuGemmFeatureNames() {
           "reg_m=1", "reg_m=2", "reg_m=4", "reg_m=8", "reg_m=16", "reg_n=1 vector", "reg_n=2 vectors",
           "reg_n=4 vectors", "unroll_k=1", "unroll_k=2", "unroll_k=4", "unroll_k=8",
           "log2 micro-kernel K iterations (tile_k / unroll_k)", "log2 register tile elements",
-          "tile_k<=32", "tile_k=64", "tile_k=128", "tile_k=256", "tile_k>=512"};
+          "tile_k<=32", "tile_k=64", "tile_k=128", "tile_k=256", "tile_k>=512",
+          // version 2: relative to the workload and to the machine, so that one model serves
+          // every shape and CPU
+          "log2 tile_m / M", "log2 tile_n / N", "log2 tile_k / K", "log2 blocks / cores",
+          "log2 block FLOP per byte", "log2 B panel (tile_k x tile_n) bytes / L2",
+          "log2 A panel (tile_m x tile_k) bytes / L2", "row of A is a multiple of 4 KiB",
+          "row of B is a multiple of 4 KiB", "log2 GFLOP of the workload",
+          // the machine (a CPU counterpart of the GPU Blueprint)
+          "log2 L1d KiB", "log2 L2 KiB", "f32 lanes / 16", "vector registers / 32", "log2 cores"};
+}
+
+HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
+  if (llvm_cpu.empty() || llvm_cpu == host_llvm_cpu) return host;
+  HostCpu c;
+  c.llvm_cpu = llvm_cpu;
+  c.vector_isa = "avx512", c.vector_bits = 512, c.vector_registers = 32;
+  c.logical_cores = 2;  // this project's machine kinds
+  if (llvm_cpu == "emeraldrapids" || llvm_cpu == "sapphirerapids" || llvm_cpu == "graniterapids") {
+    c.l1d_bytes = 48 << 10, c.l2_bytes = 2 << 20;
+  } else if (llvm_cpu == "icelake-server" || llvm_cpu == "skylake-avx512" || llvm_cpu == "cascadelake") {
+    c.l1d_bytes = llvm_cpu == "icelake-server" ? 48 << 10 : 32 << 10;
+    c.l2_bytes = llvm_cpu == "icelake-server" ? 5 << 18 : 1 << 20;
+  } else if (llvm_cpu == "znver5" || llvm_cpu == "znver4") {
+    c.l1d_bytes = (llvm_cpu == "znver5" ? 48 : 32) << 10, c.l2_bytes = 1 << 20;
+  } else if (llvm_cpu.rfind("znver", 0) == 0 || llvm_cpu == "haswell" || llvm_cpu == "skylake" ||
+             llvm_cpu == "alderlake") {
+    c.vector_isa = "avx2", c.vector_bits = 256, c.vector_registers = 16;
+    c.l1d_bytes = 32 << 10, c.l2_bytes = 512 << 10;
+  }
+  return c;
 }
 
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu) {
@@ -48,7 +77,15 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           w.layout == Layout::TN ? 1.f : 0.f,
           is(rm == 1), is(rm == 2), is(rm == 4), is(rm == 8), is(rm == 16), is(cols == 1), is(cols == 2),
           is(cols == 4), is(uk == 1), is(uk == 2), is(uk == 4), is(uk == 8), lg(tk / uk), lg(rm * rn),
-          is(tk <= 32), is(tk == 64), is(tk == 128), is(tk == 256), is(tk >= 512)};
+          is(tk <= 32), is(tk == 64), is(tk == 128), is(tk == 256), is(tk >= 512),
+          // version 2
+          lg(tm / double(w.m)), lg(tn / double(w.n)), lg(tk / double(w.k)),
+          lg(double(w.m) / tm * double(w.n) / tn / std::max(1, cpu.logical_cores)),
+          lg(2 * tm * tn * tk / ((tm * tk + tk * tn) * e + tm * tn * 4)), lg(tk * tn * e / l2), lg(tm * tk * e / l2),
+          is(int64_t(double(w.k) * e) % 4096 == 0), is(int64_t(double(w.n) * e) % 4096 == 0),
+          lg(2.0 * double(w.m) * double(w.n) * double(w.k) / 1e9),
+          lg(l1 / 1024), lg(l2 / 1024), float(vw / 16), float(cpu.vector_registers / 32.0),
+          lg(double(std::max(1, cpu.logical_cores)))};
 }
 
 std::vector<std::string> gpuGemmFeatureNames() {

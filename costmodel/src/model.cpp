@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -63,7 +64,9 @@ struct CostModel::Impl {
     torch::Tensor X = toTensor(xs, nf);
     if (!trained) {
       mean = X.mean(0);
-      scale = X.std(0).clamp_min(1e-6);
+      // A (nearly) constant feature is centred, not scaled (see model.h).
+      auto sd = X.size(0) > 1 ? X.std(0) : torch::zeros({nf});
+      scale = torch::where(sd < 0.05, torch::ones_like(sd), sd);
     }
     X = (X - mean) / scale;
     // Targets: throughput normalised by the best of its workload.
@@ -74,20 +77,28 @@ struct CostModel::Impl {
     auto y = torch::zeros({n});
     auto ok = torch::zeros({n});
     auto failed = torch::zeros({n});
-    std::map<int, std::vector<int64_t>> ok_by_group;
+    std::vector<int> group(static_cast<size_t>(n));
+    std::vector<bool> okv(static_cast<size_t>(n));
+    std::vector<double> weight(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       const Sample& s = data[size_t(i)];
       failed[i] = s.failed ? 1.f : 0.f;
+      group[size_t(i)] = s.group;
+      weight[size_t(i)] = std::max(0.f, s.weight);
       if (!s.failed && best[s.group] > 0) {
         y[i] = s.gflops / best[s.group];
         ok[i] = 1.f;
-        ok_by_group[s.group].push_back(i);
+        okv[size_t(i)] = true;
       }
     }
     for (size_t m = 0; m < members.size(); ++m) {
       std::mt19937_64 rng(o.seed * 7919 + m * 104729 + uint64_t(n));
-      // Bootstrap: each member sees its own resample of the data.
-      std::uniform_int_distribution<int64_t> pick(0, n - 1);
+      // Bootstrap: each member sees its own resample of the data (drawn in proportion to the
+      // samples' weights), for every loss term, the ranking pairs included.
+      double wsum = 0;
+      for (double w : weight) wsum += w;
+      if (wsum <= 0) std::fill(weight.begin(), weight.end(), 1.0);
+      std::discrete_distribution<int64_t> pick(weight.begin(), weight.end());
       std::vector<int64_t> boot(static_cast<size_t>(n));
       for (auto& b : boot) b = pick(rng);
       auto bi = torch::tensor(boot, torch::kLong);
@@ -95,24 +106,17 @@ struct CostModel::Impl {
            fb = failed.index_select(0, bi);
       members[m]->train();
       for (int e = 0; e < epochs; ++e) {
-        // Ranking pairs within a workload, drawn afresh each epoch.
-        std::vector<int64_t> pi, pj;
-        for (auto& [g, idx] : ok_by_group) {
-          if (idx.size() < 2) continue;
-          std::uniform_int_distribution<size_t> d(0, idx.size() - 1);
-          size_t pairs = std::min<size_t>(4 * idx.size(), 4096);
-          for (size_t p = 0; p < pairs; ++p) {
-            int64_t a = idx[d(rng)], b = idx[d(rng)];
-            if (a != b) pi.push_back(a), pj.push_back(b);
-          }
-        }
+        // Ranking pairs within a workload, drawn afresh each epoch from the member's resample.
+        auto pairs = rankingPairs(boot, group, okv, rng());
         optims[m]->zero_grad();
         auto out = members[m]->forward(Xb);
         auto score = out.select(1, 0), logit = out.select(1, 1);
         auto okn = okb.sum().clamp_min(1);
         auto loss = o.regression_weight * ((score - yb).pow(2) * okb).sum() / okn +
                     o.failure_weight * torch::binary_cross_entropy_with_logits(logit, fb);
-        if (!pi.empty()) {
+        if (!pairs.empty()) {
+          std::vector<int64_t> pi, pj;
+          for (auto& [a, b] : pairs) pi.push_back(a), pj.push_back(b);
           auto ti = torch::tensor(pi, torch::kLong), tj = torch::tensor(pj, torch::kLong);
           auto all = members[m]->forward(X).select(1, 0);
           auto diff = all.index_select(0, ti) - all.index_select(0, tj);
@@ -128,6 +132,25 @@ struct CostModel::Impl {
   }
 };
 
+std::vector<std::pair<int64_t, int64_t>> rankingPairs(const std::vector<int64_t>& rows, const std::vector<int>& group,
+                                                      const std::vector<bool>& ok, uint64_t seed) {
+  std::map<int, std::vector<int64_t>> by_group;
+  for (int64_t r : rows)
+    if (r >= 0 && size_t(r) < ok.size() && ok[size_t(r)]) by_group[group[size_t(r)]].push_back(r);
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (auto& [g, idx] : by_group) {
+    if (idx.size() < 2) continue;
+    std::uniform_int_distribution<size_t> d(0, idx.size() - 1);
+    const size_t pairs = std::min<size_t>(4 * idx.size(), 4096);
+    for (size_t p = 0; p < pairs; ++p) {
+      int64_t a = idx[d(rng)], b = idx[d(rng)];
+      if (a != b) out.push_back({a, b});
+    }
+  }
+  return out;
+}
+
 CostModel::CostModel(int num_features, CostModelOptions o) : impl_(std::make_unique<Impl>()) {
   impl_->nf = num_features;
   impl_->o = o;
@@ -138,6 +161,7 @@ CostModel& CostModel::operator=(CostModel&&) noexcept = default;
 CostModel::~CostModel() = default;
 
 int CostModel::numFeatures() const { return impl_->nf; }
+int CostModel::featureVersion() const { return impl_->o.feature_version; }
 bool CostModel::trained() const { return impl_->trained; }
 
 void CostModel::fit(const std::vector<Sample>& data) {
@@ -173,7 +197,8 @@ Status CostModel::save(const std::string& path) const {
   try {
     torch::serialize::OutputArchive ar;
     ar.write("meta", torch::tensor({int64_t(impl_->nf), int64_t(impl_->o.members), int64_t(impl_->o.hidden),
-                                    int64_t(impl_->trained)}));
+                                    int64_t(impl_->trained), int64_t(kCostModelFormat),
+                                    int64_t(impl_->o.feature_version)}));
     if (impl_->trained) {
       ar.write("mean", impl_->mean);
       ar.write("scale", impl_->scale);
@@ -196,8 +221,15 @@ Result<CostModel> CostModel::load(const std::string& path) {
     ar.load_from(path);
     torch::Tensor meta;
     ar.read("meta", meta);
-    if (meta.numel() != 4) return Error{path + ": not a Sextant cost model"};
+    if (meta.numel() == 4)
+      return Error{path + ": a cost model of an older format (1; this build reads format " +
+                   std::to_string(kCostModelFormat) + "): retrain it (tune model train) or delete it"};
+    if (meta.numel() != 6) return Error{path + ": not a Sextant cost model"};
+    if (meta[4].item<int64_t>() != kCostModelFormat)
+      return Error{path + ": a cost model of format " + std::to_string(meta[4].item<int64_t>()) +
+                   " (this build reads format " + std::to_string(kCostModelFormat) + ")"};
     CostModelOptions o;
+    o.feature_version = int(meta[5].item<int64_t>());
     o.members = int(meta[1].item<int64_t>());
     o.hidden = int(meta[2].item<int64_t>());
     CostModel model(int(meta[0].item<int64_t>()), o);
@@ -217,6 +249,24 @@ Result<CostModel> CostModel::load(const std::string& path) {
     return Error{path + ": not a readable cost model (" + what.substr(0, what.find('\n')) + ")"};
   }
 }
+
+Result<CostModel> loadPretrained(const std::string& path, int num_features, int feature_version) {
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return Error{path + ": no such pretrained model"};
+  }
+  auto m = CostModel::load(path);
+  if (!m) return Error{m.error()};
+  if (!m->trained()) return Error{path + ": the model was never trained"};
+  if (m->featureVersion() != feature_version || m->numFeatures() != num_features)
+    return Error{path + ": trained on features of version " + std::to_string(m->featureVersion()) + " (" +
+                 std::to_string(m->numFeatures()) + " features); this build computes version " +
+                 std::to_string(feature_version) + " (" + std::to_string(num_features) +
+                 "): retrain it with tune model train"};
+  return m;
+}
+
+void setCostModelThreads(int n) { torch::set_num_threads(std::max(1, n)); }
 
 double kendallTau(const std::vector<double>& a, const std::vector<double>& b) {
   const size_t n = std::min(a.size(), b.size());

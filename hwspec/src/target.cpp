@@ -4,6 +4,9 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "sextant/common/strings.h"
 
@@ -80,6 +83,37 @@ static int64_t readCacheSize(const std::string& path) {
   return v * mult;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// Cache sizes from CPUID when sysfs has none (VMs): the deterministic cache parameters (leaf 4 on
+// Intel, 0x8000001D on AMD: ways x partitions x line x sets), else AMD's legacy leaves
+// 0x80000005 (L1d KiB in ECX[31:24]) and 0x80000006 (L2 KiB in ECX[31:16], L3 in 512 KiB units
+// in EDX[31:18]). A hypervisor may report the whole socket's L3 there.
+static void cpuidCaches(HostCpu& c) {
+  unsigned a = 0, b = 0, cx = 0, d = 0;
+  __cpuid(0x80000000, a, b, cx, d);
+  const unsigned max_ext = a;
+  for (unsigned leaf : {4u, 0x8000001Du}) {
+    if (leaf > 0x80000000u && max_ext < leaf) continue;
+    for (unsigned i = 0; i < 8; ++i) {
+      __cpuid_count(leaf, i, a, b, cx, d);
+      const unsigned type = a & 31, level = (a >> 5) & 7;
+      if (type == 0) break;
+      const int64_t size = int64_t((b >> 22) + 1) * (((b >> 12) & 1023) + 1) * ((b & 4095) + 1) * (int64_t(cx) + 1);
+      if (level == 1 && type == 1 && !c.l1d_bytes) c.l1d_bytes = size;
+      if (level == 2 && !c.l2_bytes) c.l2_bytes = size;
+      if (level == 3 && !c.l3_bytes) c.l3_bytes = size;
+    }
+  }
+  if (max_ext >= 0x80000006u && (!c.l1d_bytes || !c.l2_bytes || !c.l3_bytes)) {
+    __cpuid(0x80000005, a, b, cx, d);
+    if (!c.l1d_bytes) c.l1d_bytes = int64_t(cx >> 24) << 10;
+    __cpuid(0x80000006, a, b, cx, d);
+    if (!c.l2_bytes) c.l2_bytes = int64_t(cx >> 16) << 10;
+    if (!c.l3_bytes) c.l3_bytes = int64_t(d >> 18) * (512 << 10);
+  }
+}
+#endif
+
 const HostCpu& hostCpu() {
   static const HostCpu cpu = [] {
     std::ifstream f("/proc/cpuinfo");
@@ -97,6 +131,13 @@ const HostCpu& hostCpu() {
       if (level == 2) c.l2_bytes = size;
       if (level == 3) c.l3_bytes = size;
     }
+    c.cache_source = c.l1d_bytes ? "sysfs" : "";
+#if defined(__x86_64__) || defined(__i386__)
+    if (!c.l1d_bytes || !c.l2_bytes) {
+      cpuidCaches(c);
+      if (c.l1d_bytes) c.cache_source = "cpuid";
+    }
+#endif
     return c;
   }();
   return cpu;

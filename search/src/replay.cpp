@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 #include "sextant/common/strings.h"
@@ -60,19 +61,19 @@ Result<ReplayDataset> loadReplayDataset(const std::string& path, const std::stri
     if (!db) return Error{db.error()};
     auto recs = db->allRecords(false);
     if (!recs) return Error{recs.error()};
-    std::map<std::pair<std::string, std::string>, size_t> index;
+    std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
     for (const auto& r : *recs) {
       if (r.source != "measured") continue;
       if (!target_key.empty() && r.target_key != target_key) continue;
-      auto key = std::make_pair(r.workload_key, r.target_key);
+      auto key = std::make_tuple(r.workload_key, r.target_key, r.device);
       if (!index.count(key)) {
         auto w = parseWorkloadKey(r.workload_key);
         if (!w) continue;
         index[key] = out.workloads.size();
-        out.workloads.push_back(ReplayWorkload{*w, r.target_key, {}, 0});
+        out.workloads.push_back(ReplayWorkload{*w, r.target_key, {}, 0, r.device, r.cpu_model});
       }
       ReplayWorkload& rw = out.workloads[index[key]];
-      ReplayEntry e{r.status == "ok", r.status == "ok" ? r.gflops : 0, r.times_s};
+      ReplayEntry e{r.status == "ok", r.status == "ok" ? r.gflops : 0, r.times_s, r.compile_s};
       auto it = rw.by_candidate.find(r.candidate);
       if (it == rw.by_candidate.end() || (e.ok && (!it->second.ok || e.gflops > it->second.gflops)))
         rw.by_candidate[r.candidate] = e;

@@ -116,8 +116,17 @@ std::vector<Candidate> adaptiveSample(const Space& space, const std::vector<Cand
   }
   KMeansResult km = chooseKMeans(pts, rng);
   st.k = km.k;
+  // Clusters in order of their best member's score, so that a caller keeping the first n keeps
+  // the most promising clusters (cluster indices carry no order).
+  std::vector<float> cluster_best(size_t(km.k), -std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < cand.size(); ++i)
+    cluster_best[size_t(km.assignment[i])] = std::max(cluster_best[size_t(km.assignment[i])], sc[i]);
+  std::vector<int> cluster_order(size_t(km.k));
+  for (int c = 0; c < km.k; ++c) cluster_order[size_t(c)] = c;
+  std::stable_sort(cluster_order.begin(), cluster_order.end(),
+                   [&](int a, int b) { return cluster_best[size_t(a)] > cluster_best[size_t(b)]; });
   std::unordered_set<uint64_t> taken;
-  for (int c = 0; c < km.k; ++c) {
+  for (int c : cluster_order) {
     // The synthesized candidate: the centroid, rounded to each knob's nearest value index.
     Candidate s(knobs.size());
     for (size_t k = 0; k < knobs.size(); ++k) {
@@ -148,6 +157,34 @@ std::vector<Candidate> adaptiveSample(const Space& space, const std::vector<Cand
   }
   if (stats) *stats = st;
   return out;
+}
+
+std::vector<Candidate> sampledPlan(const Space& space, const std::map<uint64_t, float>& scored,
+                                   const std::unordered_set<uint64_t>& tried, size_t n, std::mt19937_64& rng,
+                                   const std::function<bool(const Candidate&)>& fails, SamplerStats& total) {
+  std::vector<std::pair<float, uint64_t>> ranked;
+  for (const auto& [id, v] : scored)
+    if (!tried.count(id) && !fails(space.decode(id))) ranked.push_back({v, id});
+  std::sort(ranked.begin(), ranked.end(),
+            [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  if (ranked.size() > 8 * n) ranked.resize(8 * n);
+  std::vector<Candidate> props;
+  std::vector<float> sc;
+  for (auto& [v, id] : ranked) props.push_back(space.decode(id)), sc.push_back(v);
+  SamplerStats st;
+  auto usable = [&](const Candidate& c) { return !fails(c); };
+  auto out = adaptiveSample(space, props, sc, tried, usable, rng, &st);
+  if (out.size() > n) out.resize(n);  // adaptiveSample lists the best-scored clusters first
+  total.proposals += st.proposals, total.k += st.k, total.synthesized += st.synthesized;
+  total.replaced += st.replaced, total.dropped += st.dropped;
+  return out;
+}
+
+std::string samplerReport(const SamplerStats& s, int rounds) {
+  if (!rounds) return "";
+  return "; adaptive sampling: " + std::to_string(rounds) + " rounds, mean k " +
+         std::to_string(s.k / std::max(1, rounds)) + ", " + std::to_string(s.synthesized) + " synthesized, " +
+         std::to_string(s.replaced) + " replaced by cluster members, " + std::to_string(s.dropped) + " clusters dropped";
 }
 
 }  // namespace sextant

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/model.h"
@@ -80,15 +81,26 @@ class ModelGuidedSearch : public SearchStrategy {
  public:
   ModelGuidedSearch(uint64_t seed, StrategyContext ctx)
       : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed, ctx_)) {
-    // Warm start from the model saved by an earlier run next to the database.
+    // Warm start from the model saved by an earlier run of this workload next to the database;
+    // else from the pretrained model (fine-tuned online, blended with a frozen copy of it).
     if (!ctx_.model_path.empty() && std::filesystem::exists(ctx_.model_path)) {
       auto loaded = CostModel::load(ctx_.model_path);
-      if (loaded && loaded->numFeatures() == ctx_.num_features) {
+      if (loaded && loaded->numFeatures() == ctx_.num_features && loaded->featureVersion() == ctx_.feature_version) {
         model_ = std::move(*loaded);
         warm_started_ = true;
       } else {
         notes_ = "ignored the saved model " + ctx_.model_path + " (" +
                  (loaded ? "other features" : loaded.error()) + "); ";
+      }
+    }
+    if (!warm_started_ && !ctx_.pretrained_path.empty()) {
+      auto a = loadPretrained(ctx_.pretrained_path, ctx_.num_features, ctx_.feature_version);
+      auto b = loadPretrained(ctx_.pretrained_path, ctx_.num_features, ctx_.feature_version);
+      if (a && b) {
+        model_ = std::move(*a);
+        prior_model_ = std::make_unique<CostModel>(std::move(*b));
+      } else {
+        notes_ = "cold start: " + (a ? b.error() : a.error()) + "; ";
       }
     }
   }
@@ -100,7 +112,7 @@ class ModelGuidedSearch : public SearchStrategy {
     if (pool.size() <= n) return pool;
     std::vector<std::vector<float>> xs;
     for (const auto& c : pool) xs.push_back(ctx_.features(c));
-    auto pred = model_.predict(xs);
+    auto pred = predict(xs);
     std::vector<size_t> order(pool.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a].mean > pred[b].mean; });
@@ -139,6 +151,7 @@ class ModelGuidedSearch : public SearchStrategy {
     }
     size_t ok = 0;
     for (const auto& s : data_) ok += !s.failed;
+    own_ok_ = ok;
     if (ok < kMinSamples && !model_.trained()) return;
     if (!model_.trained()) model_.fit(data_);
     else model_.update(data_);
@@ -151,6 +164,7 @@ class ModelGuidedSearch : public SearchStrategy {
   std::string report() const override {
     std::string r = notes_;
     if (warm_started_) r += "warm-started from " + ctx_.model_path + "; ";
+    if (prior_model_) r += "started from the pretrained model " + ctx_.pretrained_path + " (fine-tuned online); ";
     r += std::to_string(skipped_) + " candidates skipped as predicted to fail (p > 0.5), " +
          std::to_string(checked_) + " of them measured as a check (" + std::to_string(checked_failed_) + " failed)";
     if (!save_error_.empty()) r += "; " + save_error_;
@@ -163,14 +177,46 @@ class ModelGuidedSearch : public SearchStrategy {
   static size_t exploreCount(size_t n) {
     return n >= 2 ? std::max<size_t>(1, size_t(std::lround(double(n) * kEpsilon))) : 0;
   }
-  // Predicted normalised throughput; candidates predicted to fail score lowest.
+  // The cost model's predictions; with a pretrained model, a blend of the fine-tuned model and
+  // the frozen pretrained one, whose weight mix / (mix + own successful records) falls as the
+  // workload's own records grow.
+  std::vector<Prediction> predict(const std::vector<std::vector<float>>& xs) const {
+    auto p = model_.predict(xs);
+    if (!prior_model_) return p;
+    const double mix = ctx_.pretrained_mix > 0 ? ctx_.pretrained_mix : 0;
+    const float alpha = float(mix / (mix + double(own_ok_) + 1e-9));
+    if (alpha <= 0) return p;
+    auto q = prior_model_->predict(xs);
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i].mean = alpha * q[i].mean + (1 - alpha) * p[i].mean;
+      p[i].spread = alpha * q[i].spread + (1 - alpha) * p[i].spread;
+      p[i].p_fail = alpha * q[i].p_fail + (1 - alpha) * p[i].p_fail;
+    }
+    return p;
+  }
+  // Predicted normalised throughput (mean + k * spread); candidates predicted to fail score -1
+  // (a reward floor for the optimisers) and are remembered in predictedFailures(), since a real
+  // regression prediction may be negative too.
   std::vector<float> predictedScores(const std::vector<Candidate>& cs) const {
     std::vector<std::vector<float>> xs;
     for (const auto& c : cs) xs.push_back(ctx_.features(c));
     std::vector<float> out;
-    for (const auto& q : model_.predict(xs))
+    auto pred = predict(xs);
+    for (size_t i = 0; i < pred.size(); ++i) {
+      const auto& q = pred[i];
+      if (q.p_fail > kSkipAbove) {
+        if (predicted_fail_.size() > 200000) predicted_fail_.clear();  // bounded memory; fails() re-scores
+        predicted_fail_.insert(cs[i]);
+      }
       out.push_back(q.p_fail > kSkipAbove ? -1.f : q.mean + float(acquisition_k_) * q.spread);
+    }
     return out;
+  }
+  // Whether the model predicts `c` to fail (scoring it first if it has not been scored).
+  bool fails(const Candidate& c) const {
+    if (predicted_fail_.count(c)) return true;
+    predictedScores({c});
+    return predicted_fail_.count(c) > 0;
   }
   // Glimpse's acquisition: optimisers maximise mean + k * spread instead of the mean.
   void setAcquisition(double k) { acquisition_k_ = k; }
@@ -202,6 +248,7 @@ class ModelGuidedSearch : public SearchStrategy {
     o.seed = seed;
     if (ctx.regression_weight >= 0) o.regression_weight = ctx.regression_weight;
     if (ctx.epochs > 0) o.epochs = ctx.epochs;
+    o.feature_version = ctx.feature_version;
     return o;
   }
   double acquisition_k_ = 0;
@@ -213,6 +260,9 @@ class ModelGuidedSearch : public SearchStrategy {
   std::mt19937_64 rng_;
   StrategyContext ctx_;
   CostModel model_;
+  std::unique_ptr<CostModel> prior_model_;  // frozen pretrained model (null: none)
+  size_t own_ok_ = 0;
+  mutable std::set<Candidate> predicted_fail_;
   std::vector<Sample> data_;
   bool warm_started_ = false;
   int64_t skipped_ = 0, next_check_ = 1, checked_ = 0, checked_failed_ = 0;
@@ -349,42 +399,6 @@ class EvolutionarySearch : public ModelGuidedSearch {
 };
 
 
-// Chameleon's adaptive sampling (search/sampling.h) after an optimizer over the cost model: the
-// optimizer's best 8n unmeasured points (by predicted score) are clustered, and one synthesized
-// candidate per cluster is measured: k <= n measurements per round instead of n.
-std::vector<Candidate> sampledPlan(const Space& space, const std::map<uint64_t, float>& scored,
-                                   const std::unordered_set<uint64_t>& tried, size_t n, std::mt19937_64& rng,
-                                   const std::function<std::vector<float>(const std::vector<Candidate>&)>& score,
-                                   SamplerStats& total) {
-  std::vector<std::pair<float, uint64_t>> ranked;
-  for (const auto& [id, v] : scored)
-    if (!tried.count(id) && v >= 0) ranked.push_back({v, id});
-  std::sort(ranked.begin(), ranked.end(),
-            [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-  if (ranked.size() > 8 * n) ranked.resize(8 * n);
-  std::vector<Candidate> props;
-  std::vector<float> sc;
-  for (auto& [v, id] : ranked) props.push_back(space.decode(id)), sc.push_back(v);
-  SamplerStats st;
-  // Not predicted to fail: the proposals' scores are known; only synthesized points need the model.
-  auto usable = [&](const Candidate& c) {
-    auto it = scored.find(space.encode(c));
-    return (it != scored.end() ? it->second : score({c})[0]) >= 0;
-  };
-  auto out = adaptiveSample(space, props, sc, tried, usable, rng, &st);
-  if (out.size() > n) out.resize(n);
-  total.proposals += st.proposals, total.k += st.k, total.synthesized += st.synthesized;
-  total.replaced += st.replaced, total.dropped += st.dropped;
-  return out;
-}
-
-std::string samplerReport(const SamplerStats& s, int rounds) {
-  if (!rounds) return "";
-  return "; adaptive sampling: " + std::to_string(rounds) + " rounds, mean k " +
-         std::to_string(s.k / std::max(1, rounds)) + ", " + std::to_string(s.synthesized) + " synthesized, " +
-         std::to_string(s.replaced) + " replaced by cluster members, " + std::to_string(s.dropped) + " clusters dropped";
-}
-
 // SA over the model, then adaptive sampling ("sa-sampling": the sampling stage alone).
 class AnnealingSamplingSearch : public AnnealingSearch {
  public:
@@ -392,8 +406,8 @@ class AnnealingSamplingSearch : public AnnealingSearch {
   std::string name() const override { return "sa-sampling"; }
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
     if (!model().trained()) return randomSearch().propose(space, tried, n);
-    auto out = sampledPlan(space, anneal(space, tried), tried, n, rng(),
-                           [&](const std::vector<Candidate>& cs) { return predictedScores(cs); }, stats_);
+    auto scored = anneal(space, tried);
+    auto out = sampledPlan(space, scored, tried, n, rng(), [&](const Candidate& c) { return fails(c); }, stats_);
     ++rounds_;
     return out.empty() ? randomSearch().propose(space, tried, n) : out;
   }
@@ -431,8 +445,7 @@ class PpoSearch : public ModelGuidedSearch {
     }
     ++rounds_;
     if (!sampling_) return planFrom(space, scored, tried, n);
-    auto out = sampledPlan(space, scored, tried, n, rng(),
-                           [&](const std::vector<Candidate>& cs) { return predictedScores(cs); }, stats_);
+    auto out = sampledPlan(space, scored, tried, n, rng(), [&](const Candidate& c) { return fails(c); }, stats_);
     return out.empty() ? planFrom(space, scored, tried, n) : out;
   }
   std::string report() const override {

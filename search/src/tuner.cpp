@@ -2,6 +2,7 @@
 #include "sextant/search/tuner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
@@ -68,9 +69,10 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
   return rows;
 }
 
-std::string costModelPath(const std::string& db_path, const std::string& target_key) {
-  std::string t = target_key;
-  std::replace(t.begin(), t.end(), ':', '_');
+std::string costModelPath(const std::string& db_path, const std::string& target_key, const std::string& workload_key) {
+  std::string t = target_key + "." + workload_key;
+  for (char& ch : t)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-') ch = '_';
   return db_path + "." + t + ".costmodel";
 }
 

@@ -128,3 +128,91 @@ TEST(Features, KnownCandidate) {
   EXPECT_FLOAT_EQ(f[15], std::log2(8.f * 2.f));  // 8 x 2 blocks
   EXPECT_FLOAT_EQ(f[19], 10);               // log2 M
 }
+
+// Issue #11 item 0: a feature constant in the fitted data (the workload's sizes when one workload
+// was seen) must not be scaled by 1e-6; another workload's value of it reaches the networks as a
+// difference of a few units.
+TEST(CostModel, AFeatureConstantInTheFitIsCentredNotBlownUp) {
+  auto train = synthetic(300, 11);
+  for (auto& s : train) s.x.push_back(9.0f);  // e.g. log2 M of the one workload seen
+  CostModel m(7);
+  m.fit(train);
+  auto probe = synthetic(50, 12);
+  std::vector<std::vector<float>> same, other;
+  for (auto& s : probe) {
+    same.push_back(s.x), same.back().push_back(9.0f);
+    other.push_back(s.x), other.back().push_back(10.0f);  // the next workload: log2 M one larger
+  }
+  for (auto& q : m.predict(other)) {
+    ASSERT_TRUE(std::isfinite(q.mean));
+    EXPECT_LT(std::fabs(q.mean), 5.f) << "normalised throughput predictions must stay near [0, 1]";
+  }
+}
+
+TEST(CostModel, RankingPairsComeOnlyFromTheMembersResampleAndStayWithinAGroup) {
+  std::vector<int> group = {0, 0, 0, 1, 1, 0, 1};
+  std::vector<bool> ok = {true, true, true, true, true, true, false};
+  std::vector<int64_t> rows = {0, 0, 2, 5, 3, 4, 6};  // rows 1 is not in the resample; 6 failed
+  auto pairs = rankingPairs(rows, group, ok, 3);
+  ASSERT_FALSE(pairs.empty());
+  for (auto [a, b] : pairs) {
+    EXPECT_NE(a, 1) << "row 1 is not in this member's resample";
+    EXPECT_NE(b, 1);
+    EXPECT_NE(a, 6) << "failed rows carry no throughput order";
+    EXPECT_NE(b, 6);
+    EXPECT_EQ(group[size_t(a)], group[size_t(b)]);
+    EXPECT_NE(a, b);
+  }
+}
+
+TEST(CostModel, SavedModelKeepsItsFeatureVersionAndMismatchesAreRefused) {
+  auto train = synthetic(200, 21);
+  CostModelOptions o;
+  o.feature_version = 7;
+  CostModel m(6, o);
+  m.fit(train);
+  const std::string dir = std::filesystem::temp_directory_path() / ("sextant-pretrained-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/m.costmodel";
+  ASSERT_TRUE(m.save(path));
+  auto back = loadPretrained(path, 6, 7);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->featureVersion(), 7);
+  auto p1 = m.predict({train[0].x, train[1].x}), p2 = back->predict({train[0].x, train[1].x});
+  for (size_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(p1[i].mean, p2[i].mean);
+  auto wrong_version = loadPretrained(path, 6, 8);
+  ASSERT_FALSE(wrong_version);
+  EXPECT_NE(wrong_version.error().find(path), std::string::npos);
+  EXPECT_NE(wrong_version.error().find("version 7"), std::string::npos) << wrong_version.error();
+  EXPECT_FALSE(loadPretrained(path, 5, 7)) << "other number of features";
+  auto missing = loadPretrained(dir + "/none.costmodel", 6, 7);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("none.costmodel"), std::string::npos);
+  std::ofstream(dir + "/junk.costmodel") << "not a model";
+  EXPECT_FALSE(loadPretrained(dir + "/junk.costmodel", 6, 7));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CostModel, FineTuningMovesPredictionsTowardTheNewWorkload) {
+  // Pretrained on one workload; the new one ranks by the opposite of its first input.
+  auto old_w = synthetic(400, 31);
+  CostModel m(6);
+  m.fit(old_w);
+  std::vector<Sample> new_w = synthetic(400, 32);
+  for (auto& s : new_w) s.gflops = 10.f + 8.f * (1 - s.x[0]) + 2.f * s.x[2];
+  std::vector<Sample> tune(new_w.begin(), new_w.begin() + 100), test(new_w.begin() + 100, new_w.end());
+  auto tau = [&](const CostModel& model) {
+    std::vector<std::vector<float>> xs;
+    std::vector<double> t, p;
+    for (auto& s : test) xs.push_back(s.x), t.push_back(s.gflops);
+    for (auto& q : model.predict(xs)) p.push_back(q.mean);
+    return kendallTau(t, p);
+  };
+  const double before = tau(m);
+  m.update(tune);
+  m.update(tune);
+  const double after = tau(m);
+  std::cout << "tau on the new workload before fine-tuning " << before << ", after " << after << "\n";
+  EXPECT_LT(before, 0.0);
+  EXPECT_GT(after, before + 0.5);
+}

@@ -12,8 +12,16 @@
 
 namespace sextant {
 
+// Version of the CPU features: a saved model trained on other features is refused. Version 2 adds
+// features relative to the workload (tile / size, blocks per core) and the machine (L1d, L2,
+// lanes, registers, cores), so that one model serves every shape and CPU.
+constexpr int kCpuFeatureVersion = 2;
 std::vector<std::string> cpuGemmFeatureNames();
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu);
+// The CPU that records measured on `llvm_cpu` (LLVM's host CPU name, the records' `device`)
+// describe: this machine's own description when it is this machine, else one from a small table
+// of known CPUs (vector width, registers, L1d and L2 per core, 2 cores; L3 unknown).
+HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host);
 
 // GPU candidates: log2 knob values, one-hots for the matrix unit and pipelining, and analytic
 // features of the plan on the target: threads, warps, shared memory per block and its share of

@@ -22,6 +22,7 @@ struct Sample {
   float gflops = 0;  // measured throughput (ignored when failed)
   bool failed = false;
   int group = 0;     // workload: ranks and normalisation are within a group
+  float weight = 1;  // relative weight: each member's bootstrap draws samples in proportion to it
 };
 
 struct Prediction {
@@ -42,7 +43,12 @@ struct CostModelOptions {
   // the search needs the score scale. `tune model eval --regression-weight --epochs` tries others.
   double rank_weight = 1.0, regression_weight = 1.0, failure_weight = 0.3;
   uint64_t seed = 1;
+  int feature_version = 0;  // of the features it is trained on (saved; a loader checks it)
 };
+
+// Version of the saved model format (meta: features, members, hidden, trained, format, feature
+// version). Files of another format are refused with a message naming the file.
+constexpr int kCostModelFormat = 2;
 
 class CostModel {
  public:
@@ -52,9 +58,14 @@ class CostModel {
   ~CostModel();
 
   int numFeatures() const;
+  int featureVersion() const;
   bool trained() const;
   // Trains from scratch (fit) or continues from the current weights (update, the online step
-  // after every measured batch). Feature standardisation is set by the first fit.
+  // after every measured batch, or fine-tuning a pretrained model). Feature standardisation
+  // (mean, standard deviation) is computed by fit and kept by update, since the weights depend
+  // on it; a feature that is (nearly) constant in the fitted data (std < 0.05: the workload's
+  // sizes when one workload was seen) is centred but not scaled, so that other values of it
+  // later (another workload) reach the networks as differences of a few units, not 1e6.
   void fit(const std::vector<Sample>& data);
   void update(const std::vector<Sample>& data);
   std::vector<Prediction> predict(const std::vector<std::vector<float>>& x) const;
@@ -68,6 +79,19 @@ class CostModel {
 };
 
 // Kendall's tau-b between two score lists (ties counted as neither concordant nor discordant).
+// A saved model for features of `num_features` and version `feature_version`; refused with one
+// line naming the file when it does not exist, is not a model, or was trained on other features.
+Result<CostModel> loadPretrained(const std::string& path, int num_features, int feature_version);
+
+// Ranking pairs for one ensemble member: pairs of distinct positions drawn from `rows` (the
+// member's bootstrap resample: row indices, repeats allowed), both successful, in the same group;
+// up to 4 per row of a group, at most 4096 per group.
+std::vector<std::pair<int64_t, int64_t>> rankingPairs(const std::vector<int64_t>& rows, const std::vector<int>& group,
+                                                      const std::vector<bool>& ok, uint64_t seed);
+
+// LibTorch's intra-op threads (experiments running independent searches side by side set 1).
+void setCostModelThreads(int n);
+
 double kendallTau(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace sextant

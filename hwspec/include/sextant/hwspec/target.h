@@ -20,6 +20,7 @@ struct HostCpu {
   int vector_bits = 128;        // widest usable SIMD register
   int vector_registers = 16;    // architectural SIMD registers (32 with AVX-512)
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  std::string cache_source;     // "sysfs", "cpuid", or "" (unknown: features assume defaults)
   std::string llvm_cpu;         // LLVM's host CPU name
   std::string llvm_features;    // LLVM's host feature string ("+avx512f,...")
 

@@ -19,6 +19,7 @@ struct ReplayEntry {
   bool ok = false;
   double gflops = 0;
   std::vector<double> times_s;
+  double compile_s = 0;  // recorded compile time (for wall-time estimates of a replayed search)
 };
 
 struct ReplayWorkload {
@@ -26,6 +27,8 @@ struct ReplayWorkload {
   std::string target_key;
   std::map<std::string, ReplayEntry> by_candidate;  // Space::keyOf -> what was recorded
   double best_gflops = 0;
+  std::string device;     // the records' device (LLVM CPU name for CPU records): one machine per entry
+  std::string cpu_model;
 };
 
 struct ReplayDataset {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <random>
 #include <unordered_set>
 #include <vector>
@@ -41,10 +43,19 @@ struct SamplerStats {
 
 // Chooses which of `proposals` (with their predicted scores) to measure. `usable(c)` says whether a
 // candidate may be measured (valid, not predicted to fail). Never returns a candidate in `tried`
-// or twice.
+// or twice. One candidate per cluster, the clusters in order of their best-scored member.
 std::vector<Candidate> adaptiveSample(const Space& space, const std::vector<Candidate>& proposals,
                                       const std::vector<float>& scores, const std::unordered_set<uint64_t>& tried,
                                       const std::function<bool(const Candidate&)>& usable, std::mt19937_64& rng,
                                       SamplerStats* stats = nullptr);
+
+// Adaptive sampling after an optimizer over the cost model: the optimizer's best 8n unmeasured
+// points by predicted score (every score counts, negative ones included; only the points the model
+// predicts to fail, `fails`, are left out) are clustered, and one candidate per cluster is kept,
+// the best-scored clusters first: at most n measurements per round.
+std::vector<Candidate> sampledPlan(const Space& space, const std::map<uint64_t, float>& scored,
+                                   const std::unordered_set<uint64_t>& tried, size_t n, std::mt19937_64& rng,
+                                   const std::function<bool(const Candidate&)>& fails, SamplerStats& total);
+std::string samplerReport(const SamplerStats& s, int rounds);
 
 }  // namespace sextant

@@ -47,7 +47,13 @@ struct PriorRecord {
 struct StrategyContext {
   std::function<std::vector<float>(const Candidate&)> features;
   int num_features = 0;
+  int feature_version = 0;  // of `features` (a saved or pretrained model must match)
   std::string model_path;  // where a model-based strategy keeps its model (warm start); empty: nowhere
+  // A pretrained cost model (tune model train) that model-based strategies start from when there
+  // is no saved model of this workload: the first batch is ranked by it, and it is fine-tuned on
+  // the workload's records; its frozen copy is blended in with weight mix / (mix + own records).
+  std::string pretrained_path;  // empty: none (cold start)
+  double pretrained_mix = 32;
   std::vector<PriorRecord> prior;  // other workloads'/targets' records; empty: a uniform prior
   double acquisition_k = 1.0;      // glimpse: optimise mean + k * ensemble spread
   double regression_weight = -1;   // cost model's regression loss weight (< 0: its default)

@@ -94,9 +94,11 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
                                           const std::string& target_key,
                                           const std::function<double(const std::string& target_key)>& target_weight);
 
-// Where model-based strategies keep the cost model of a target: next to the database, one file
-// per target, shared by its workloads ("DB.cpu_x86_64-avx512.costmodel").
-std::string costModelPath(const std::string& db_path, const std::string& target_key);
+// Where model-based strategies keep the cost model of a workload on a target, fine-tuned on its
+// records: next to the database, one file per target and workload
+// ("DB.cpu_x86_64-avx512.gemm_NN_512x512x512_f32_f32_f32.costmodel"). Workloads do not share it:
+// a workload without its own file starts from the pretrained model (--pretrained).
+std::string costModelPath(const std::string& db_path, const std::string& target_key, const std::string& workload_key);
 
 // Stores the workload and target rows (idempotent).
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,

@@ -1,0 +1,342 @@
+// Transfer experiment (issue #11): leave-one-workload-out over recorded CPU datasets. For each
+// held-out workload, a cost model is pretrained on every other workload (never on the held-out
+// shape, on any machine), and every strategy searches the held-out workload's recorded space
+// with and without it (and, with --variants cross, with a model trained only on the other
+// machine's datasets). Reports measurements to reach 90/95/99% of the best recorded (median over
+// seeds), the wall time to 95% (recorded compile + timed-call seconds of the replayed candidates
+// plus the search's own measured time), SA-without-pretraining / strategy at 95%, and the
+// pretrained model's Kendall tau on the held-out records before any of them (zero-shot) and after
+// fine-tuning on 25% of them.
+//
+// A replay is not a measurement: each "measurement" is the recorded one of that candidate.
+//
+// usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b]
+//                 [--variants cold,pretrained,cross] [--hold-out SUBSTRING] [--epochs N]
+//                 [--mix M] [--threads N] [--curves FILE.csv] [--json FILE]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/search/replay.h"
+#include "sextant/search/strategy.h"
+#include "sextant/search/transfer.h"
+
+using namespace sextant;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const double kLevels[3] = {0.90, 0.95, 0.99};
+
+struct RunResult {
+  std::vector<double> curve;  // best fraction of the optimum after each measurement
+  int reach[3] = {0, 0, 0};   // measurements to reach 90/95/99% (0: not reached)
+  double wall95 = -1;         // seconds to 95% (-1: not reached)
+};
+
+struct Held {
+  const ReplayWorkload* w;
+  HostCpu cpu;
+  Space space;  // restricted to the recorded candidates
+};
+
+RunResult runOne(const std::string& strategy, uint64_t seed, const Held& h, int budget, int batch,
+                 const std::vector<PriorRecord>& prior, const std::string& pretrained, double mix) {
+  RunResult r;
+  StrategyContext ctx;
+  ctx.num_features = int(cpuGemmFeatureNames().size());
+  ctx.feature_version = kCpuFeatureVersion;
+  ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(h.w->workload, h.space, c, h.cpu); };
+  ctx.prior = prior;
+  ctx.pretrained_path = pretrained;
+  ctx.pretrained_mix = mix;
+  auto st = makeStrategy(strategy, seed, ctx);
+  if (!st) {
+    fprintf(stderr, "%s\n", st.error().c_str());
+    exit(2);
+  }
+  ReplayEvaluator ev(h.space, *h.w);
+  std::unordered_set<uint64_t> tried;
+  std::atomic<bool> stop{false};
+  double best = 0, wall = 0;
+  int measured = 0;
+  while (measured < budget) {
+    auto t0 = Clock::now();
+    auto cands = (*st)->propose(h.space, tried, size_t(std::min(batch, budget - measured)));
+    wall += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (cands.empty()) break;
+    auto evs = ev.evaluate(cands, stop, nullptr);
+    std::vector<Observation> obs;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      tried.insert(h.space.encode(cands[i]));
+      if (evs[i].status == "replay_miss") continue;
+      ++measured;
+      const ReplayEntry& e = h.w->by_candidate.at(h.space.keyOf(cands[i]));
+      wall += e.compile_s;
+      for (double t : e.times_s) wall += t;
+      bool ok = evs[i].status == "ok";
+      obs.push_back({cands[i], ok, ok ? evs[i].measurement.gflops : 0});
+      if (ok) best = std::max(best, evs[i].measurement.gflops);
+      double frac = best / h.w->best_gflops;
+      r.curve.push_back(frac);
+      for (int l = 0; l < 3; ++l)
+        if (!r.reach[l] && frac >= kLevels[l] - 1e-12) {
+          r.reach[l] = measured;
+          if (l == 1) r.wall95 = wall;
+        }
+    }
+    auto t1 = Clock::now();
+    (*st)->observe(h.space, obs);
+    wall += std::chrono::duration<double>(Clock::now() - t1).count();
+    if (r.reach[2]) break;  // 99% reached: the rest of the curve is flat at >= 0.99
+  }
+  return r;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Kendall tau of `model` on the held-out workload's successful records (all, or those not in
+// `exclude`), against their recorded throughput.
+double tauOn(const CostModel& model, const Held& h, const std::vector<Sample>& test) {
+  std::vector<std::vector<float>> xs;
+  std::vector<double> truth, pred;
+  for (const auto& s : test)
+    if (!s.failed) xs.push_back(s.x), truth.push_back(s.gflops);
+  for (const auto& p : model.predict(xs)) pred.push_back(p.mean);
+  return kendallTau(truth, pred);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> files;
+  int seeds = 10, budget = 256, batch = 16, threads = 2;
+  double mix = 32;
+  std::vector<std::string> strategies = {"random", "sa", "model", "evolutionary", "chameleon", "glimpse"};
+  std::vector<std::string> variants = {"cold", "pretrained", "cross"};
+  std::string hold_out, curves_path, json_path;
+  TransferOptions to;
+  to.host_llvm_cpu = "";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "%s needs a value\n", a.c_str());
+        exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--seeds") seeds = std::stoi(next());
+    else if (a == "--budget") budget = std::stoi(next());
+    else if (a == "--batch") batch = std::stoi(next());
+    else if (a == "--strategies") strategies = split(next(), ',');
+    else if (a == "--variants") variants = split(next(), ',');
+    else if (a == "--hold-out") hold_out = next();
+    else if (a == "--epochs") to.epochs = std::stoi(next());
+    else if (a == "--mix") mix = std::stod(next());
+    else if (a == "--threads") threads = std::max(1, std::stoi(next()));
+    else if (a == "--host-cpu") to.host_llvm_cpu = next();
+    else if (a == "--curves") curves_path = next();
+    else if (a == "--json") json_path = next();
+    else if (a == "--help" || a == "-h") {
+      printf("usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
+             "[--variants cold,pretrained,cross] [--hold-out SUBSTRING] [--epochs N] [--mix M] [--threads N] "
+             "[--host-cpu LLVM_CPU] [--curves FILE.csv] [--json FILE]\n");
+      return 0;
+    } else files.push_back(a);
+  }
+  if (files.empty()) {
+    fprintf(stderr, "usage: transfer DATASET... (see --help)\n");
+    return 2;
+  }
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  setCostModelThreads(1);
+  std::vector<ReplayDataset> sets;
+  std::vector<const ReplayWorkload*> all;
+  for (const auto& f : files) {
+    auto ds = loadReplayDataset(f);
+    if (!ds) {
+      fprintf(stderr, "error: %s\n", ds.error().c_str());
+      return 2;
+    }
+    sets.push_back(std::move(*ds));
+  }
+  for (const auto& s : sets)
+    for (const auto& w : s.workloads) all.push_back(&w);
+  // Records of this machine's LLVM CPU are described by hostCpu() (--host-cpu names it; default:
+  // the device of the most records measured on a CPU whose model matches this one's).
+  if (to.host_llvm_cpu.empty())
+    for (const ReplayWorkload* w : all)
+      if (w->cpu_model == hostCpu().model) to.host_llvm_cpu = w->device;
+
+  std::ofstream curves;
+  if (!curves_path.empty()) {
+    curves.open(curves_path);
+    curves << "workload,strategy,variant,seed,measurement,best_fraction\n";
+  }
+  json report;
+  report["note"] = "replay of recorded measurements (not new measurements); leave-one-workload-out";
+  report["command"] = [&] {
+    std::vector<std::string> v(argv, argv + argc);
+    return join(v, " ");
+  }();
+  report["seeds"] = seeds, report["budget"] = budget, report["batch"] = batch, report["mix"] = mix;
+  report["pretrain_epochs"] = to.epochs;
+  printf("Transfer (replay of recorded measurements, not new ones), leave-one-workload-out: measurements to reach\n"
+         "90/95/99%% of the best recorded (median over %d seeds, budget %d, batch %d; '>B' not reached), wall time to\n"
+         "95%% (recorded compile + timed calls of the replayed candidates + measured search time), SA/x = SA without\n"
+         "pretraining / this at 95%%. Variants: cold (no pretrained model), pretrained (trained on every other\n"
+         "workload, all machines), cross (trained on the other machine's datasets only).\n",
+         seeds, budget, batch);
+  std::map<std::string, std::vector<double>> ratio95;  // "strategy/variant" -> per held-out ratio
+  std::vector<double> tau0s, tau25s, cold25s;
+  const std::string tmpdir = std::filesystem::temp_directory_path() / ("sextant-transfer-" + std::to_string(getpid()));
+  std::filesystem::create_directories(tmpdir);
+  for (const ReplayWorkload* hw : all) {
+    if (!hold_out.empty() && replayName(*hw).find(hold_out) == std::string::npos) continue;
+    Held h{hw, cpuOfRecords(hw->device, to.host_llvm_cpu, hostCpu()), Space("", {}, {})};
+    h.space = restrictToDataset(buildCpuGemmSpace(hw->workload, h.cpu), *hw);
+    printf("\n%s: %llu recorded candidates, best %.1f GFLOP/s\n", replayName(*hw).c_str(),
+           (unsigned long long)h.space.size(), hw->best_gflops);
+    json wj;
+    // Pretrained models of this held-out workload.
+    std::map<std::string, std::string> model_file;
+    std::map<std::string, std::vector<PriorRecord>> prior;
+    for (const std::string v : {"pretrained", "cross"}) {
+      if (!has(variants, v)) continue;
+      auto train = leaveOneOut(all, *hw, v == "cross");
+      if (train.empty()) continue;
+      auto t0 = Clock::now();
+      CostModel m = trainCpuModel(train, to);
+      std::string path = tmpdir + "/" + v + ".costmodel";
+      if (auto s = m.save(path); !s) {
+        fprintf(stderr, "%s\n", s.error().c_str());
+        return 2;
+      }
+      model_file[v] = path;
+      prior[v] = priorFromReplay(train);
+      std::vector<std::string> names;
+      for (auto* t : train) names.push_back(replayName(*t));
+      wj[v]["trained_on"] = names;
+      wj[v]["train_seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
+      // Zero-shot tau, and tau after fine-tuning on 25% of the held-out records (vs a cold fit).
+      TransferOptions one = to;
+      auto own = cpuTransferSamples({hw}, one);
+      double tau0 = tauOn(m, h, own);
+      std::vector<double> t25, c25;
+      for (uint64_t s = 1; s <= 3; ++s) {
+        auto shuffled = own;
+        std::mt19937_64 rng(s);
+        std::shuffle(shuffled.begin(), shuffled.end(), rng);
+        size_t ntrain = shuffled.size() / 4;
+        std::vector<Sample> tr(shuffled.begin(), shuffled.begin() + long(ntrain)),
+            te(shuffled.begin() + long(ntrain), shuffled.end());
+        auto ft = loadPretrained(path, int(cpuGemmFeatureNames().size()), kCpuFeatureVersion);
+        ft->update(tr);
+        t25.push_back(tauOn(*ft, h, te));
+        CostModelOptions co;
+        co.seed = s;
+        CostModel cold(int(cpuGemmFeatureNames().size()), co);
+        cold.fit(tr);
+        c25.push_back(tauOn(cold, h, te));
+      }
+      printf("  %-10s model: trained on %zu workloads in %.1f s; Kendall tau zero-shot %.3f, after 25%% %.3f "
+             "(cold model on the same 25%%: %.3f)\n",
+             v.c_str(), train.size(), wj[v]["train_seconds"].get<double>(), tau0, median(t25), median(c25));
+      wj[v]["tau_zero_shot"] = tau0, wj[v]["tau_25"] = median(t25), wj[v]["tau_25_cold"] = median(c25);
+      if (v == "pretrained") tau0s.push_back(tau0), tau25s.push_back(median(t25)), cold25s.push_back(median(c25));
+    }
+    printf("  %-24s %15s %15s %15s %10s %9s\n", "strategy/variant", "90%", "95%", "99%", "s to 95%", "SA/x@95%");
+    std::map<std::string, double> med95;
+    for (const auto& s : strategies)
+      for (const auto& v : variants) {
+        if (v != "cold" && (s == "random" || s == "exhaustive" || !model_file.count(v))) continue;
+        const std::string name = s + "/" + v;
+        std::vector<RunResult> runs(static_cast<size_t>(seeds));
+        std::atomic<int> next{0};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+          pool.emplace_back([&] {
+            for (int i; (i = next++) < seeds;)
+              runs[size_t(i)] = runOne(s, uint64_t(i + 1), h, budget, batch, v == "cold" ? prior["pretrained"] : prior[v],
+                                       v == "cold" ? "" : model_file[v], mix);
+          });
+        for (auto& t : pool) t.join();
+        std::vector<double> reach[3], wall;
+        for (int i = 0; i < seeds; ++i) {
+          const RunResult& r = runs[size_t(i)];
+          for (int l = 0; l < 3; ++l) reach[l].push_back(r.reach[l] ? double(r.reach[l]) : double(budget + 1));
+          wall.push_back(r.wall95 >= 0 ? r.wall95 : 1e9);
+          if (curves.is_open())
+            for (size_t k = 0; k < r.curve.size(); ++k)
+              curves << replayName(*hw) << "," << s << "," << v << "," << i + 1 << "," << k + 1 << "," << r.curve[k]
+                     << "\n";
+        }
+        auto cell = [&](const std::vector<double>& x) {
+          double m = median(x);
+          return m > budget ? ">" + std::to_string(budget) : fmt("%.0f", m);
+        };
+        med95[name] = median(reach[1]);
+        double w95 = median(wall);
+        json sj;
+        for (int l = 0; l < 3; ++l) sj["reach_" + std::to_string(int(kLevels[l] * 100))] = reach[l];
+        sj["wall_to_95_s"] = wall;
+        wj["runs"][name] = sj;
+        printf("  %-24s %15s %15s %15s %10s", name.c_str(), cell(reach[0]).c_str(), cell(reach[1]).c_str(),
+               cell(reach[2]).c_str(), w95 >= 1e9 ? "-" : fmt("%.1f", w95).c_str());
+        if (med95.count("sa/cold")) {
+          double ratio = med95["sa/cold"] / med95[name];
+          ratio95[name].push_back(ratio);
+          wj["runs"][name]["sa_cold_over_this_95"] = ratio;
+          printf(" %8.2fx", ratio);
+        }
+        printf("\n");
+        fflush(stdout);
+      }
+    report["held_out"][replayName(*hw)] = wj;
+  }
+  std::filesystem::remove_all(tmpdir);
+  printf("\nMedian over held-out workloads of SA-without-pretraining's measurements to 95%% / the strategy's\n"
+         "(censored at the budget; >1: fewer measurements than SA):\n");
+  for (auto& [name, v] : ratio95) {
+    printf("  %-24s %6.2fx  (min %.2fx, max %.2fx, %zu workloads)\n", name.c_str(), median(v),
+           *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()), v.size());
+    report["median_sa_cold_over_strategy_95"][name] = median(v);
+  }
+  if (!tau0s.empty()) {
+    printf("Pretrained model (leave-one-out), median over held-out workloads: Kendall tau zero-shot %.3f, after 25%% "
+           "%.3f (cold model on the same 25%%: %.3f)\n",
+           median(tau0s), median(tau25s), median(cold25s));
+    report["median_tau_zero_shot"] = median(tau0s), report["median_tau_25"] = median(tau25s);
+    report["median_tau_25_cold"] = median(cold25s);
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << "\n";
+  return 0;
+}
