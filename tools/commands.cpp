@@ -28,6 +28,17 @@
 
 namespace sextant::cli {
 
+// The CPU model a CPU target key describes ("cpu:x86_64-avx512"), so that a database tuned on one
+// machine is exported on another with the space it was tuned in.
+HostCpu cpuForTargetArch(const std::string& arch) {
+  HostCpu c;
+  if (arch.find("avx512") != std::string::npos) c.vector_bits = 512, c.vector_registers = 32;
+  else if (arch.find("avx2") != std::string::npos) c.vector_bits = 256, c.vector_registers = 16;
+  else c.vector_bits = 128, c.vector_registers = 16;
+  return c;
+}
+
+
 using json = nlohmann::json;
 
 int fail(const std::string& msg) {
@@ -63,16 +74,6 @@ Status writeFileAtomically(const std::string& path, const std::string& text) {
     return Error{path + ": cannot write: " + ec.message()};
   }
   return okStatus();
-}
-
-// The CPU model a CPU target key describes ("cpu:x86_64-avx512"), so that a database tuned on one
-// machine is exported on another with the space it was tuned in.
-HostCpu cpuForTargetArch(const std::string& arch) {
-  HostCpu c;
-  if (arch.find("avx512") != std::string::npos) c.vector_bits = 512, c.vector_registers = 32;
-  else if (arch.find("avx2") != std::string::npos) c.vector_bits = 256, c.vector_registers = 16;
-  else c.vector_bits = 128, c.vector_registers = 16;
-  return c;
 }
 
 int majorOf(const std::string& version) { return std::atoi(version.c_str()); }
@@ -510,120 +511,6 @@ int cmdCompile(const CompileArgs& a) {
   printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
          "module.\n");
-  return 0;
-}
-
-int cmdModelEval(const ModelEvalArgs& a) {
-  if (!a.train_target.empty()) return cmdModelEvalCrossTarget(a);
-  auto db = Database::open(a.db, false);
-  if (!db) return fail(db.error());
-  auto target = resolveTarget(a.target);
-  if (!target) return fail(target.error());
-  auto recs = db->allRecords(false);
-  if (!recs) return fail(recs.error());
-  std::map<std::string, std::vector<const RecordRow*>> by_workload;
-  for (const auto& r : *recs)
-    if (r.target_key == target->key() && r.source == "measured") by_workload[r.workload_key].push_back(&r);
-  const HostCpu cpu = cpuForTargetArch(target->arch);
-  bool any = false;
-  printf("Cost model accuracy on held-out measured records (%s, target %s). Train on a fraction of a workload's\n"
-         "records, rank the rest; medians over %d random splits. pick = measured GFLOP/s of the model's top-1 pick\n"
-         "among the held-out records / the best held-out GFLOP/s; pick@5: the best of its first five picks (what a\n"
-         "tuner measuring them would get) / the best.\n\n",
-         a.db.c_str(), target->key().c_str(), a.seeds);
-  printf("%-36s %7s %6s %8s %8s %8s %8s %8s\n", "workload", "records", "train", "tau", "top-1", "top-5", "pick",
-         "pick@5");
-  for (auto& [wkey, rows] : by_workload) {
-    auto w = parseWorkloadKey(wkey);
-    if (!w) continue;
-    Space space = buildCpuGemmSpace(*w, cpu);
-    std::vector<Sample> all;
-    for (const RecordRow* r : rows) {
-      auto c = space.fromKey(r->candidate);
-      if (!c || !space.isValid(*c)) continue;
-      all.push_back(Sample{cpuGemmFeatures(*w, space, *c, cpu), float(r->gflops), r->status != "ok", 0});
-    }
-    size_t ok = 0;
-    for (auto& s : all) ok += !s.failed;
-    if (int(ok) < a.min_records) {
-      printf("%-36s %7zu   (fewer than %d successful records: skipped)\n", wkey.c_str(), all.size(), a.min_records);
-      continue;
-    }
-    any = true;
-    for (double frac : {0.10, 0.25, 0.50}) {
-      std::vector<double> taus, top1, top5, picks, picks5;
-      for (int seed = 1; seed <= a.seeds; ++seed) {
-        std::vector<Sample> shuffled = all;
-        std::mt19937_64 rng{static_cast<uint64_t>(seed)};
-        std::shuffle(shuffled.begin(), shuffled.end(), rng);
-        size_t ntrain = size_t(double(shuffled.size()) * frac);
-        std::vector<Sample> train(shuffled.begin(), shuffled.begin() + long(ntrain));
-        std::vector<Sample> test;
-        for (size_t i = ntrain; i < shuffled.size(); ++i)
-          if (!shuffled[i].failed) test.push_back(shuffled[i]);
-        CostModelOptions mo;
-        mo.seed = uint64_t(seed);
-        if (a.regression_weight >= 0) mo.regression_weight = a.regression_weight;
-        if (a.epochs > 0) mo.epochs = a.epochs;
-        CostModel m(int(cpuGemmFeatureNames().size()), mo);
-        m.fit(train);
-        std::vector<std::vector<float>> xs;
-        std::vector<double> truth, pred;
-        for (auto& s : test) xs.push_back(s.x), truth.push_back(s.gflops);
-        auto p = m.predict(xs);
-        for (auto& q : p) pred.push_back(q.mean);
-        taus.push_back(kendallTau(truth, pred));
-        size_t best = size_t(std::max_element(truth.begin(), truth.end()) - truth.begin());
-        std::vector<size_t> order(pred.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return pred[x] > pred[y]; });
-        top1.push_back(order[0] == best ? 1 : 0);
-        top5.push_back(std::find(order.begin(), order.begin() + long(std::min<size_t>(5, order.size())), best) !=
-                               order.begin() + long(std::min<size_t>(5, order.size()))
-                           ? 1
-                           : 0);
-        picks.push_back(truth[order[0]] / truth[best]);
-        double best5 = 0;  // what a tuner measuring the model's first five would get
-        for (size_t i = 0; i < std::min<size_t>(5, order.size()); ++i) best5 = std::max(best5, truth[order[i]]);
-        picks5.push_back(best5 / truth[best]);
-      }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-      };
-      auto mean = [](const std::vector<double>& v) {
-        double s = 0;
-        for (double x : v) s += x;
-        return v.empty() ? 0 : s / double(v.size());
-      };
-      printf("%-36s %7zu %5.0f%% %8.3f %8.2f %8.2f %8.3f %8.3f\n", wkey.c_str(), all.size(), 100 * frac,
-             median(taus), mean(top1), mean(top5), median(picks), median(picks5));
-    }
-  }
-  if (!any) return fail(a.db + ": no workload of target " + target->key() + " has " + std::to_string(a.min_records) +
-                        " successful records to evaluate on (collect some with tune --trials N)");
-  // Scoring speed: what one round of model-based search costs (features + ensemble prediction).
-  {
-    auto w = parseWorkloadKey(by_workload.begin()->first);
-    Space space = buildCpuGemmSpace(*w, cpu);
-    std::vector<Sample> train;
-    std::mt19937_64 rng{1};
-    for (int i = 0; i < 200; ++i) train.push_back(Sample{cpuGemmFeatures(*w, space, space.sample(rng), cpu), 1.0f + float(i % 7), false, 0});
-    CostModel m(int(cpuGemmFeatureNames().size()));
-    m.fit(train);
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::vector<float>> xs;
-    for (int i = 0; i < 10000; ++i) xs.push_back(cpuGemmFeatures(*w, space, space.sample(rng), cpu));
-    auto t1 = std::chrono::steady_clock::now();
-    auto p = m.predict(xs);
-    auto t2 = std::chrono::steady_clock::now();
-    printf("\nscoring 10,000 candidates: %.0f ms (features %.0f ms + 5-member ensemble %.0f ms), measured now\n",
-           std::chrono::duration<double, std::milli>(t2 - t0).count(),
-           std::chrono::duration<double, std::milli>(t1 - t0).count(),
-           std::chrono::duration<double, std::milli>(t2 - t1).count());
-  }
-  printf("\ntop-1 / top-5: fraction of splits where the true best held-out record is the model's first pick /\n"
-         "within its first five. Cross-target evaluation needs records of a second target (none on CPU-only machines).\n");
   return 0;
 }
 

@@ -4,9 +4,16 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
+
+#include "sextant/common/result.h"
 
 namespace CLI {
 class App;
+}
+
+namespace sextant {
+struct HostCpu;
 }
 
 namespace sextant::cli {
@@ -33,7 +40,22 @@ struct ModelEvalArgs {
   double regression_weight = -1;  // < 0: the tuner's default
   int epochs = -1;
 };
-int cmdModelEval(const ModelEvalArgs& a);
+int cmdModelEval(const ModelEvalArgs& a);  // model_commands.cpp
+
+// tune model train (tools/model_commands.cpp): a CPU cost model across workloads and machines.
+struct ModelTrainArgs {
+  std::vector<std::string> data, exclude;
+  std::string out;
+  int epochs = 300, max_per_workload = 2000;
+  uint64_t seed = 1;
+  std::string args_json = "[]";
+};
+int cmdModelTrain(const ModelTrainArgs& a);
+// The pretrained model shipped with the tool (datasets/models/cpu_gemm.costmodel, or
+// $SEXTANT_PRETRAINED), and what --pretrained OPTION means: "none" -> "" (cold start); "default"
+// or "" -> the shipped model if usable, else "" with *warning set; a path -> it, or the error.
+std::string shippedPretrainedPath();
+Result<std::string> resolvePretrained(const std::string& option, std::string* warning);
 int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_commands.cpp
 
 int cmdHwList();
@@ -71,6 +93,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop);
 // Reads a bundle's results file (tune-runner) into the database as measured records.
 int cmdImportResults(const std::string& dir, const std::string& results, const std::string& db);
 
-int fail(const std::string& msg);  // prints "tune: error: MSG", returns 2
+int fail(const std::string& msg);
+sextant::HostCpu cpuForTargetArch(const std::string& arch);  // the CPU a target key's arch describes  // prints "tune: error: MSG", returns 2
 
 }  // namespace sextant::cli

@@ -302,6 +302,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   j["run_id"] = sum->run_id;
   j["trials"] = sum->trials;
   j["by_status"] = by_status;
+  j["failures"] = sum->failures, j["rejected"] = sum->rejected, j["not_measured"] = sum->not_measured;
   j["interrupted"] = sum->interrupted;
   if (*mode == GpuMeasureMode::Bundle) j["bundle"] = a.out;
   if (sum->best) j["best"] = {{"gflops", sum->best->gflops}, {"candidate", sum->best->candidate}, {"device", sum->best->device}};

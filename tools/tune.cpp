@@ -184,12 +184,13 @@ struct TuneArgs {
   bool fresh = false;
   bool quiet = false;
   double min_time = 0.2;
-  double timeout = 30;
+  double timeout = 0;  // 0: the target's default (cpu 30 s, GPU 10 s per launch)
   int final_rounds = 3;
   int final_top_k = 3;
   std::string measure = "device";
   std::string out;
   std::string suite;  // tune every workload of this suite file
+  std::string pretrained = "default";  // --pretrained PATH|none|default
 };
 
 class ProgressLine {
@@ -225,7 +226,7 @@ class ProgressLine {
 int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (a.trials <= 0) return fail("--trials must be at least 1 (got " + std::to_string(a.trials) + ")");
   if (a.final_rounds < 0 || a.final_top_k < 0) return fail("--final-rounds and --final-top must not be negative");
-  if (a.min_time < 0 || a.timeout <= 0) return fail("--min-time must be >= 0 and --timeout > 0");
+  if (a.min_time < 0 || a.timeout < 0) return fail("--min-time and --timeout must not be negative");
   if (a.batch <= 0) return fail("--batch must be at least 1");
   if (a.time_budget < 0) return fail("--time-budget must not be negative");
   if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
@@ -235,11 +236,13 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!target) return fail(target.error());
   if (target->isGpu()) {
     if (!a.schedule_file.empty()) return fail("--schedule is for the cpu target in this version");
+    if (a.pretrained != "default" && a.pretrained != "none")
+      return fail("--pretrained models are for the cpu target in this version (GPU tuning starts cold)");
     cli::GpuTuneArgs g;
     g.shape = a.w.shape.empty() ? kDefaultShape : a.w.shape, g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
     g.measure = a.measure, g.out = a.out, g.strategy = a.strategy, g.seed = a.seed, g.trials = a.trials;
     g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
-    g.report = a.report, g.timeout = std::min(a.timeout, 10.0), g.args_json = argv_json;
+    g.report = a.report, g.timeout = a.timeout > 0 ? a.timeout : 10.0, g.args_json = argv_json;
     g.min_time = a.min_time;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
@@ -286,7 +289,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
 
   MeasureOptions mo;
   mo.min_time_s = a.min_time;
-  mo.timeout_s = a.timeout;
+  mo.timeout_s = a.timeout > 0 ? a.timeout : 30.0;
   CpuEvaluatorOptions eo;
   eo.measure = mo;
   eo.jobs = a.jobs;
@@ -378,7 +381,15 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_rounds = a.final_rounds;
   o.final_top_k = a.final_top_k;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
+  o.strategy_context.feature_version = kCpuFeatureVersion;
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
+  {
+    std::string warning;
+    auto pre = cli::resolvePretrained(a.pretrained, &warning);
+    if (!pre) return fail(pre.error());
+    o.strategy_context.pretrained_path = *pre;
+    if (!warning.empty() && !a.quiet) fprintf(stderr, "tune: warning: %s\n", warning.c_str());
+  }
   o.strategy_context.model_path = costModelPath(a.w.db, target->key(), w->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
@@ -422,6 +433,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     j["resumed"] = sum->resumed;
     j["trials"] = sum->trials;
     j["failures"] = sum->failures;
+    j["rejected"] = sum->rejected;
+    j["not_measured"] = sum->not_measured;
     j["interrupted"] = sum->interrupted;
     j["space_exhausted"] = sum->exhausted;
     j["space_size"] = space.size();
@@ -454,8 +467,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   printf("\nSextant tuning summary%s\n", sum->interrupted ? " (interrupted: resume by running the same command)" : "");
   printf("  workload   %s  (%.3f GFLOP per call)\n", w->key().c_str(), w->flops() / 1e9);
   printf("  target     %s  (%s; %s)\n", target->key().c_str(), device.c_str(), cpu.model.c_str());
-  printf("  run        #%lld: %s, seed %llu, %lld trials, %lld failures, %s%s\n", (long long)sum->run_id,
+  printf("  run        #%lld: %s, seed %llu, %lld trials, %lld failures%s, %s%s\n", (long long)sum->run_id,
          a.strategy.c_str(), (unsigned long long)a.seed, (long long)sum->trials, (long long)sum->failures,
+         (sum->rejected || sum->not_measured ? ", " + std::to_string(sum->rejected) + " rejected, " +
+                                                   std::to_string(sum->not_measured) + " not measured"
+                                             : std::string())
+             .c_str(),
          fmtDuration(sum->elapsed_s).c_str(),
          sum->resumed ? (", resumed with " + std::to_string(sum->resumed_records) + " records").c_str() : "");
   if (!sum->strategy_report.empty()) printf("  strategy   %s\n", sum->strategy_report.c_str());
@@ -668,7 +685,13 @@ int main(int argc, char** argv) {
   app.add_option("--suite", ta.suite,
                  "tune every workload of a suite file in turn (datasets/suites/*.json); --shape/--dtype/--layout "
                  "come from the suite");
-  app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed")
+  app.add_option("--pretrained", ta.pretrained,
+                 "cost model that model-based strategies start from when the database has no model of this "
+                 "workload: 'default' (the shipped one, datasets/models/cpu_gemm.costmodel), a file from tune model "
+                 "train, or 'none' (cold start)")
+      ->capture_default_str();
+  app.add_option("--timeout", ta.timeout, "seconds before a candidate's measurement is killed (default: 30 on the cpu; on GPUs the deadline for one "
+                 "kernel launch, 10)")
       ->capture_default_str();
 
   auto* show = app.add_subcommand("show", "list tuning runs and the best schedule per workload and target");
@@ -758,6 +781,20 @@ int main(int argc, char** argv) {
   model_eval->add_option("--epochs", me.epochs, "training epochs per fit (default: the tuner's, 150)");
   model_eval->add_option("--seeds", me.seeds, "random train/test splits per fraction (results are medians)")
       ->capture_default_str();
+  auto* model_train = model->add_subcommand(
+      "train", "train one CPU cost model on recorded datasets of many workloads and machines (the pretrained model "
+               "tuning runs start from; the shipped one: scripts/train-pretrained.sh)");
+  cli::ModelTrainArgs mt;
+  model_train->add_option("--data", mt.data, "database (.db) or dataset (.jsonl, .jsonl.gz); repeat for more")
+      ->required();
+  model_train->add_option("-o,--output", mt.out, "model file (its provenance goes to FILE.provenance.json)")
+      ->required();
+  model_train->add_option("--exclude", mt.exclude,
+                          "leave out workloads whose 'workload key @ device' contains this text; repeatable");
+  model_train->add_option("--epochs", mt.epochs, "training epochs")->capture_default_str();
+  model_train->add_option("--max-per-workload", mt.max_per_workload, "records per workload (a random subsample beyond)")
+      ->capture_default_str();
+  model_train->add_option("--seed", mt.seed, "training seed")->capture_default_str();
   model->require_subcommand(1);
 
   auto* hw = app.add_subcommand("hw", "the hardware table: datasheet figures with sources, and Blueprints");
@@ -782,6 +819,12 @@ int main(int argc, char** argv) {
   if (*mrg) return cli::cmdMerge(mrg_a, mrg_b, mrg_out);
   if (*cmp) return cli::cmdCompile(ca);
   if (*model_eval) return cli::cmdModelEval(me);
+  if (*model_train) {
+    json args;
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    mt.args_json = args.dump();
+    return cli::cmdModelTrain(mt);
+  }
   if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db);
   if (*bundle_cmd) {
     std::signal(SIGINT, onSignal);

@@ -167,15 +167,13 @@ Result<Database> Database::open(const std::string& path, bool create) {
   }
   sqlite3_busy_timeout(d.db_, 30000);
   // Reading the schema is the first real access: a non-SQLite file fails here.
-  bool fresh = false;
   {
     Stmt q(d.db_, "SELECT count(*) FROM sqlite_master");
     if (!q.ok() || !q.row()) return Error{explain(path, q.error())};
-    fresh = q.i64(0) == 0;
   }
   if (auto s = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
     return Error{s.error()};
-  if (auto s = d.migrate(fresh); !s) return Error{s.error()};
+  if (auto s = d.migrate(); !s) return Error{s.error()};
   return Result<Database>(std::move(d));
 }
 
@@ -185,38 +183,39 @@ int Database::schemaVersion() const {
   return std::atoi(q.text(0).c_str());
 }
 
-Status Database::migrate(bool fresh) {
-  int version = 0;
-  if (!fresh) {
-    int64_t has_meta = 0;
-    {
-      Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'");
-      if (!has.ok() || !has.row()) return Error{explain(path_, has.error())};
-      has_meta = has.i64(0);
-    }
-    if (has_meta == 0) return Error{path_ + ": a SQLite database, but not a Sextant schedule database"};
-    version = schemaVersion();
-    if (version <= 0) return Error{path_ + ": the Sextant database has no schema version (corrupt?)"};
-    if (version > kSchemaVersion)
-      return Error{path_ + ": schema version " + std::to_string(version) +
-                   " was written by a newer Sextant (this one reads up to " + std::to_string(kSchemaVersion) + ")"};
-  }
-  for (int v = version; v < kSchemaVersion; ++v) {
+// Each step decides what to do inside its own IMMEDIATE transaction: whether the file is fresh,
+// not Sextant's, or at which version, is read under the write lock, so that processes creating
+// or migrating one database at the same moment serialise instead of failing.
+Status Database::migrate() {
+  for (;;) {
     if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
-    if (auto s = exec(kMigrations[v]); !s) {
+    auto rollback = [&](Status st) {
       exec("ROLLBACK");
-      return s;
+      return st;
+    };
+    int64_t tables = 0, has_meta = 0;
+    {
+      Stmt q(db_, "SELECT count(*), coalesce(sum(type='table' AND name='meta'), 0) FROM sqlite_master");
+      if (!q.ok() || !q.row()) return rollback(Error{explain(path_, q.error())});
+      tables = q.i64(0), has_meta = q.i64(1);
     }
+    int version = 0;
+    if (tables > 0) {
+      if (has_meta == 0) return rollback(Error{path_ + ": a SQLite database, but not a Sextant schedule database"});
+      version = schemaVersion();
+      if (version <= 0) return rollback(Error{path_ + ": the Sextant database has no schema version (corrupt?)"});
+      if (version > kSchemaVersion)
+        return rollback(Error{path_ + ": schema version " + std::to_string(version) +
+                              " was written by a newer Sextant (this one reads up to " +
+                              std::to_string(kSchemaVersion) + ")"});
+    }
+    if (version == kSchemaVersion) return exec("COMMIT");
+    if (auto s = exec(kMigrations[version]); !s) return rollback(s);
     Stmt up(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
-    up.bind(1, std::to_string(v + 1));
-    if (!up.done()) {
-      std::string e = up.error();
-      exec("ROLLBACK");
-      return Error{explain(path_, e)};
-    }
+    up.bind(1, std::to_string(version + 1));
+    if (!up.done()) return rollback(Error{explain(path_, up.error())});
     if (auto s = exec("COMMIT"); !s) return s;
   }
-  return okStatus();
 }
 
 Status Database::upsertWorkload(const WorkloadRow& w) {
@@ -304,6 +303,35 @@ Status Database::claimRun(int64_t run_id, const std::string& host, int64_t pid) 
   s.bind(1, host).bind(2, pid).bind(3, run_id);
   if (!s.done()) return Error{explain(path_, s.error())};
   return okStatus();
+}
+
+Result<Database::RunClaim> Database::claimOrBeginRun(const RunRow& r, bool resume,
+                                                     const std::function<bool(const RunRow&)>& owned_by_live) {
+  if (auto s = exec("BEGIN IMMEDIATE"); !s) return Error{s.error()};
+  auto rollback = [&](const std::string& e) {
+    exec("ROLLBACK");
+    return Error{e};
+  };
+  RunClaim c;
+  if (resume) {
+    auto prev = findUnfinishedRun(r.workload_key, r.target_key, r.strategy, r.seed, r.space_fingerprint);
+    if (!prev) return rollback(prev.error());
+    if (*prev) {
+      const RunRow& p = **prev;
+      if (owned_by_live && owned_by_live(p))
+        return rollback("run " + std::to_string(p.id) + " with these settings is being tuned by process " +
+                        std::to_string(p.owner_pid) + " on " + p.host + "; wait for it to finish, or stop it");
+      if (auto s = claimRun(p.id, r.host, r.owner_pid); !s) return rollback(s.error());
+      c.id = p.id, c.resumed = true, c.records = p.records;
+    }
+  }
+  if (!c.id) {
+    auto id = beginRun(r);
+    if (!id) return rollback(id.error());
+    c.id = *id;
+  }
+  if (auto s = exec("COMMIT"); !s) return Error{s.error()};
+  return c;
 }
 
 Status Database::finishRun(int64_t run_id, const std::string& status) {

@@ -115,25 +115,9 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   auto strategy = makeStrategy(o.strategy, o.seed, o.strategy_context);
   if (!strategy) return Error{strategy.error()};
 
-  // Resume an unfinished run with the same settings, or start a new one.
-  if (o.resume) {
-    auto prev = ctx.db.findUnfinishedRun(wkey, tkey, o.strategy, int64_t(o.seed), ctx.space.fingerprint());
-    if (!prev) return Error{prev.error()};
-    if (*prev) {
-      const RunRow& p = **prev;
-      // A run still owned by a live process on this machine is not resumed: two processes on one
-      // run would measure the same candidates.
-      if (p.status == "running" && p.host == hostName() && p.owner_pid > 0 && p.owner_pid != getpid() &&
-          (kill(pid_t(p.owner_pid), 0) == 0 || errno == EPERM))
-        return Error{"run " + std::to_string(p.id) + " with these settings is being tuned by process " +
-                     std::to_string(p.owner_pid) + " on this machine; wait for it to finish, or stop it"};
-      if (auto s = ctx.db.claimRun(p.id, hostName(), getpid()); !s) return Error{s.error()};
-      sum.run_id = p.id;
-      sum.resumed = true;
-      sum.resumed_records = p.records;
-    }
-  }
-  if (!sum.run_id) {
+  // Resume an unfinished run with the same settings, or start a new one: decided and claimed in
+  // one transaction, so that two processes never own one run.
+  {
     RunRow r;
     r.workload_key = wkey;
     r.target_key = tkey;
@@ -147,9 +131,17 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     r.llvm_version = ctx.llvm_version;
     r.host = hostName();
     r.owner_pid = getpid();
-    auto id = ctx.db.beginRun(r);
-    if (!id) return Error{id.error()};
-    sum.run_id = *id;
+    // A run still owned by a live process on this machine is not resumed: two processes on one
+    // run would measure the same candidates.
+    auto live = [](const RunRow& p) {
+      return p.status == "running" && p.host == hostName() && p.owner_pid > 0 && p.owner_pid != getpid() &&
+             (kill(pid_t(p.owner_pid), 0) == 0 || errno == EPERM);
+    };
+    auto claim = ctx.db.claimOrBeginRun(r, o.resume, live);
+    if (!claim) return Error{claim.error()};
+    sum.run_id = claim->id;
+    sum.resumed = claim->resumed;
+    sum.resumed_records = claim->resumed ? claim->records : 0;
   }
 
   // What is known already (all runs): never measured twice; the strategy learns from it.
@@ -195,7 +187,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     std::vector<Observation> obs;
     auto results = ctx.evaluator.evaluate(batch, stop, [&](size_t i, const Evaluation& e) {
       ++prog.done;
-      if (e.status != "ok" && e.status != "not_measured") ++prog.failures;
+      if (e.status != "ok" && e.status != "not_measured" && e.status != "rejected") ++prog.failures;
       else prog.best_gflops = std::max(prog.best_gflops, e.measurement.gflops);
       double per = (elapsed() - tuning_start) / double(done_this_session + i + 1);
       prog.eta_s = per * double(o.trials - prog.done);
@@ -241,8 +233,10 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   for (auto& r : *recs) {
     if (r.run_id != sum.run_id) continue;
     ++sum.trials;
-    if (r.status != "ok") ++sum.failures;
-    else ok_this_run.push_back(&r);
+    if (r.status == "ok") ok_this_run.push_back(&r);
+    else if (r.status == "rejected") ++sum.rejected;
+    else if (r.status == "not_measured") ++sum.not_measured;
+    else ++sum.failures;
   }
   std::sort(ok_this_run.begin(), ok_this_run.end(),
             [](const RecordRow* a, const RecordRow* b) { return a->gflops > b->gflops; });

@@ -2,6 +2,9 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <algorithm>
+#include <sstream>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -226,4 +229,108 @@ TEST(Database, ConcurrentWritersLoseNothing) {
   auto db = Database::open(t.path);
   EXPECT_EQ(db->records("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512")->size(), 600u);
   EXPECT_EQ(db->runs()->size(), 3u);
+}
+
+// Issue #12: processes started at the same moment (released together from a pipe), 50 rounds
+// each, from a missing file and from an interrupted run. Every start opens the database (none
+// fails), exactly one owns the run, and the others are refused naming the owner.
+namespace {
+struct RaceOutcome {
+  int opened = 0, owners = 0, resumed = 0, refused = 0, other = 0;
+  std::string first_error;
+};
+RaceOutcome race(const std::string& path, int procs, bool seed_first) {
+  int start[2], results[2], hold[2];
+  EXPECT_EQ(pipe(start), 0);
+  EXPECT_EQ(pipe(results), 0);
+  EXPECT_EQ(pipe(hold), 0);
+  std::vector<pid_t> kids;
+  for (int p = 0; p < procs; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(start[1]), close(results[0]), close(hold[1]);
+      char c;
+      (void)!read(start[0], &c, 1);  // released when the parent closes the pipe
+      std::string line;
+      auto db = Database::open(path);
+      if (!db) {
+        line = "E" + db.error();
+      } else {
+        if (seed_first) {
+          (void)db->upsertWorkload({"gemm:NN:8x8x8:f32*f32->f32", "gemm", 8, 8, 8, "f32", "f32", "f32", "NN", 1024});
+          (void)db->upsertTarget({"cpu:x86_64-avx512", "cpu", "x86_64-avx512", "test", "avx512"});
+        }
+        RunRow r = run();
+        r.owner_pid = getpid();
+        auto live = [](const RunRow& q) { return q.status == "running" && q.owner_pid > 0 && kill(pid_t(q.owner_pid), 0) == 0; };
+        auto c = db->claimOrBeginRun(r, true, live);
+        if (!c) line = c.error().find("is being tuned by process") != std::string::npos ? "R" : "E" + c.error();
+        else line = c->resumed ? "S" : "N";
+      }
+      line = line.substr(0, 200) + "\n";
+      (void)!write(results[1], line.data(), line.size());
+      (void)!read(hold[0], &c, 1);  // alive until every process has tried
+      _exit(0);
+    }
+    kids.push_back(pid);
+  }
+  close(start[0]), close(results[1]), close(hold[0]);
+  close(start[1]);  // go
+  RaceOutcome o;
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = read(results[0], buf, sizeof buf)) > 0;) {
+    all.append(buf, size_t(n));
+    if (std::count(all.begin(), all.end(), '\n') == procs) break;
+  }
+  close(hold[1]);
+  for (pid_t k : kids) waitpid(k, nullptr, 0);
+  close(results[0]);
+  std::stringstream ss(all);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.empty()) continue;
+    o.opened += line[0] != 'E' || line.find("being tuned") != std::string::npos;
+    if (line[0] == 'N') ++o.owners;
+    else if (line[0] == 'S') ++o.owners, ++o.resumed;
+    else if (line[0] == 'R') ++o.refused;
+    else {
+      ++o.other;
+      if (o.first_error.empty()) o.first_error = line;
+    }
+  }
+  return o;
+}
+}  // namespace
+
+TEST(Database, ProcessesCreatingOneDatabaseTogetherAllStartAndOneOwnsTheRun) {
+  for (int round = 0; round < 50; ++round) {
+    TempDb t("race-new.db");
+    RaceOutcome o = race(t.path, 5, true);
+    ASSERT_EQ(o.other, 0) << "round " << round << ": " << o.first_error;
+    ASSERT_EQ(o.owners, 1) << "round " << round;
+    ASSERT_EQ(o.refused, 4) << "round " << round;
+    auto db = Database::open(t.path);
+    ASSERT_EQ(db->runs()->size(), 1u);
+  }
+}
+
+TEST(Database, ProcessesResumingAnInterruptedRunTogetherLeaveOneOwner) {
+  for (int round = 0; round < 50; ++round) {
+    TempDb t("race-resume.db");
+    {
+      auto db = Database::open(t.path);
+      seed(*db);
+      RunRow r = run();
+      r.owner_pid = 0;
+      auto id = db->beginRun(r);
+      ASSERT_TRUE(id);
+      ASSERT_TRUE(db->finishRun(*id, "interrupted"));
+    }
+    RaceOutcome o = race(t.path, 5, false);
+    ASSERT_EQ(o.other, 0) << "round " << round << ": " << o.first_error;
+    ASSERT_EQ(o.owners, 1) << "round " << round;
+    ASSERT_EQ(o.resumed, 1) << "round " << round << ": the interrupted run must be resumed, not a new one begun";
+    auto db = Database::open(t.path);
+    ASSERT_EQ(db->runs()->size(), 1u);
+  }
 }

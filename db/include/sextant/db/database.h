@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -108,6 +109,16 @@ class Database {
                                                   const std::string& space_fingerprint);
   // Takes over an unfinished run (resume).
   Status claimRun(int64_t run_id, const std::string& host, int64_t pid);
+  // Atomically (one IMMEDIATE transaction, so that processes starting together serialise): with
+  // `resume`, takes over the latest unfinished run with r's settings unless `owned_by_live` says
+  // its owner still runs (then an error naming it); else, or when there is none, begins a new run.
+  struct RunClaim {
+    int64_t id = 0;
+    bool resumed = false;
+    int64_t records = 0;  // of the resumed run
+  };
+  Result<RunClaim> claimOrBeginRun(const RunRow& r, bool resume,
+                                   const std::function<bool(const RunRow&)>& owned_by_live);
   Status finishRun(int64_t run_id, const std::string& status);
 
   // One transaction for the whole batch: all of it is stored or none.
@@ -134,7 +145,7 @@ class Database {
  private:
   Database() = default;
   Status exec(const std::string& sql);
-  Status migrate(bool fresh);
+  Status migrate();
   Result<int64_t> scheduleId(const std::string& text);
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -58,7 +58,10 @@ struct TuneSummary {
   bool resumed = false;
   int64_t resumed_records = 0;  // records the run already had when resumed
   int64_t trials = 0;           // records of this run (including resumed ones)
-  int64_t failures = 0;         // of those, not ok
+  int64_t failures = 0;         // of those, failed: compile errors, crashes, timeouts, wrong results,
+                                // load/launch errors (not rejected or not_measured ones)
+  int64_t rejected = 0;         // refused before measuring (GPU pre-flight: cannot run)
+  int64_t not_measured = 0;     // compiled only (--measure none / bundle)
   bool interrupted = false;
   bool exhausted = false;       // the space ran out before the budget
   std::string strategy_report;  // SearchStrategy::report()
