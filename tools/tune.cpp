@@ -42,6 +42,7 @@ std::atomic<int> g_signals{0};
 
 void onSignal(int) {
   g_stop.store(true);
+  requestStop();  // the compile or measurement in flight is killed; committed batches are kept
   if (g_signals.fetch_add(1) >= 1) {
     // Second Ctrl-C: stop now. Everything committed so far is safe in the database.
     killAllChildren();

@@ -17,6 +17,7 @@ namespace {
 constexpr size_t kMaxCapture = 1 << 20;
 constexpr int kMaxChildren = 64;
 std::atomic<pid_t> g_children[kMaxChildren];
+std::atomic<bool> g_stop_requested{false};
 
 void track(pid_t pid) {
   for (auto& slot : g_children) {
@@ -126,6 +127,8 @@ std::string ChildOutcome::describe() const {
     }
     case Kind::ForkFailed:
       return "could not start a child process";
+    case Kind::Stopped:
+      return "stopped (interrupted)";
   }
   return "?";
 }
@@ -136,6 +139,22 @@ std::vector<ChildOutcome> runIsolated(const std::vector<IsolatedJob>& work, int 
   size_t next = 0;
   if (jobs < 1) jobs = 1;
   while (next < work.size() || !running.empty()) {
+    if (g_stop_requested.load()) {
+      // Ctrl-C: the children in flight are killed, the rest never start.
+      for (auto& r : running) {
+        kill(-r.pid, SIGKILL);
+        kill(r.pid, SIGKILL);
+        int status = 0;
+        waitpid(r.pid, &status, 0);
+        untrack(r.pid);
+        if (r.out_fd >= 0) close(r.out_fd);
+        if (r.err_fd >= 0) close(r.err_fd);
+        results[r.index].kind = ChildOutcome::Kind::Stopped;
+      }
+      running.clear();
+      for (; next < work.size(); ++next) results[next].kind = ChildOutcome::Kind::Stopped;
+      break;
+    }
     while (next < work.size() && int(running.size()) < jobs) {
       Running r;
       if (spawn(work[next], next, r)) {
@@ -219,5 +238,9 @@ void killAllChildren() {
     }
   }
 }
+
+void requestStop() { g_stop_requested.store(true); }
+bool stopRequested() { return g_stop_requested.load(); }
+void clearStopRequest() { g_stop_requested.store(false); }
 
 }  // namespace sextant

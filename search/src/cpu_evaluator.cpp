@@ -102,6 +102,7 @@ std::vector<Evaluation> CpuEvaluator::compileAndMeasure(
       e.message = compiled[i].message;
     } else {
       e.measurement = measureSharedObject(problem_, compiled[i].path, o_.measure);
+      if (stop.load()) break;  // interrupted during this measurement: nothing to record for it
       e.status = measureStatusName(e.measurement.status);
       e.message = e.measurement.message;
     }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <chrono>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -198,6 +199,42 @@ TEST(EndToEnd, ModelGuidedStrategyTrainsOnlineAndNeverRepeats) {
   EXPECT_EQ(j["trials"], 24);
   EXPECT_EQ(j["strategy"], "model");
   EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records"), 24);
+  removeDb(db);
+}
+
+// Issue #12: Ctrl-C stops within the candidate in flight (its compile or measurement is killed),
+// not after the rest of the batch; the batches committed so far are kept.
+TEST(EndToEnd, CtrlCStopsWithinTheCandidateInFlight) {
+  std::string db = tmp("sigint.db");
+  removeDb(db);
+  std::string cmd = std::string(TUNE_BIN) +
+                    " --shape 512x512x512 --trials 64 --batch 16 --min-time 0.3 --jobs 1 --quiet --db " + db;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+    _exit(127);
+  }
+  // One batch committed, the next one being compiled (16 compiles one at a time, then 16
+  // measurements of >= 0.3 s: an interrupt that waited for the batch would take seconds).
+  for (int i = 0; i < 1200 && queryInt(db, "SELECT count(*) FROM records") < 16; ++i) usleep(50000);
+  usleep(500000);
+  auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  std::cout << "SIGINT to exit: " << secs << " s\n";
+  EXPECT_LT(secs, 3.0) << "the rest of the batch was compiled or measured after Ctrl-C";
+  EXPECT_GE(queryInt(db, "SELECT count(*) FROM records"), 16);
+  EXPECT_LT(queryInt(db, "SELECT count(*) FROM records"), 64);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status != 'ok'"), 0)
+      << "the interrupted candidate must not be recorded as a failure";
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
   removeDb(db);
 }
 

@@ -10,7 +10,7 @@
 namespace sextant {
 
 struct ChildOutcome {
-  enum class Kind { Exited, Signaled, TimedOut, ForkFailed };
+  enum class Kind { Exited, Signaled, TimedOut, ForkFailed, Stopped };
   Kind kind = Kind::ForkFailed;
   int exit_code = -1;
   int signal = 0;
@@ -32,5 +32,12 @@ ChildOutcome runIsolated(const IsolatedJob& job, double timeout_s);
 
 // Kills every child still running (used by signal handlers); safe to call at any time.
 void killAllChildren();
+
+// Ctrl-C: from now on runIsolated kills the children it is waiting for and starts no more; their
+// outcomes are Kind::Stopped (not failures: the caller records nothing for them). Async-signal
+// safe. clearStopRequest() undoes it (tests).
+void requestStop();
+bool stopRequested();
+void clearStopRequest();
 
 }  // namespace sextant
