@@ -1,0 +1,217 @@
+// `tune show`, `tune best`, `tune --suite` and `tune dataset collect`.
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/suite.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/db/database.h"
+#include "sextant/db/interchange.h"
+#include "sextant/hwspec/target.h"
+#include "sextant/runtime/blas.h"
+#include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/isolation.h"
+#include "sextant/search/evaluator.h"
+#include "sextant/search/strategy.h"
+#include "sextant/search/tuner.h"
+#include "commands.h"
+#include "tune_internal.h"
+
+using json = nlohmann::json;
+
+namespace sextant::cli {
+
+json recordJson(const RecordRow& r) {
+  return json{{"record_id", r.id},
+              {"run_id", r.run_id},
+              {"schedule_id", r.schedule_id},
+              {"gflops", r.gflops},
+              {"median_s", r.median_s},
+              {"cv", r.cv},
+              {"repetitions", r.times_s.size()},
+              {"knobs", json::parse(r.knobs, nullptr, false)},
+              {"compile_s", r.compile_s}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// tune show
+int cmdShow(const std::string& db_path) {
+  auto db = Database::open(db_path, /*create=*/false);
+  if (!db) return fail(db.error());
+  auto runs = db->runs();
+  if (!runs) return fail(runs.error());
+  if (runs->empty()) {
+    std::cout << db_path << ": no tuning runs yet\n";
+    return 0;
+  }
+  printf("%-5s %-36s %-20s %-11s %-12s %9s %9s %10s %10s\n", "run", "workload", "target", "strategy", "status",
+         "records", "failures", "unmeasured", "best GF/s");
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& r : *runs) {
+    printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10lld %10.1f\n", (long long)r.id, r.workload_key.c_str(),
+           r.target_key.c_str(), (r.strategy + ":" + std::to_string(r.seed)).c_str(), r.status.c_str(),
+           (long long)r.records, (long long)(r.records - r.ok_records - r.unmeasured), (long long)r.unmeasured,
+           r.best_gflops);
+    std::pair<std::string, std::string> p{r.workload_key, r.target_key};
+    if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+  }
+  printf("\nBest measured schedule per workload and target:\n");
+  for (const auto& [w, t] : pairs) {
+    auto best = db->best(w, t);
+    if (!best) return fail(best.error());
+    if (!*best) {
+      printf("  %s on %s: no successful measurement\n", w.c_str(), t.c_str());
+      continue;
+    }
+    const RecordRow& b = **best;
+    printf("  %s on %s: %.1f GFLOP/s (record %lld, run %lld, cv %.1f%%)\n    %s\n", w.c_str(), t.c_str(), b.gflops,
+           (long long)b.id, (long long)b.run_id, 100 * b.cv, b.candidate.c_str());
+  }
+  return 0;
+}
+
+// tune best
+int cmdBest(const WorkloadArgs& a) {
+  auto w = makeWorkload(a);
+  if (!w) return fail(w.error());
+  auto t = resolveTarget(a.target);
+  if (!t) return fail(t.error());
+  auto db = Database::open(a.db, /*create=*/false);
+  if (!db) return fail(db.error());
+  auto best = db->best(w->key(), t->key());
+  if (!best) return fail(best.error());
+  if (!*best) return fail("no measured schedule for " + w->key() + " on " + t->key() + " in " + a.db);
+  const RecordRow& b = **best;
+  std::cout << "// best measured: " << fmt("%.2f", b.gflops) << " GFLOP/s (median of " << b.times_s.size()
+            << " repetitions, record " << b.id << ", run " << b.run_id << ", " << b.created_at << ")\n"
+            << b.schedule;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json) {
+  auto suite = loadSuite(a.suite);
+  if (!suite) return fail(suite.error());
+  auto target = resolveTarget(a.w.target);
+  if (!target) return fail(target.error());
+  int worst = 0, done = 0, skipped = 0, failed = 0;
+  for (const auto& e : suite->entries) {
+    if (g_stop.load()) break;
+    const GemmWorkload& w = e.workload;
+    if (!target->isGpu() && w.a_type != DType::F32) {
+      fprintf(stderr, "suite %s: %s skipped (the cpu target tunes f32 GEMM only)\n", suite->name.c_str(), e.name.c_str());
+      ++skipped;
+      continue;
+    }
+    fprintf(stderr, "suite %s: %s (%s)\n", suite->name.c_str(), e.name.c_str(), w.key().c_str());
+    TuneArgs t = a;
+    t.suite.clear();
+    t.w.shape = w.shapeString();
+    t.w.dtype = dtypeName(w.a_type);
+    t.w.layout = layoutName(w.layout);
+    int rc = cmdTune(t, argv_json);
+    if (rc == 130) return rc;
+    worst = std::max(worst, rc);
+    ++(rc == 0 ? done : failed);
+  }
+  fprintf(stderr, "suite %s: %d workloads tuned, %d failed (see above), %d skipped\n", suite->name.c_str(), done,
+          failed, skipped);
+  return worst;
+}
+
+// tune dataset collect: a random sample (or the whole space) measured into OUT.db, exported.
+int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, double min_time, int jobs,
+                      const std::string& out, const std::string& argv_json) {
+  if (count <= 0) return fail("--count must be at least 1");
+  const bool gz = out.size() > 3 && out.compare(out.size() - 3, 3, ".gz") == 0;
+  if (!(gz || (out.size() > 6 && out.compare(out.size() - 6, 6, ".jsonl") == 0)))
+    return fail("the dataset file must end in .jsonl or .jsonl.gz: " + out);
+  auto wl = makeWorkload(w);
+  if (!wl) return fail(wl.error());
+  auto target = resolveTarget(w.target);
+  if (!target) return fail(target.error());
+  if (target->isGpu()) return fail("dataset collect measures on this machine: cpu only in this version");
+  Space space = buildCpuGemmSpace(*wl, hostCpu());
+  TuneArgs t;
+  t.w = w;
+  t.w.db = out + ".db";
+  // Resumable: what the database already holds for this workload counts toward --count.
+  int64_t have = 0;
+  if (std::filesystem::exists(t.w.db)) {
+    auto db0 = Database::open(t.w.db, false);
+    if (!db0) return fail(db0.error());
+    auto recs = db0->records(wl->key(), target->key());
+    if (!recs) return fail(recs.error());
+    for (const auto& r : *recs) have += r.source == "measured";
+  }
+  t.trials = std::min<int64_t>(count, int64_t(space.size())) - have;
+  t.strategy = uint64_t(count) >= space.size() ? "exhaustive" : "random";
+  t.seed = seed;
+  t.min_time = min_time;
+  t.jobs = jobs;
+  t.final_rounds = 0;
+  t.report = "json";
+  t.quiet = false;
+  {
+    // The tuning summary (JSON) is not the dataset: keep stdout for the final line.
+    std::cout.setstate(std::ios::failbit);
+    int rc = t.trials > 0 ? cmdTune(t, argv_json) : 0;
+    std::cout.clear();
+    if (rc != 0) return rc;
+  }
+  auto db = Database::open(t.w.db, false);
+  if (!db) return fail(db.error());
+  ExportOptions eo;
+  eo.target_key = target->key();
+  eo.workload_key = wl->key();
+  auto text = exportRecordsJsonl(*db, eo);
+  if (!text) return fail(text.error());
+  std::string tmp = out + ".tmp";
+  if (gz) {
+    FILE* p = popen(("gzip -9 -n -c > " + shellQuote(tmp)).c_str(), "w");
+    if (!p) return fail("cannot run gzip");
+    fwrite(text->data(), 1, text->size(), p);
+    if (pclose(p) != 0) return fail("gzip failed writing " + tmp);
+  } else {
+    std::ofstream(tmp, std::ios::binary) << *text;
+  }
+  std::rename(tmp.c_str(), out.c_str());
+  int64_t n = std::count(text->begin(), text->end(), '\n') - 1;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  json prov{{"dataset", out},
+            {"records", n},
+            {"workload", wl->key()},
+            {"target", target->key()},
+            {"space", space.name()},
+            {"space_size", space.size()},
+            {"sampling", t.strategy == "exhaustive" ? "the whole space" : "uniform random, without repetition"},
+            {"seed", seed},
+            {"min_time_s", min_time},
+            {"cpu_model", hostCpu().model},
+            {"llvm_host_cpu", llvmHostCpuName()},
+            {"logical_cores", hostCpu().logical_cores},
+            {"host", host},
+            {"tool_version", SEXTANT_VERSION},
+            {"llvm_version", llvmVersion()},
+            {"command", json::parse(argv_json)}};
+  std::ofstream(out + ".provenance.json") << prov.dump(2) << "\n";
+  printf("wrote %lld records of %s to %s (provenance: %s.provenance.json; database %s)\n", (long long)n,
+         wl->key().c_str(), out.c_str(), out.c_str(), t.w.db.c_str());
+  return 0;
+}
+
+}  // namespace sextant::cli

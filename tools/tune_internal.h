@@ -1,0 +1,67 @@
+// Shared parts of the `tune` command line (tools/tune.cpp: main and options; tune_command.cpp:
+// the tuning command; show_commands.cpp: show, best, suites and dataset collection).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/common/result.h"
+#include "sextant/db/database.h"
+
+namespace CLI {
+class App;
+}
+
+namespace sextant::cli {
+
+constexpr const char* kDefaultShape = "512x512x512";
+constexpr int64_t kDefaultTrials = 200;
+
+extern std::atomic<bool> g_stop;
+void onSignal(int);  // first Ctrl-C: stop the candidate in flight and save; second: exit now
+
+std::string fmtDuration(double s);
+std::string fmt(const char* f, double v);
+
+struct WorkloadArgs {
+  std::string op = "gemm", shape, dtype = "f32", layout = "NN", target = "cpu", db = "sextant.db";
+};
+Result<GemmWorkload> makeWorkload(const WorkloadArgs& a);
+void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default);
+nlohmann::json recordJson(const RecordRow& r);
+
+struct TuneArgs {
+  WorkloadArgs w;
+  int64_t trials = kDefaultTrials;
+  double time_budget = 0;
+  uint64_t seed = 1;
+  std::string strategy = "model";  // the replay experiment's winner at 95% (README)
+  int batch = 16;
+  int jobs = 0;
+  std::string report = "text";
+  std::string schedule_file;
+  bool fresh = false;
+  bool quiet = false;
+  double min_time = 0.2;
+  double timeout = 0;  // 0: the target's default (cpu 30 s, GPU 10 s per launch)
+  int final_rounds = 3;
+  int final_top_k = 3;
+  std::string measure = "device";
+  std::string out;
+  std::string suite;  // tune every workload of this suite file
+  std::string pretrained = "default";  // --pretrained PATH|none|default
+};
+
+int cmdTune(const TuneArgs& a, const std::string& argv_json);
+int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json);
+int cmdShow(const std::string& db_path);
+int cmdBest(const WorkloadArgs& a);
+int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, double min_time, int jobs,
+                      const std::string& out, const std::string& argv_json);
+
+}  // namespace sextant::cli
