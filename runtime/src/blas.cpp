@@ -14,8 +14,17 @@ std::string OpenBlas::describe() const {
   std::string version = config;
   auto sp = version.find(' ', 9);  // "OpenBLAS 0.3.21 NO_LAPACKE ..."
   if (sp != std::string::npos) version = version.substr(0, sp);
-  return version + " (" + corename + " kernels, " + std::to_string(threads) + " thread" +
-         (threads == 1 ? "" : "s") + ")";
+  std::string d = version + " (" + corename + " kernels, " + std::to_string(threads) + " thread" +
+                  (threads == 1 ? "" : "s");
+  // Never a silent flattering ratio: say when the environment chose the kernels.
+  const char* overridden = getenv("SEXTANT_OPENBLAS_CORETYPE_FROM_ENV");
+  const std::string best = openBlasCoreTypeForHost();
+  if (overridden && *overridden)
+    d += std::string("; the environment asked for ") + overridden + ", overridden with the fastest kernels this CPU runs";
+  else if (!best.empty() && strcasecmp(best.c_str(), corename.c_str()) != 0)
+    d += "; forced by the environment: " + best + " kernels would be faster, so ratios to this reference flatter the "
+         "tuned code";
+  return d + ")";
 }
 
 std::string openBlasCoreTypeForHost() {
@@ -33,9 +42,17 @@ void configureOpenBlasEnvironment(char** argv) {
     changed = true;
   }
   std::string core = openBlasCoreTypeForHost();
-  if (!getenv("OPENBLAS_CORETYPE") && !core.empty()) {
-    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-    changed = true;
+  const char* env_core = getenv("OPENBLAS_CORETYPE");
+  if (!core.empty() && (!env_core || strcasecmp(env_core, core.c_str()) != 0)) {
+    // The reference runs with the fastest kernels this CPU can run, whatever the environment
+    // presets (SEXTANT_KEEP_OPENBLAS_CORETYPE=1 keeps the environment's; the report then says so).
+    if (env_core && getenv("SEXTANT_KEEP_OPENBLAS_CORETYPE")) {
+      // keep it
+    } else {
+      if (env_core) setenv("SEXTANT_OPENBLAS_CORETYPE_FROM_ENV", env_core, 1);
+      setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+      changed = true;
+    }
   }
   if (!changed) return;
   setenv("SEXTANT_BLAS_CONFIGURED", "1", 1);

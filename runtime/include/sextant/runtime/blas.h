@@ -30,6 +30,10 @@ std::string openBlasCoreTypeForHost();
 // LibTorch loads it before main(). Returns only when no re-execution was needed or it failed.
 void configureOpenBlasEnvironment(char** argv);
 
+// The reference is OpenBLAS with the fastest kernels this CPU runs (SkylakeX on any AVX-512 CPU,
+// Haswell on AVX2), one thread like the tuned code: configureOpenBlasEnvironment overrides an
+// OPENBLAS_CORETYPE preset by the environment (SEXTANT_KEEP_OPENBLAS_CORETYPE=1 keeps it) and
+// describe() names what the environment asked for, or warns that the ratio flatters when kept.
 // Loads libopenblas once per process (thread count 1; OPENBLAS_CORETYPE chosen from the host
 // ISA unless the user set it). Fails if OpenBLAS is not using the requested kernels (it was
 // loaded, unconfigured, before this call).
