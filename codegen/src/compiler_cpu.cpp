@@ -1,0 +1,112 @@
+// The CPU route: a payload and its schedule to a shared object (or an object file) for the host.
+#include "compiler_internal.h"
+
+#include <unistd.h>
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+namespace sextant {
+namespace {
+
+// Bufferize in place (destination passing), lower everything to the LLVM dialect. Transfers are
+// fully unrolled to 1-D: left as loops they go through stack allocas inside the K loop.
+constexpr const char* kCpuLowering =
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-for,"
+    "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,"
+    "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
+    "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
+    "convert-ub-to-llvm,reconcile-unrealized-casts";
+
+}  // namespace
+
+using namespace detail;
+
+CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
+                              const std::string& so_path) {
+  return compileModuleCpu(payload, schedule, so_path);
+}
+
+CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
+                                const std::string& so_path) {
+  CompileOutcome out;
+  Finisher finish{out};
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+
+  auto payloadMod = mlir::parseSourceString<mlir::ModuleOp>(payload, ctx.get(), "payload");
+  if (!payloadMod) return finish("parse_payload", diags.text);
+  if (!schedule.empty()) {
+    auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
+    if (!schedMod) return finish("parse_schedule", diags.text);
+    auto entry = mlir::transform::detail::findTransformEntryPoint(payloadMod->getOperation(), *schedMod,
+                                                                  "__transform_main");
+    if (!entry) return finish("parse_schedule", diags.text + "no @__transform_main in the schedule");
+    mlir::transform::TransformOptions topts;
+    if (mlir::failed(mlir::transform::applyTransformNamedSequence(payloadMod->getOperation(), entry,
+                                                                    *schedMod, topts)))
+      return finish("transform", diags.text);
+  }
+  // C interfaces for every public function with a body, so callers need no MLIR descriptors ABI
+  // beyond the memref structs.
+  payloadMod->walk([&](mlir::func::FuncOp f) {
+    if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
+  });
+
+  mlir::PassManager pm(ctx.get());
+  if (mlir::failed(mlir::parsePassPipeline(kCpuLowering, pm)))
+    return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
+  if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
+
+  llvm::LLVMContext llctx;
+  auto llmod = mlir::translateModuleToLLVMIR(*payloadMod, llctx, "sextant_gemm");
+  if (!llmod) return finish("translate", diags.text);
+
+  std::string err;
+  auto tm = hostTargetMachine(err);
+  if (!tm) return finish("codegen", "no host target machine: " + err);
+  llmod->setDataLayout(tm->createDataLayout());
+  llmod->setTargetTriple(tm->getTargetTriple());
+  auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());
+  if (auto e = opt(llmod.get())) {
+    llvm::raw_string_ostream os(err);
+    os << e;
+    return finish("codegen", "LLVM optimization failed: " + err);
+  }
+
+  const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
+  std::string obj_path = object_only ? so_path : so_path + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj_path, ec, llvm::sys::fs::OF_None);
+    if (ec) return finish("codegen", "cannot write " + obj_path + ": " + ec.message());
+    llvm::legacy::PassManager cg;
+    if (tm->addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return finish("codegen", "the target cannot emit object files");
+    cg.run(*llmod);
+    os.flush();
+    out.object_bytes = int64_t(os.tell());
+  }
+  if (object_only) {
+    out.ok = true;
+    return finish("", "");
+  }
+  std::string link_out;
+  int rc = runProgram({SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path}, link_out);
+  unlink(obj_path.c_str());
+  if (rc != 0) return finish("link", "ld.lld failed: " + link_out);
+  out.ok = true;
+  return finish("", "");
+}
+
+}  // namespace sextant

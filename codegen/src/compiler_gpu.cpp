@@ -1,0 +1,271 @@
+// The GPU routes: the shared lowering pipeline builder (NVVM -> PTX, ROCDL -> HSACO), one GEMM
+// kernel (compileGpuGemm: NVIDIA tensor-core and FMA schedules, AMD) and a whole module
+// (compileModuleGpu). The AMD code-object steps are in compiler_amd.cpp.
+#include "compiler_internal.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "llvm/Support/FileSystem.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Parser/Parser.h"
+
+namespace sextant {
+namespace {
+
+// memref.multibuffer wants memref.alloc, alloca_to_global wants memref.alloca: workgroup-space
+// allocations become allocas (and later static shared memory / LDS globals).
+void workgroupAllocsToAllocas(mlir::ModuleOp mod) {
+  std::vector<mlir::memref::AllocOp> allocs;
+  mod.walk([&](mlir::memref::AllocOp a) {
+    auto space = llvm::dyn_cast_or_null<mlir::gpu::AddressSpaceAttr>(a.getType().getMemorySpace());
+    if (space && space.getValue() == mlir::gpu::AddressSpace::Workgroup) allocs.push_back(a);
+  });
+  for (auto a : allocs) {
+    mlir::OpBuilder b(a);
+    auto alloca = mlir::memref::AllocaOp::create(b, a.getLoc(), a.getType(), a.getDynamicSizes(), a.getSymbolOperands(),
+                                                 a.getAlignmentAttr());
+    std::vector<mlir::Operation*> deallocs;
+    for (mlir::Operation* u : a->getUsers())
+      if (llvm::isa<mlir::memref::DeallocOp>(u)) deallocs.push_back(u);
+    for (auto* d : deallocs) d->erase();
+    a.replaceAllUsesWith(alloca.getResult());
+    a.erase();
+  }
+}
+
+// The pipeliner assumes one cp.async commit group per iteration and waits for depth-1 pending
+// groups; the copies of A and B form one group each (a barrier separates them), so the exact
+// steady-state count is groups_per_iteration * (depth - 1). Returns groups per iteration.
+int64_t fixAsyncWaitCounts(mlir::ModuleOp mod, int64_t depth) {
+  int64_t groups = 0;
+  mod.walk([&](mlir::scf::ForOp loop) {
+    int64_t g = 0;
+    std::vector<mlir::Operation*> waits;
+    for (mlir::Operation& op : loop.getBody()->getOperations()) {
+      auto n = op.getName().getStringRef();
+      if (n == "nvgpu.device_async_create_group") ++g;
+      if (n == "nvgpu.device_async_wait") waits.push_back(&op);
+    }
+    if (g == 0 || waits.empty()) return;
+    groups = std::max(groups, g);
+    auto i32 = mlir::IntegerType::get(mod.getContext(), 32);
+    for (auto* w : waits) w->setAttr("numGroups", mlir::IntegerAttr::get(i32, g * (depth - 1)));
+  });
+  return groups;
+}
+
+constexpr const char* kCanonicalizeFuncs = R"(module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.yield
+  }
+})";
+
+constexpr const char* kAllocaToGlobal = R"(module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    %allocas = transform.structured.match ops{["memref.alloca"]} in %f : (!transform.any_op) -> !transform.op<"memref.alloca">
+    %gg, %glob = transform.memref.alloca_to_global %allocas : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+})";
+
+std::optional<int64_t> constantIndex(mlir::Value v) {
+  if (auto c = v.getDefiningOp<mlir::arith::ConstantIndexOp>()) return c.value();
+  if (auto c = v.getDefiningOp<mlir::arith::ConstantOp>())
+    if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(c.getValue())) return i.getInt();
+  return std::nullopt;
+}
+
+}  // namespace
+
+using namespace detail;
+
+// Outlined kernels and their host code to NVVM -> PTX ("isa") or ROCDL -> HSACO (lld 22).
+std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std::string& features,
+                                const std::string& rocm_toolkit, bool outline_first) {
+  const std::string start = std::string("builtin.module(") + (outline_first ? kGpuOutlining + std::string(",") : "");
+  if (nvidia)
+    // gpu-lower-to-nvvm-pipeline (LLVM 22) spelt out, with one change: vector loads and stores
+    // inside kernels are lowered first with their vector's alignment (use-vector-alignment). Every
+    // vector access of these schedules is naturally aligned (tiles at multiples of the vector
+    // length, buffers 256-byte aligned), and without it NVPTX splits a vector<4xf32> access that
+    // LLVM thinks 4-byte aligned into four scalar ones.
+    return start + "convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,convert-nvvm-to-llvm,"
+           "convert-func-to-llvm,expand-strided-metadata,nvvm-attach-target{O=2 chip=" + chip + " features=" +
+           features + "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,canonicalize,cse,"
+           "gpu.module(convert-vector-to-llvm{use-vector-alignment=true},convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
+           "canonicalize,cse,reconcile-unrealized-casts),gpu-to-llvm{use-bare-pointers-for-kernels=true},"
+           "gpu-module-to-binary{format=isa},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
+  // ../shared/notes/recipes/rocm_pipe.txt, with vector->LLVM inside the GPU module first (the
+  // hoisted 2-D C tile) and format=bin through lld 22.
+  return start + "convert-vector-to-scf,convert-scf-to-cf,convert-func-to-llvm,expand-strided-metadata,"
+         "rocdl-attach-target{chip=" + chip + " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+         "canonicalize,cse,gpu.module(convert-vector-to-llvm,convert-gpu-to-rocdl{chipset=" + chip +
+         " use-bare-ptr-memref-call-conv=true runtime=HIP},canonicalize,cse,reconcile-unrealized-casts),"
+         "gpu-to-llvm{use-bare-pointers-for-kernels=true},gpu-module-to-binary{format=bin toolkit=" +
+         (rocm_toolkit.empty() ? rocmToolkitDir() : rocm_toolkit) + "},reconcile-unrealized-casts)";
+}
+
+CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
+  CompileOutcome out;
+  Finisher finish{out};
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  std::string err;
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(r.payload, ctx.get(), "payload");
+  if (!mod) return finish("parse_payload", diags.text);
+  if (!applyScript(*mod, r.schedule, "schedule", err, diags)) return finish("transform", err);
+  if (r.mma && !runPipeline(*mod, "builtin.module(convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)", err, diags))
+    return finish("transform", "vector to nvgpu: " + err);
+  if (!r.pipeline_schedule.empty()) {
+    if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
+      return finish("transform", "pipelining: " + err);
+    if (r.pipeline_depth > 1) {
+      // Before canonicalization, which folds a one-iteration steady-state loop away.
+      info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
+      if (!applyScript(*mod, kCanonicalizeFuncs, "canonicalize", err, diags)) return finish("transform", err);
+    }
+  }
+  if (r.swizzle && !runPipeline(*mod, "builtin.module(func.func(nvgpu-optimize-shared-memory))", err, diags))
+    return finish("transform", "swizzle: " + err);
+  workgroupAllocsToAllocas(*mod);
+  if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
+  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ",symbol-dce)", err, diags))
+    return finish("lower", err);
+
+  if (std::getenv("SEXTANT_DUMP_GPU_IR")) mod->print(llvm::errs());
+  // The launch, read before lowering: kernel name, argument order, grid and block sizes.
+  std::vector<mlir::gpu::LaunchFuncOp> launches;
+  mod->walk([&](mlir::gpu::LaunchFuncOp l) { launches.push_back(l); });
+  if (launches.size() != 1)
+    return finish("lower", "expected exactly one kernel launch, found " + std::to_string(launches.size()));
+  auto launch = launches.front();
+  info.name = launch.getKernelName().str();
+  auto host = launch->getParentOfType<mlir::func::FuncOp>();
+  for (mlir::Value v : launch.getKernelOperands()) {
+    if (auto ba = llvm::dyn_cast<mlir::BlockArgument>(v); ba && ba.getOwner()->getParentOp() == host) {
+      static const char* names[] = {"A", "B", "C"};
+      if (ba.getArgNumber() > 2) return finish("lower", "unexpected kernel argument");
+      info.args.push_back(names[ba.getArgNumber()]);
+    } else if (auto c = constantIndex(v)) {
+      info.args.push_back("i64:" + std::to_string(*c));
+    } else {
+      return finish("lower", "a kernel argument is neither an operand buffer nor a constant");
+    }
+  }
+  mlir::Value dims[6] = {launch.getGridSizeX(),  launch.getGridSizeY(),  launch.getGridSizeZ(),
+                         launch.getBlockSizeX(), launch.getBlockSizeY(), launch.getBlockSizeZ()};
+  for (int i = 0; i < 6; ++i) {
+    auto c = constantIndex(dims[i]);
+    if (!c) return finish("lower", "launch dimensions are not constants");
+    (i < 3 ? info.grid[i] : info.block[i - 3]) = *c;
+  }
+
+  const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false);
+  // convert-vector-to-llvm reports (harmless) failed attempts on workgroup memrefs: only the
+  // pipeline's result decides.
+  diags.text.clear();
+  if (!runPipeline(*mod, lowering, err, diags)) return finish("codegen", err);
+  std::string object;
+  mod->walk([&](mlir::gpu::BinaryOp b) {
+    for (mlir::Attribute a : b.getObjects())
+      if (auto o = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a)) object = o.getObject().str();
+  });
+  if (object.empty()) return finish("codegen", "no GPU binary was produced");
+  if (!r.nvidia) {
+    auto md = readAmdgpuMetadata(object);
+    if (!md) return finish("codegen", "code object: " + md.error());
+    info.stats = *md;
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
+    if (ec) return finish("codegen", "cannot write " + r.out_path + ": " + ec.message());
+    os << object;
+    out.object_bytes = int64_t(object.size());
+  }
+  out.ok = true;
+  return finish("", "");
+}
+
+CompileOutcome compileModuleGpu(const std::string& module, const std::string& library, const GpuModuleRequest& r,
+                                std::vector<GpuModuleKernel>& kernels) {
+  CompileOutcome out;
+  Finisher finish{out};
+  auto ctx = makeContext();
+  DiagCollector diags(ctx.get());
+  std::string err;
+  auto mod = mlir::parseSourceString<mlir::ModuleOp>(module, ctx.get(), r.input_name);
+  if (!mod) return finish("parse_payload", diags.text);
+  if (!library.empty() && !applyScript(*mod, library, "library", err, diags)) return finish("transform", err);
+  // Whatever the library did not turn into a kernel would run on the host, on device pointers.
+  std::string left;
+  mod->walk([&](mlir::Operation* op) {
+    if (op->getParentOfType<mlir::gpu::LaunchOp>() || !left.empty()) return;
+    bool tensor = false;
+    for (mlir::Type t : op->getResultTypes()) tensor |= mlir::isa<mlir::TensorType>(t);
+    if (tensor || llvm::isa<mlir::linalg::LinalgDialect>(op->getDialect())) {
+      std::string loc;
+      llvm::raw_string_ostream os(loc);
+      os << op->getLoc();
+      left = op->getName().getStringRef().str() + " at " + loc;
+    }
+  });
+  if (!left.empty())
+    return finish("transform", "not turned into a GPU kernel (it would run on the host on device memory): " + left);
+  mod->walk([&](mlir::gpu::LaunchOp l) {
+    GpuModuleKernel k;
+    if (auto fn = l->getParentOfType<mlir::func::FuncOp>()) k.host_function = fn.getSymName().str();
+    mlir::Value dims[6] = {l.getGridSizeX(), l.getGridSizeY(), l.getGridSizeZ(),
+                           l.getBlockSizeX(), l.getBlockSizeY(), l.getBlockSizeZ()};
+    for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
+    kernels.push_back(k);
+  });
+  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ")", err, diags))
+    return finish("lower", err);
+  size_t i = 0;
+  mod->walk([&](mlir::gpu::LaunchFuncOp l) {
+    if (i < kernels.size()) kernels[i++].name = l.getKernelModuleName().str() + "::" + l.getKernelName().str();
+  });
+  mod->walk([&](mlir::func::FuncOp f) {
+    if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
+  });
+  diags.text.clear();
+  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false), err, diags))
+    return finish("codegen", err);
+  std::map<std::string, std::string> objects;  // gpu.binary name -> object
+  mod->walk([&](mlir::gpu::BinaryOp b) {
+    for (mlir::Attribute a : b.getObjects())
+      if (auto o = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a)) objects[b.getName().str()] = o.getObject().str();
+  });
+  for (auto& k : kernels) {
+    std::string bin = k.name.substr(0, k.name.find("::"));
+    if (!objects.count(bin)) return finish("codegen", "no GPU binary for kernel " + k.name);
+    k.object = objects[bin];
+    if (!r.nvidia) {
+      auto md = readAmdgpuMetadata(k.object);
+      if (!md) return finish("codegen", "code object of " + k.name + ": " + md.error());
+      k.stats = *md;
+    }
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
+  if (ec) return finish("codegen", "cannot write " + r.out_path + ": " + ec.message());
+  mod->print(os);
+  os.flush();
+  out.object_bytes = int64_t(os.tell());
+  out.ok = true;
+  return finish("", "");
+}
+
+}  // namespace sextant

@@ -1,0 +1,72 @@
+// Private to codegen/src/compiler_*.cpp (the MLIR-facing translation units): the helpers that
+// more than one lowering route uses. Not installed, not included from anywhere else: it pulls in
+// MLIR headers, and a TU with MLIR headers takes 20-40 s to build.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "sextant/codegen/compiler.h"
+
+#ifndef SEXTANT_LLD
+#define SEXTANT_LLD "ld.lld"
+#endif
+
+namespace sextant::detail {
+
+// Registers passes and LLVM targets, once per process.
+void initOnce();
+// A context with every dialect, extension and LLVM IR translation, without a thread pool.
+std::unique_ptr<mlir::MLIRContext> makeContext();
+
+// Collects diagnostics as text instead of printing them.
+struct DiagCollector {
+  explicit DiagCollector(mlir::MLIRContext* ctx)
+      : handler(ctx, [this](mlir::Diagnostic& d) {
+          if (d.getSeverity() == mlir::DiagnosticSeverity::Remark) return mlir::success();
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << d << "\n";
+          for (auto& note : d.getNotes()) os << "  note: " << note << "\n";
+          return mlir::success();
+        }) {}
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+// Ends a compilation: where it stopped, why, and how long it took since construction.
+struct Finisher {
+  CompileOutcome& out;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  CompileOutcome operator()(const std::string& stage, std::string msg) {
+    out.stage = stage;
+    out.message = std::move(msg);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  }
+};
+
+// "+feat1,+feat2,...": the host's enabled CPU features.
+std::string hostFeatureString();
+// The host's target machine (CPU name and features), PIC, -O3; null with err set on failure.
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string& err);
+// Runs args[0] (looked up in PATH) with stdout and stderr into out; the exit status, -1 if it
+// could not run or did not exit.
+int runProgram(const std::vector<std::string>& args, std::string& out);
+
+// Applies a Transform script (entry @__transform_main) to the module.
+bool applyScript(mlir::ModuleOp mod, const std::string& script, const char* name, std::string& err,
+                 DiagCollector& diags);
+// Runs a pass pipeline ("builtin.module(...)" or its inner list) on the module.
+bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& err, DiagCollector& diags);
+
+// The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
+std::string rocmToolkitDir();
+
+}  // namespace sextant::detail
