@@ -9,12 +9,12 @@ scripts/setup.sh --with-plots >/dev/null
 scripts/build.sh >/dev/null
 out=experiments/results
 mkdir -p "$out"
-cmd="build/experiments/transfer datasets/cpu/replay_*.jsonl.gz datasets/cpu/zen5/replay_*.jsonl.gz --seeds 10 --budget 256 --batch 16 --threads 2 $*"
+cmd="build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --seeds 10 --budget 256 --batch 16 --threads 2 $*"
 {
   echo "# command: experiments/transfer.sh $*  ($cmd)"
   echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
   # shellcheck disable=SC2086
-  build/experiments/transfer datasets/cpu/replay_*.jsonl.gz datasets/cpu/zen5/replay_*.jsonl.gz --seeds 10 \
+  build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --seeds 10 \
     --budget 256 --batch 16 --threads 2 --curves "$out/transfer.csv" --json "$out/transfer.json" "$@"
 } | tee "$out/transfer.txt"
 /usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv" "$out/transfer.png"
