@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <sqlite3.h>
+#include <thread>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -171,9 +172,20 @@ Result<Database> Database::open(const std::string& path, bool create) {
     Stmt q(d.db_, "SELECT count(*) FROM sqlite_master");
     if (!q.ok() || !q.row()) return Error{explain(path, q.error())};
   }
-  if (auto s = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !s)
-    return Error{s.error()};
-  if (auto s = d.migrate(); !s) return Error{s.error()};
+  // Switching a fresh file to WAL, and the first migration, may meet another process doing the
+  // same: SQLite can answer "database is locked" at once there (a lock upgrade it will not wait
+  // for), so these steps are retried for up to 30 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto locked = [](const std::string& e) {
+    return e.find("database is locked") != std::string::npos || e.find("busy") != std::string::npos;
+  };
+  for (int attempt = 0;; ++attempt) {
+    Status st = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    if (st) st = d.migrate();
+    if (st) break;
+    if (!locked(st.error()) || std::chrono::steady_clock::now() > deadline) return Error{st.error()};
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + 10 * (attempt % 8)));
+  }
   return Result<Database>(std::move(d));
 }
 
