@@ -11,7 +11,8 @@
 // A replay is not a measurement: each "measurement" is the recorded one of that candidate.
 //
 // usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b]
-//                 [--variants cold,pretrained,cross] [--hold-out SUBSTRING] [--epochs N]
+//                 [--variants cold,pretrained,cross] [--cross-strategies a,b]
+//                 [--hold-out SUBSTRING] [--epochs N]
 //                 [--mix M] [--threads N] [--curves FILE.csv] [--json FILE]
 #include <algorithm>
 #include <atomic>
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
   double mix = 32;
   std::vector<std::string> strategies = {"random", "sa", "model", "evolutionary", "chameleon", "glimpse"};
   std::vector<std::string> variants = {"cold", "pretrained", "cross"};
+  std::vector<std::string> cross_strategies;  // empty: every strategy
   std::string hold_out, curves_path, json_path;
   TransferOptions to;
   to.host_llvm_cpu = "";
@@ -156,8 +158,10 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::stoi(next());
     else if (a == "--strategies") strategies = split(next(), ',');
     else if (a == "--variants") variants = split(next(), ',');
+    else if (a == "--cross-strategies") cross_strategies = split(next(), ',');
     else if (a == "--hold-out") hold_out = next();
     else if (a == "--epochs") to.epochs = std::stoi(next());
+    else if (a == "--max-per-workload") to.max_per_workload = size_t(std::stoll(next()));
     else if (a == "--mix") mix = std::stod(next());
     else if (a == "--threads") threads = std::max(1, std::stoi(next()));
     else if (a == "--host-cpu") to.host_llvm_cpu = next();
@@ -165,7 +169,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_path = next();
     else if (a == "--help" || a == "-h") {
       printf("usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
-             "[--variants cold,pretrained,cross] [--hold-out SUBSTRING] [--epochs N] [--mix M] [--threads N] "
+             "[--variants cold,pretrained,cross] [--cross-strategies a,b] [--hold-out SUBSTRING] [--epochs N] [--max-per-workload N] [--mix M] [--threads N] "
              "[--host-cpu LLVM_CPU] [--curves FILE.csv] [--json FILE]\n");
       return 0;
     } else files.push_back(a);
@@ -234,7 +238,9 @@ int main(int argc, char** argv) {
       auto train = leaveOneOut(all, *hw, v == "cross");
       if (train.empty()) continue;
       auto t0 = Clock::now();
+      setCostModelThreads(threads);  // training uses every thread; the searches run one per thread
       CostModel m = trainCpuModel(train, to);
+      setCostModelThreads(1);
       std::string path = tmpdir + "/" + v + ".costmodel";
       if (auto s = m.save(path); !s) {
         fprintf(stderr, "%s\n", s.error().c_str());
@@ -278,6 +284,7 @@ int main(int argc, char** argv) {
     for (const auto& s : strategies)
       for (const auto& v : variants) {
         if (v != "cold" && (s == "random" || s == "exhaustive" || !model_file.count(v))) continue;
+        if (v == "cross" && !cross_strategies.empty() && !has(cross_strategies, s)) continue;
         const std::string name = s + "/" + v;
         std::vector<RunResult> runs(static_cast<size_t>(seeds));
         std::atomic<int> next{0};

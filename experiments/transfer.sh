@@ -1,21 +1,33 @@
 #!/bin/sh
 # Issue #11's experiment in one command: leave-one-workload-out over every committed CPU replay
-# dataset (Intel Xeon and AMD Zen 5), every strategy with and without a pretrained cost model,
-# 10 seeds, budget 256, then the tuning-curve plot. Results: experiments/results/transfer.{txt,json,csv,png}.
-# Usage: experiments/transfer.sh [extra transfer options, e.g. --seeds 3 --hold-out znver5]
+# dataset (AMD Zen 5 and Intel Xeon), strategies with and without a pretrained cost model, 10
+# seeds, budget 256, then the tuning-curve plot. Two parts (to fit 2 vCPUs in under an hour):
+#   - Zen 5 held-outs (this machine kind): every strategy, cold / pretrained (trained on every
+#     other workload of both CPUs) / cross (trained on the Intel datasets only; sa, model,
+#     evolutionary);
+#   - Intel held-outs: sa, model, evolutionary; cold / pretrained / cross (trained on Zen 5 only).
+# Results: experiments/results/transfer_{zen5,intel}.{txt,json,csv} and transfer.png.
+# Usage: experiments/transfer.sh [extra transfer options for both parts, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
 scripts/build.sh >/dev/null
 out=experiments/results
 mkdir -p "$out"
-cmd="build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --seeds 10 --budget 256 --batch 16 --threads 2 $*"
-{
-  echo "# command: experiments/transfer.sh $*  ($cmd)"
-  echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
-  # shellcheck disable=SC2086
-  build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --seeds 10 \
-    --budget 256 --batch 16 --threads 2 --curves "$out/transfer.csv" --json "$out/transfer.json" "$@"
-} | tee "$out/transfer.txt"
-/usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv" "$out/transfer.png"
+run() {  # NAME HOLD-OUT STRATEGIES [extra...]
+  name=$1 hold=$2 strategies=$3
+  shift 3
+  {
+    echo "# command: experiments/transfer.sh $*  (part $name: build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out '$hold' --strategies $strategies --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 --threads 2 $*)"
+    echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
+    build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out "$hold" \
+      --strategies "$strategies" --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 \
+      --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"
+  } | tee "$out/transfer_$name.txt"
+}
+run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse "$@"
+run intel "@ emeraldrapids" sa,model,evolutionary "$@"
+{ cat "$out/transfer_zen5.csv"; tail -n +2 "$out/transfer_intel.csv"; } > "$out/transfer.csv.tmp"
+/usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer.png"
+rm -f "$out/transfer.csv.tmp"
 echo "plot: $out/transfer.png"

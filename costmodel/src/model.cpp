@@ -106,7 +106,8 @@ struct CostModel::Impl {
            fb = failed.index_select(0, bi);
       members[m]->train();
       for (int e = 0; e < epochs; ++e) {
-        // Ranking pairs within a workload, drawn afresh each epoch from the member's resample.
+        // Ranking pairs within a workload, drawn afresh each epoch from the member's resample
+        // (positions in it, so that the member's one forward pass serves every loss term).
         auto pairs = rankingPairs(boot, group, okv, rng());
         optims[m]->zero_grad();
         auto out = members[m]->forward(Xb);
@@ -118,9 +119,8 @@ struct CostModel::Impl {
           std::vector<int64_t> pi, pj;
           for (auto& [a, b] : pairs) pi.push_back(a), pj.push_back(b);
           auto ti = torch::tensor(pi, torch::kLong), tj = torch::tensor(pj, torch::kLong);
-          auto all = members[m]->forward(X).select(1, 0);
-          auto diff = all.index_select(0, ti) - all.index_select(0, tj);
-          auto sign = torch::sign(y.index_select(0, ti) - y.index_select(0, tj));
+          auto diff = score.index_select(0, ti) - score.index_select(0, tj);
+          auto sign = torch::sign(yb.index_select(0, ti) - yb.index_select(0, tj));
           auto w = sign.abs();  // tied pairs carry no order
           loss = loss + o.rank_weight * (torch::softplus(-diff * sign) * w).sum() / w.sum().clamp_min(1e-6);
         }
@@ -134,9 +134,11 @@ struct CostModel::Impl {
 
 std::vector<std::pair<int64_t, int64_t>> rankingPairs(const std::vector<int64_t>& rows, const std::vector<int>& group,
                                                       const std::vector<bool>& ok, uint64_t seed) {
-  std::map<int, std::vector<int64_t>> by_group;
-  for (int64_t r : rows)
-    if (r >= 0 && size_t(r) < ok.size() && ok[size_t(r)]) by_group[group[size_t(r)]].push_back(r);
+  std::map<int, std::vector<int64_t>> by_group;  // group -> positions in `rows`
+  for (size_t p = 0; p < rows.size(); ++p) {
+    const int64_t r = rows[p];
+    if (r >= 0 && size_t(r) < ok.size() && ok[size_t(r)]) by_group[group[size_t(r)]].push_back(int64_t(p));
+  }
   std::mt19937_64 rng(seed);
   std::vector<std::pair<int64_t, int64_t>> out;
   for (auto& [g, idx] : by_group) {
@@ -145,7 +147,7 @@ std::vector<std::pair<int64_t, int64_t>> rankingPairs(const std::vector<int64_t>
     const size_t pairs = std::min<size_t>(4 * idx.size(), 4096);
     for (size_t p = 0; p < pairs; ++p) {
       int64_t a = idx[d(rng)], b = idx[d(rng)];
-      if (a != b) out.push_back({a, b});
+      if (rows[size_t(a)] != rows[size_t(b)]) out.push_back({a, b});
     }
   }
   return out;

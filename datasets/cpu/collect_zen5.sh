@@ -7,7 +7,8 @@ cd "$(dirname "$0")/../.."
 TUNE=${TUNE:-build/tools/tune}
 SHAPES=("$@")
 if [ ${#SHAPES[@]} -eq 0 ]; then
-  SHAPES=(256x256x256 512x512x512 256x1024x512 128x1024x1024 3136x64x576 784x128x1152 32x4096x4096
+  # 32x4096x4096 was dropped: flushing its 64 MiB B before every call made it ~50 min here.
+  SHAPES=(256x256x256 512x512x512 256x1024x512 128x1024x1024 3136x64x576 784x128x1152 64x2048x1024
           1024x1024x1024)
 fi
 mkdir -p datasets/cpu/zen5

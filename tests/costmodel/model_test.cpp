@@ -155,7 +155,10 @@ TEST(CostModel, RankingPairsComeOnlyFromTheMembersResampleAndStayWithinAGroup) {
   std::vector<int64_t> rows = {0, 0, 2, 5, 3, 4, 6};  // rows 1 is not in the resample; 6 failed
   auto pairs = rankingPairs(rows, group, ok, 3);
   ASSERT_FALSE(pairs.empty());
-  for (auto [a, b] : pairs) {
+  for (auto [pa, pb] : pairs) {
+    ASSERT_LT(size_t(pa), rows.size());
+    ASSERT_LT(size_t(pb), rows.size());
+    const int64_t a = rows[size_t(pa)], b = rows[size_t(pb)];
     EXPECT_NE(a, 1) << "row 1 is not in this member's resample";
     EXPECT_NE(b, 1);
     EXPECT_NE(a, 6) << "failed rows carry no throughput order";

@@ -83,9 +83,9 @@ class CostModel {
 // line naming the file when it does not exist, is not a model, or was trained on other features.
 Result<CostModel> loadPretrained(const std::string& path, int num_features, int feature_version);
 
-// Ranking pairs for one ensemble member: pairs of distinct positions drawn from `rows` (the
-// member's bootstrap resample: row indices, repeats allowed), both successful, in the same group;
-// up to 4 per row of a group, at most 4096 per group.
+// Ranking pairs for one ensemble member: pairs of positions in `rows` (the member's bootstrap
+// resample: row indices, repeats allowed) holding two different successful rows of the same
+// group; up to 4 per row of a group, at most 4096 per group.
 std::vector<std::pair<int64_t, int64_t>> rankingPairs(const std::vector<int64_t>& rows, const std::vector<int>& group,
                                                       const std::vector<bool>& ok, uint64_t seed);
 
