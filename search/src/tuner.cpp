@@ -103,51 +103,43 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
   return out;
 }
 
-Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
-                         const ConfirmFactory& confirm, const std::atomic<bool>& stop,
-                         const std::function<void(const TuneProgress&)>& progress) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  TuneSummary sum;
-  const std::string wkey = ctx.workload.key(), tkey = ctx.target.key();
+namespace {
 
-  auto strategy = makeStrategy(o.strategy, o.seed, o.strategy_context);
-  if (!strategy) return Error{strategy.error()};
+// Stage 1: resume an unfinished run with the same settings, or start a new one: decided and
+// claimed in one transaction, so that two processes never own one run.
+Status claimRun(TuneContext& ctx, const TuneOptions& o, TuneSummary& sum) {
+  RunRow r;
+  r.workload_key = ctx.workload.key();
+  r.target_key = ctx.target.key();
+  r.strategy = o.strategy;
+  r.seed = int64_t(o.seed);
+  r.space = ctx.space.name();
+  r.space_fingerprint = ctx.space.fingerprint();
+  r.trials_requested = o.trials;
+  r.args = o.args_json;
+  r.tool_version = SEXTANT_VERSION;
+  r.llvm_version = ctx.llvm_version;
+  r.host = hostName();
+  r.owner_pid = getpid();
+  // A run still owned by a live process on this machine is not resumed: two processes on one
+  // run would measure the same candidates.
+  auto live = [](const RunRow& p) {
+    return p.status == "running" && p.host == hostName() && p.owner_pid > 0 && p.owner_pid != getpid() &&
+           (kill(pid_t(p.owner_pid), 0) == 0 || errno == EPERM);
+  };
+  auto claim = ctx.db.claimOrBeginRun(r, o.resume, live);
+  if (!claim) return Error{claim.error()};
+  sum.run_id = claim->id;
+  sum.resumed = claim->resumed;
+  sum.resumed_records = claim->resumed ? claim->records : 0;
+  return okStatus();
+}
 
-  // Resume an unfinished run with the same settings, or start a new one: decided and claimed in
-  // one transaction, so that two processes never own one run.
-  {
-    RunRow r;
-    r.workload_key = wkey;
-    r.target_key = tkey;
-    r.strategy = o.strategy;
-    r.seed = int64_t(o.seed);
-    r.space = ctx.space.name();
-    r.space_fingerprint = ctx.space.fingerprint();
-    r.trials_requested = o.trials;
-    r.args = o.args_json;
-    r.tool_version = SEXTANT_VERSION;
-    r.llvm_version = ctx.llvm_version;
-    r.host = hostName();
-    r.owner_pid = getpid();
-    // A run still owned by a live process on this machine is not resumed: two processes on one
-    // run would measure the same candidates.
-    auto live = [](const RunRow& p) {
-      return p.status == "running" && p.host == hostName() && p.owner_pid > 0 && p.owner_pid != getpid() &&
-             (kill(pid_t(p.owner_pid), 0) == 0 || errno == EPERM);
-    };
-    auto claim = ctx.db.claimOrBeginRun(r, o.resume, live);
-    if (!claim) return Error{claim.error()};
-    sum.run_id = claim->id;
-    sum.resumed = claim->resumed;
-    sum.resumed_records = claim->resumed ? claim->records : 0;
-  }
-
-  // What is known already (all runs): never measured twice; the strategy learns from it.
-  auto known = ctx.db.records(wkey, tkey);
+// Stage 2: what is known already (all runs) is never measured again, and the strategy learns it.
+Status learnKnownRecords(TuneContext& ctx, const TuneOptions& o, SearchStrategy& strategy,
+                         std::unordered_set<uint64_t>& tried) {
+  auto known = ctx.db.records(ctx.workload.key(), ctx.target.key());
   if (!known) return Error{known.error()};
-  std::unordered_set<uint64_t> tried;
   std::vector<Observation> history;
   for (const auto& r : *known) {
     if (r.source == "predicted") continue;
@@ -160,8 +152,95 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     if (r.source == "measured" || r.status == "rejected" || r.status == "compile_error")
       history.push_back({*c, r.status == "ok", r.gflops});
   }
-  (*strategy)->observe(ctx.space, history);
+  strategy.observe(ctx.space, history);
+  return okStatus();
+}
 
+// The database record of one evaluated candidate.
+RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const Candidate& c, const Evaluation& e) {
+  RecordRow r;
+  r.run_id = run_id;
+  r.workload_key = ctx.workload.key();
+  r.target_key = ctx.target.key();
+  r.candidate = ctx.space.keyOf(c);
+  r.knobs = nlohmann::json(ctx.space.knobMap(c)).dump();
+  r.schedule = e.schedule;
+  r.status = e.status;
+  r.message = e.message;
+  r.times_s = e.measurement.times_s;
+  r.median_s = e.measurement.median_s;
+  r.cv = e.measurement.cv;
+  r.gflops = e.measurement.gflops;
+  r.compile_s = e.compile_s;
+  r.max_abs_err = e.measurement.max_abs_err;
+  r.tool_version = SEXTANT_VERSION;
+  r.llvm_version = ctx.llvm_version;
+  r.cpu_model = ctx.cpu_model;
+  r.device = e.device.empty() ? ctx.device : e.device;
+  r.source = e.source;
+  r.stats = e.stats;
+  return r;
+}
+
+// Stage 4: this run's counts and its best record; returns its successful records, best first.
+Result<std::vector<RecordRow>> countRun(TuneContext& ctx, TuneSummary& sum) {
+  auto recs = ctx.db.records(ctx.workload.key(), ctx.target.key(), /*include_schedule=*/true);
+  if (!recs) return Error{recs.error()};
+  std::vector<RecordRow> ok_this_run;
+  for (auto& r : *recs) {
+    if (r.run_id != sum.run_id) continue;
+    ++sum.trials;
+    if (r.status == "ok") ok_this_run.push_back(r);
+    else if (r.status == "rejected") ++sum.rejected;
+    else if (r.status == "not_measured") ++sum.not_measured;
+    else ++sum.failures;
+  }
+  std::stable_sort(ok_this_run.begin(), ok_this_run.end(),
+                   [](const RecordRow& a, const RecordRow& b) { return a.gflops > b.gflops; });
+  if (!ok_this_run.empty()) sum.best_this_run = ok_this_run.front();
+  return ok_this_run;
+}
+
+// Stage 5: the final comparison: references and the run's best candidates, interleaved.
+Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
+                            const ConfirmFactory& confirm, const std::atomic<bool>& stop,
+                            const std::vector<RecordRow>& ok_this_run, TuneSummary& sum) {
+  std::vector<Contender> contenders = references;
+  for (int i = 0; i < o.final_top_k && i < int(ok_this_run.size()) && confirm; ++i)
+    contenders.push_back(confirm(ok_this_run[size_t(i)]));
+  sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);
+  if (!stop.load()) {
+    for (auto& row : sum.final) {
+      row.run_id = sum.run_id;
+      if (auto s = ctx.db.insertBaseline(row); !s) return s;
+    }
+  } else {
+    sum.final.clear();
+  }
+  if (const BaselineRow* fin = sum.finalBestTuned())
+    for (const RecordRow& r : ok_this_run)
+      if (r.id == fin->record_id) sum.best_confirmed = r;
+  return okStatus();
+}
+
+}  // namespace
+
+Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
+                         const ConfirmFactory& confirm, const std::atomic<bool>& stop,
+                         const std::function<void(const TuneProgress&)>& progress) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  TuneSummary sum;
+
+  auto strategy = makeStrategy(o.strategy, o.seed, o.strategy_context);
+  if (!strategy) return Error{strategy.error()};
+  if (auto s = claimRun(ctx, o, sum); !s) return Error{s.error()};
+  std::unordered_set<uint64_t> tried;
+  if (auto s = learnKnownRecords(ctx, o, **strategy, tried); !s) return Error{s.error()};
+
+  // Stage 3: the batch loop (propose, compile and measure, commit, learn) until the trials, the
+  // time budget or the space run out, or Ctrl-C.
   TuneProgress prog;
   prog.total = o.trials;
   prog.done = sum.resumed_records;
@@ -169,7 +248,6 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     prog.elapsed_s = elapsed();
     if (progress) progress(prog);
   };
-
   prog.phase = "tuning";
   emit();
   int64_t done = sum.resumed_records;
@@ -183,8 +261,6 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
       sum.exhausted = true;
       break;
     }
-    std::vector<RecordRow> rows;
-    std::vector<Observation> obs;
     auto results = ctx.evaluator.evaluate(batch, stop, [&](size_t i, const Evaluation& e) {
       ++prog.done;
       if (e.status != "ok" && e.status != "not_measured" && e.status != "rejected") ++prog.failures;
@@ -193,30 +269,11 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
       prog.eta_s = per * double(o.trials - prog.done);
       emit();
     });
+    std::vector<RecordRow> rows;
+    std::vector<Observation> obs;
     for (size_t i = 0; i < results.size(); ++i) {
       const Evaluation& e = results[i];
-      RecordRow r;
-      r.run_id = sum.run_id;
-      r.workload_key = wkey;
-      r.target_key = tkey;
-      r.candidate = ctx.space.keyOf(batch[i]);
-      r.knobs = nlohmann::json(ctx.space.knobMap(batch[i])).dump();
-      r.schedule = e.schedule;
-      r.status = e.status;
-      r.message = e.message;
-      r.times_s = e.measurement.times_s;
-      r.median_s = e.measurement.median_s;
-      r.cv = e.measurement.cv;
-      r.gflops = e.measurement.gflops;
-      r.compile_s = e.compile_s;
-      r.max_abs_err = e.measurement.max_abs_err;
-      r.tool_version = SEXTANT_VERSION;
-      r.llvm_version = ctx.llvm_version;
-      r.cpu_model = ctx.cpu_model;
-      r.device = e.device.empty() ? ctx.device : e.device;
-      r.source = e.source;
-      r.stats = e.stats;
-      rows.push_back(std::move(r));
+      rows.push_back(recordOf(ctx, sum.run_id, batch[i], e));
       tried.insert(ctx.space.encode(batch[i]));
       if (e.source == "measured" || e.status == "rejected" || e.status == "compile_error")
         obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
@@ -227,47 +284,20 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     done += int64_t(results.size());
     done_this_session += int64_t(results.size());
   }
-  auto recs = ctx.db.records(wkey, tkey, /*include_schedule=*/true);
-  if (!recs) return Error{recs.error()};
-  std::vector<const RecordRow*> ok_this_run;
-  for (auto& r : *recs) {
-    if (r.run_id != sum.run_id) continue;
-    ++sum.trials;
-    if (r.status == "ok") ok_this_run.push_back(&r);
-    else if (r.status == "rejected") ++sum.rejected;
-    else if (r.status == "not_measured") ++sum.not_measured;
-    else ++sum.failures;
-  }
-  std::sort(ok_this_run.begin(), ok_this_run.end(),
-            [](const RecordRow* a, const RecordRow* b) { return a->gflops > b->gflops; });
-  if (!ok_this_run.empty()) sum.best_this_run = *ok_this_run.front();
 
-  // The final comparison: references and the run's best candidates, interleaved.
+  auto ok_this_run = countRun(ctx, sum);
+  if (!ok_this_run) return Error{ok_this_run.error()};
   if (!stop.load() && o.final_rounds > 0) {
     prog.phase = "final";
     emit();
-    std::vector<Contender> contenders = references;
-    for (int i = 0; i < o.final_top_k && i < int(ok_this_run.size()) && confirm; ++i)
-      contenders.push_back(confirm(*ok_this_run[size_t(i)]));
-    sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);
-    if (!stop.load()) {
-      for (auto& row : sum.final) {
-        row.run_id = sum.run_id;
-        if (auto s = ctx.db.insertBaseline(row); !s) return Error{s.error()};
-      }
-    } else {
-      sum.final.clear();
-    }
-    if (const BaselineRow* fin = sum.finalBestTuned())
-      for (const RecordRow* r : ok_this_run)
-        if (r->id == fin->record_id) sum.best_confirmed = *r;
+    if (auto s = finalComparisonStage(ctx, o, references, confirm, stop, *ok_this_run, sum); !s)
+      return Error{s.error()};
   }
 
   sum.strategy_report = (*strategy)->report();
   sum.interrupted = stop.load();
-  std::string status = sum.interrupted ? "interrupted" : "finished";
-  if (auto s = ctx.db.finishRun(sum.run_id, status); !s) return Error{s.error()};
-  auto best = ctx.db.best(wkey, tkey);
+  if (auto s = ctx.db.finishRun(sum.run_id, sum.interrupted ? "interrupted" : "finished"); !s) return Error{s.error()};
+  auto best = ctx.db.best(ctx.workload.key(), ctx.target.key());
   if (!best) return Error{best.error()};
   sum.best = *best;
   sum.elapsed_s = elapsed();
