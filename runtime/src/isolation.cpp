@@ -7,7 +7,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <fstream>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -242,5 +244,24 @@ void killAllChildren() {
 void requestStop() { g_stop_requested.store(true); }
 bool stopRequested() { return g_stop_requested.load(); }
 void clearStopRequest() { g_stop_requested.store(false); }
+
+bool limitChildAddressSpace(long long extra_bytes) {
+  if (extra_bytes <= 0) return true;
+  long long pages = 0;
+  std::ifstream statm("/proc/self/statm");
+  if (!(statm >> pages) || pages <= 0) return false;
+  const long long now = pages * sysconf(_SC_PAGESIZE);
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_AS, &lim) != 0) return false;
+  rlim_t want = rlim_t(now + extra_bytes);
+  if (lim.rlim_max != RLIM_INFINITY && want > lim.rlim_max) want = lim.rlim_max;
+  lim.rlim_cur = want;
+  return setrlimit(RLIMIT_AS, &lim) == 0;
+}
+
+long long defaultChildMemoryLimit() {
+  long long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? pages * page / 2 : (8ll << 30);
+}
 
 }  // namespace sextant

@@ -140,6 +140,14 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     });
   }
   auto done = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
+  // Ctrl-C: candidates from the first one whose compile was stopped on are not evaluated (nothing
+  // is recorded for them; a resumed run proposes them again). Results come back in batch order.
+  size_t keep = batch.size();
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (done[i].kind == ChildOutcome::Kind::Stopped) {
+      keep = i;
+      break;
+    }
   for (size_t i = 0; i < batch.size(); ++i) {
     Compiled& c = comp[i];
     auto j = json::parse(done[i].output, nullptr, false);
@@ -271,6 +279,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     }
   }
 
+  if (o_.mode == GpuMeasureMode::Device && !bundled_idx.empty() && stop.load()) keep = std::min(keep, bundled_idx[0]);
   if (o_.mode == GpuMeasureMode::Device && !bundled_idx.empty() && !stop.load()) {
     // Measure the batch with tune-runner in a child process, then read its results file.
     std::string results = bundle_dir + "/results.json";
@@ -287,6 +296,14 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     for (size_t i : bundled_idx) {
       Evaluation& e = out[i];
       auto it = by_id.find(kernelId(batch[i]));
+      // Ctrl-C while the runner measured: it was killed within the kernel in flight (it saves its
+      // results file after every kernel); the kernels it had not finished are not recorded.
+      const bool interrupted = child.kind == ChildOutcome::Kind::Stopped ||
+                               (it != by_id.end() && it->second->status == "skipped" && it->second->message == "interrupted");
+      if (interrupted && (it == by_id.end() || it->second->status == "skipped")) {
+        keep = std::min(keep, i);
+        break;
+      }
       if (it == by_id.end()) {
         e.status = "load_error";
         e.source = "measured";
@@ -324,8 +341,9 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     std::error_code ec;
     fs::remove(comp[i].kernel_path, ec);
     fs::remove(comp[i].kernel_path + ".cubin", ec);
-    if (on_result) on_result(i, out[i]);
+    if (on_result && i < keep) on_result(i, out[i]);
   }
+  out.resize(keep);
   if (o_.mode == GpuMeasureMode::Device) {
     std::error_code ec;
     fs::remove_all(bundle_dir, ec);

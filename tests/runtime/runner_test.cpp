@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/isolation.h"
 
 using namespace sextant;
 
@@ -49,6 +53,48 @@ TEST(CpuRunner, HangingKernelTimesOut) {
   auto m = measureSharedObject(p, kernel("hang"), o);
   EXPECT_EQ(m.status, MeasureStatus::Timeout);
   EXPECT_EQ(measureSharedObject(p, kernel("naive"), quick()).status, MeasureStatus::Ok);
+}
+
+// Issue #12's fault injection: a measuring child killed with -9, one that hangs, and one that
+// allocates past the memory limit (setrlimit) each come back as a failure of their own kind, in
+// one sequence, and the runner measures the next candidate as if nothing happened.
+TEST(CpuRunner, KilledHungAndOutOfMemoryChildrenAreFailuresAndTheRunGoesOn) {
+  auto p = problem(24, 16, 8);
+  auto o = quick();
+  o.timeout_s = 2;
+  o.memory_limit_bytes = 256ll << 20;  // the oom kernel wants 1 GiB
+  struct Case {
+    const char* mode;
+    MeasureStatus want;
+    const char* message;
+  };
+  for (const Case& c : {Case{"naive", MeasureStatus::Ok, ""}, Case{"kill9", MeasureStatus::Crash, "SIGKILL"},
+                        Case{"hang", MeasureStatus::Timeout, "timed out"},
+                        Case{"oom", MeasureStatus::Crash, "SIGSEGV"}, Case{"naive", MeasureStatus::Ok, ""}}) {
+    auto m = measureSharedObject(p, kernel(c.mode), o);
+    EXPECT_EQ(m.status, c.want) << c.mode << ": " << m.message;
+    EXPECT_NE(m.message.find(c.message), std::string::npos) << c.mode << ": " << m.message;
+    EXPECT_EQ(m.times_s.empty(), c.want != MeasureStatus::Ok) << c.mode;
+  }
+}
+
+TEST(CpuRunner, MemoryLimitBindsOnlyTheChild) {
+  // Without a limit the same allocation succeeds (1 GiB on a machine with far more), so the crash
+  // above is the limit's doing; the parent's own limit is untouched either way.
+  struct rlimit before;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &before), 0);
+  auto p = problem(24, 16, 8);
+  auto o = quick();
+  o.memory_limit_bytes = -1;
+  o.timeout_s = 30;
+  o.min_reps = o.max_reps = 1;  // each call touches 1 GiB
+  if (sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) < (8ll << 30)) GTEST_SKIP() << "less than 8 GiB here";
+  auto m = measureSharedObject(p, kernel("oom"), o);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  struct rlimit after;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &after), 0);
+  EXPECT_EQ(after.rlim_cur, before.rlim_cur);
+  EXPECT_GT(defaultChildMemoryLimit(), 0);
 }
 
 TEST(CpuRunner, WrongKernelIsCaughtByVerification) {

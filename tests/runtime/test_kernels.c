@@ -1,6 +1,9 @@
 /* Kernels with the entry point of compiled candidates, broken on purpose for the runner tests. */
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <unistd.h>
 
 typedef struct { float *allocated, *aligned; int64_t offset, sizes[2], strides[2]; } MemRef2D;
 
@@ -11,6 +14,14 @@ void _mlir_ciface_sextant_gemm(MemRef2D* A, MemRef2D* B, MemRef2D* C) {
   *p = 1.0f;
 #elif defined(KERNEL_MODE_hang)
   for (volatile int spin = 1; spin;) {}
+#elif defined(KERNEL_MODE_kill9)
+  kill(getpid(), SIGKILL); /* as the kernel's OOM killer or a user would */
+#elif defined(KERNEL_MODE_oom)
+  /* A scratch buffer of 1 GiB, used unchecked as compiled memref.alloc code does: under the
+     runner's address-space limit malloc returns NULL and the first store faults. */
+  volatile char* scratch = (volatile char*)malloc((size_t)1 << 30);
+  for (size_t off = 0; off < ((size_t)1 << 30); off += 4096) scratch[off] = 1;
+  free((void*)scratch);
 #endif
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every result file the documentation cites exists and is not empty (issue #13): paths matching
+# Every result file the documentation cites exists and is not empty (issue #13), and every figure
+# table names the command that produced it (issue #12; figure_tables.awk says what counts): paths matching
 # experiments/results/NAME or datasets/...(.gz|.json|.jsonl|.txt|.csv|.png|.costmodel) in
 # README.md and docs/*.md. Trailing sentence dots are not part of a path. A cited uncompressed
 # dataset (datasets/X.jsonl) whose compressed form (datasets/X.jsonl.gz) exists counts as present:
@@ -30,12 +31,29 @@ for p in "${cited[@]}"; do
   failures=$((failures + 1))
 done
 
+# Figure tables without a command in their section (or just below them). The check is first shown
+# to catch a table that has none, so that it cannot pass by matching nothing.
+awk_file="$(dirname "$0")/figure_tables.awk"
+[ -f "$awk_file" ] || awk_file="$root/tests/scripts/figure_tables.awk"
+probe=$(printf '# t\n\n| a | b |\n|---|---|\n| x | 1.5 |\n' | awk -f "$awk_file")
+if [ -z "$probe" ]; then
+  echo "FAIL: figure_tables.awk does not flag a figure table without a command"
+  failures=$((failures + 1))
+fi
+for d in "${docs[@]}"; do
+  while read -r at; do
+    [ -n "$at" ] || continue
+    echo "figure table without a command: $at (name the command above it, or say 'no reproducing command')"
+    failures=$((failures + 1))
+  done < <(awk -f "$awk_file" "$d")
+done
+
 if [ "${#cited[@]}" -eq 0 ]; then
   echo "FAIL: no cited result files found in ${docs[*]} (pattern changed?)"
   exit 1
 fi
 if [ "$failures" -gt 0 ]; then
-  echo "FAIL: $failures of ${#cited[@]} cited result files missing or empty"
+  echo "FAIL: $failures problems (cited result files missing or empty, figure tables without a command)"
   exit 1
 fi
-echo "ok: ${#cited[@]} cited result files exist and are not empty"
+echo "ok: ${#cited[@]} cited result files exist and are not empty; every figure table names its command"

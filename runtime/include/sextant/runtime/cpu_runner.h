@@ -20,6 +20,10 @@ struct MeasureOptions {
   bool flush_cache = true;   // evict A, B and C from all caches before each repetition
   int64_t flush_bytes = 0;   // 0: clflush the operands (x86); else write a buffer of this size
   double timeout_s = 30;     // per candidate, the whole child included
+  // Address space the measuring child may map beyond what it inherits (setrlimit): a candidate
+  // allocating past it crashes there and is recorded as a failure. 0: half the physical memory;
+  // < 0: no limit.
+  long long memory_limit_bytes = 0;
   double rtol = 1e-3;        // |c - ref| <= atol + rtol * |ref|
   double atol_per_k = 1e-5;  // atol = atol_per_k * K (inputs are uniform in [-1, 1])
 };

@@ -30,6 +30,15 @@ using IsolatedJob = std::function<std::string()>;
 std::vector<ChildOutcome> runIsolated(const std::vector<IsolatedJob>& work, int jobs, double timeout_s);
 ChildOutcome runIsolated(const IsolatedJob& job, double timeout_s);
 
+// Called inside a job (in the child): caps how much more address space the child may map, as
+// RLIMIT_AS = what it has mapped now + extra_bytes. A candidate that allocates past it gets NULL
+// from malloc (compiled code checks nothing, so it crashes): one failure record, not the kernel's
+// OOM killer picking the tuner or the machine going to swap. extra_bytes <= 0: no limit. Returns
+// false (and sets nothing) when the current mapping cannot be read.
+bool limitChildAddressSpace(long long extra_bytes);
+// Half the physical memory: the default cap on what a measuring child may map.
+long long defaultChildMemoryLimit();
+
 // Kills every child still running (used by signal handlers); safe to call at any time.
 void killAllChildren();
 
