@@ -5,28 +5,36 @@
 #   - Zen 5 held-outs (this machine kind): every strategy, cold / pretrained (trained on every
 #     other workload of both CPUs) / cross (trained on the Intel datasets only; sa, model,
 #     evolutionary);
-#   - Intel held-outs: sa, model, evolutionary; cold / pretrained / cross (trained on Zen 5 only).
-# Results: experiments/results/transfer_{zen5,intel}.{txt,json,csv} and transfer.png.
-# Usage: experiments/transfer.sh [extra transfer options for both parts, e.g. --seeds 3]
+#   - Intel held-outs: sa, model, evolutionary; cold / pretrained / cross (trained on Zen 5 only);
+#   - glimpse after issue #11 item 3 (prior and model together, local refinement), Zen 5
+#     held-outs, beside sa (the glimpse rows of transfer_zen5.txt are from the glimpse before it,
+#     commit ba89ea6).
+# Results: experiments/results/transfer_{zen5,intel,glimpse}.{txt,json,csv} and transfer.png.
+# Usage: experiments/transfer.sh [--part zen5|intel|glimpse] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
 scripts/build.sh >/dev/null
 out=experiments/results
 mkdir -p "$out"
-run() {  # NAME HOLD-OUT STRATEGIES [extra...]
-  name=$1 hold=$2 strategies=$3
-  shift 3
+part=all
+if [ "${1:-}" = "--part" ]; then part=$2; shift 2; fi
+run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
+  name=$1 hold=$2 strategies=$3 variants=$4
+  shift 4
+  [ "$part" = all ] || [ "$part" = "$name" ] || return 0
   {
-    echo "# command: experiments/transfer.sh $*  (part $name: build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out '$hold' --strategies $strategies --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 --threads 2 $*)"
+    echo "# command: experiments/transfer.sh $*  (part $name: build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out '$hold' --strategies $strategies --variants $variants --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 --threads 2 $*)"
     echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
     build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out "$hold" \
-      --strategies "$strategies" --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 \
-      --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"
+      --strategies "$strategies" --variants "$variants" --cross-strategies sa,model,evolutionary --seeds 10 \
+      --budget 256 --batch 16 --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"
   } | tee "$out/transfer_$name.txt"
 }
-run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse "$@"
-run intel "@ emeraldrapids" sa,model,evolutionary "$@"
+run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
+run intel "@ emeraldrapids" sa,model,evolutionary cold,pretrained,cross "$@"
+run glimpse "@ znver5" sa,glimpse cold,pretrained "$@"
+[ "$part" = all ] || [ "$part" = zen5 ] || [ "$part" = intel ] || exit 0
 { cat "$out/transfer_zen5.csv"; tail -n +2 "$out/transfer_intel.csv"; } > "$out/transfer.csv.tmp"
 /usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer.png"
 rm -f "$out/transfer.csv.tmp"

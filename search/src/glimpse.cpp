@@ -1,0 +1,156 @@
+// Glimpse-style search (DAC'22, as we implement it; docs/search.md "glimpse"): a prior over each
+// knob's values learnt from other workloads' and targets' tuning data, and the cost model (the
+// pretrained one when there is one), used together.
+//
+//  - The prior: per knob, weighted counts of the values taken by records within 10% of their own
+//    workload's best elsewhere (weighted by the similarity of their target's Blueprint), +1
+//    smoothing. Knobs are drawn independently from it; invalid draws are rejected.
+//  - Before the model has data (no pretrained model, fewer than 16 records), plans are drawn from
+//    the prior (uniform without prior data).
+//  - Afterwards each round ranks a pool of 32 x the batch by the acquisition mean + k * spread.
+//    A share youth = mix / (mix + the workload's own successful records) of the pool is drawn
+//    from the prior and the rest uniformly, and k falls by the same factor: while the workload's
+//    own data is thin the search looks where good schedules were elsewhere and explores where
+//    the ensemble disagrees; as its own data grows it becomes the model's greedy ranking of
+//    uniform draws. Every candidate one knob away from the 8 best measured joins the pool too
+//    (local refinement, which random draws alone cannot do). 5% of each plan (at least one)
+//    stays uniformly random.
+//
+// The earlier version (prior for the first round only, then PPO + adaptive sampling) stalled:
+// 2.38x SA's measurements to 95% with the pretrained model where plain model ranking reached
+// 8.56x (experiments/results/transfer_zen5.txt); docs/search.md has the comparison.
+#include <unordered_map>
+
+#include "strategies_internal.h"
+
+namespace sextant::detail {
+namespace {
+
+class GlimpseSearch : public ModelGuidedSearch {
+ public:
+  GlimpseSearch(uint64_t seed, StrategyContext ctx) : ModelGuidedSearch(seed, std::move(ctx)), prior_rng_(seed * 7919 + 1) {}
+  std::string name() const override { return "glimpse"; }
+
+  std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
+    ++rounds_;
+    if (!model().trained()) {
+      auto out = drawPrior(space, tried, n);
+      seeded_ += int64_t(out.size());
+      fillRandom(space, tried, n, out);
+      return out;
+    }
+    const double young = youth();
+    setAcquisition(context().acquisition_k * young);
+    const size_t pool_n = kPoolFactor * n;
+    auto pool = drawPrior(space, tried, size_t(std::lround(double(pool_n) * young)));
+    std::unordered_set<uint64_t> from_prior;
+    for (const auto& c : pool) from_prior.insert(space.encode(c));
+    fillRandom(space, tried, pool_n, pool);
+    addNeighbours(space, tried, pool);
+    auto scores = predictedScores(pool);
+    std::map<uint64_t, float> scored;
+    for (size_t i = 0; i < pool.size(); ++i) scored[space.encode(pool[i])] = scores[i];
+    auto plan = planFrom(space, scored, tried, n);
+    for (const auto& c : plan) seeded_ += from_prior.count(space.encode(c));
+    return plan;
+  }
+
+  void observe(const Space& space, const std::vector<Observation>& results) override {
+    for (const auto& r : results)
+      if (r.ok) best_.push_back({r.gflops, r.candidate});
+    std::stable_sort(best_.begin(), best_.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    if (best_.size() > kLocal) best_.resize(kLocal);
+    ModelGuidedSearch::observe(space, results);
+  }
+
+  std::string report() const override {
+    return ModelGuidedSearch::report() + "; " + std::to_string(seeded_) + " planned candidates drawn from the prior" +
+           (context().prior.empty() ? " (no prior data: uniform)" : "") + " over " + std::to_string(rounds_) +
+           " rounds";
+  }
+
+ private:
+  static constexpr size_t kPoolFactor = 32, kLocal = 8;
+
+  // Per-knob value weights from the prior records (computed once: the space does not change).
+  void buildWeights(const Space& space) {
+    if (weights_ready_) return;
+    weights_ready_ = true;
+    const auto& knobs = space.knobs();
+    weights_.resize(knobs.size());
+    for (size_t k = 0; k < knobs.size(); ++k) weights_[k].assign(knobs[k].values.size(), 1.0);
+    for (const auto& r : context().prior) {
+      if (r.score < 0.9) continue;
+      prior_used_ = true;
+      for (size_t k = 0; k < knobs.size(); ++k) {
+        auto it = r.knobs.find(knobs[k].name);
+        if (it == r.knobs.end()) continue;
+        for (size_t v = 0; v < knobs[k].values.size(); ++v)
+          if (knobs[k].values[v] == it->second) weights_[k][v] += 10.0 * r.weight;
+      }
+    }
+    for (const auto& w : weights_) dists_.emplace_back(w.begin(), w.end());
+  }
+
+  // Up to `count` valid, untried, distinct candidates drawn from the prior (none without prior data).
+  std::vector<Candidate> drawPrior(const Space& space, const std::unordered_set<uint64_t>& tried, size_t count) {
+    std::vector<Candidate> out;
+    if (count == 0 || context().prior.empty()) return out;
+    buildWeights(space);
+    if (!prior_used_) return out;
+    std::unordered_set<uint64_t> seen;
+    const size_t attempts = 50 * count + 1000;
+    for (size_t a = 0; a < attempts && out.size() < count; ++a) {
+      Candidate c(dists_.size());
+      for (size_t k = 0; k < dists_.size(); ++k) c[k] = dists_[k](prior_rng_);
+      if (!space.isValid(c)) continue;
+      uint64_t id = space.encode(c);
+      if (tried.count(id) || !seen.insert(id).second) continue;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // Every valid untried candidate one knob away from the best measured ones (local refinement:
+  // a pool of random draws alone cannot close in on an optimum).
+  void addNeighbours(const Space& space, const std::unordered_set<uint64_t>& tried, std::vector<Candidate>& pool) {
+    std::unordered_set<uint64_t> in;
+    for (const auto& c : pool) in.insert(space.encode(c));
+    const auto& knobs = space.knobs();
+    for (const auto& [g, base] : best_)
+      for (size_t k = 0; k < knobs.size(); ++k)
+        for (int v = 0; v < int(knobs[k].values.size()); ++v) {
+          if (v == base[k]) continue;
+          Candidate c = base;
+          c[k] = v;
+          if (!space.isValid(c)) continue;
+          uint64_t id = space.encode(c);
+          if (tried.count(id) || !in.insert(id).second) continue;
+          pool.push_back(std::move(c));
+        }
+  }
+
+  // Tops `out` up to `n` with uniform random candidates that are neither tried nor in it.
+  void fillRandom(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n, std::vector<Candidate>& out) {
+    if (out.size() >= n) return;
+    auto avoid = tried;
+    for (const auto& c : out) avoid.insert(space.encode(c));
+    for (auto& c : randomSearch().propose(space, avoid, n - out.size())) out.push_back(std::move(c));
+  }
+
+  std::mt19937_64 prior_rng_;
+  bool weights_ready_ = false, prior_used_ = false;
+  std::vector<std::vector<double>> weights_;
+  std::vector<std::discrete_distribution<int>> dists_;
+  std::vector<std::pair<double, Candidate>> best_;  // the best measured, for local refinement
+  int64_t seeded_ = 0;
+  int rounds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SearchStrategy> makeGlimpseSearch(uint64_t seed, const StrategyContext& ctx) {
+  return std::make_unique<GlimpseSearch>(seed, ctx);
+}
+
+}  // namespace sextant::detail
