@@ -65,8 +65,13 @@ Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t reg
     int64_t per_thread = (regs + 7) / 8 * 8;
     by_regs = g.regs_per_cu / (per_thread * warps * g.warp_size);
   }
+  // NVIDIA (sm_80 and later) reserves 1 KiB of shared memory per resident block for the system
+  // (CUDA C++ Programming Guide, "Compute Capability 8.x/9.x": "1 KB of shared memory is reserved
+  // for system use"); the per-block limit in the device table already excludes it.
+  const int64_t reserved = g.target.kind == TargetKind::Nvidia ? 1024 : 0;
   int64_t by_smem = by_threads;
-  if (smem > 0) by_smem = smem > g.smem_per_block_bytes ? 0 : g.smem_per_cu_bytes / smem;
+  if (smem > g.smem_per_block_bytes) by_smem = 0;
+  else if (smem + reserved > 0) by_smem = g.smem_per_cu_bytes / (smem + reserved);
   o.blocks_per_cu = std::min({by_threads, by_regs, by_smem, int64_t(32)});
   o.limiter = o.blocks_per_cu == by_smem && by_smem < by_threads   ? "shared memory"
               : o.blocks_per_cu == by_regs && by_regs < by_threads ? "registers"

@@ -105,3 +105,26 @@ TEST(Blueprint, IsStableAndSeparatesDeviceFamilies) {
   EXPECT_LT(dist("mi300x", "mi325x"), dist("mi300x", "rtx3090"));
   EXPECT_LT(dist("a100-40gb", "a100-80gb"), dist("a100-40gb", "l4"));
 }
+
+#include "sextant/hwspec/gpu_target.h"
+#include "sextant/hwspec/target.h"
+
+// Issue #16 item 7: the occupancy model counts the 1 KiB of shared memory NVIDIA reserves per
+// block. 57 KiB per block on an H100 (228 KiB per SM): 4 blocks fit by the bytes alone, 3 with
+// the reserve. AMD LDS has no such reserve (64 KiB / 16 KiB = 4).
+TEST(Occupancy, CountsTheSharedMemoryNvidiaReservesPerBlock) {
+  auto h100 = sextant::resolveTarget("h100");
+  ASSERT_TRUE(h100.ok());
+  auto g = sextant::gpuTargetInfo(*h100);
+  ASSERT_TRUE(g.ok()) << g.error();
+  auto o = sextant::estimateOccupancy(*g, 128, 32, 57 * 1024);
+  EXPECT_EQ(o.blocks_per_cu, 3);
+  EXPECT_EQ(o.limiter, "shared memory");
+  EXPECT_EQ(sextant::estimateOccupancy(*g, 128, 32, 56 * 1024).blocks_per_cu, 4);  // 4 x (56 + 1) = 228
+  auto mi300 = sextant::resolveTarget("mi300");
+  ASSERT_TRUE(mi300.ok());
+  auto a = sextant::gpuTargetInfo(*mi300);
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_EQ(a->smem_per_cu_bytes, 64 * 1024);
+  EXPECT_EQ(sextant::estimateOccupancy(*a, 256, 32, 16 * 1024).blocks_per_cu, 4);
+}
