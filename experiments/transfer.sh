@@ -7,10 +7,10 @@
 #     evolutionary);
 #   - Intel held-outs: sa, model, evolutionary; cold / pretrained / cross (trained on Zen 5 only);
 #   - glimpse after issue #11 item 3 (prior and model together, local refinement), Zen 5
-#     held-outs, beside sa (the glimpse rows of transfer_zen5.txt are from the glimpse before it,
+#     held-outs (part glimpse) and Intel held-outs (part glimpse_intel), beside sa (the glimpse rows of transfer_zen5.txt are from the glimpse before it,
 #     commit ba89ea6).
-# Results: experiments/results/transfer_{zen5,intel,glimpse}.{txt,json,csv} and transfer.png.
-# Usage: experiments/transfer.sh [--part zen5|intel|glimpse] [extra transfer options, e.g. --seeds 3]
+# Results: experiments/results/transfer_{zen5,intel,glimpse,glimpse_intel}.{txt,json,csv.gz} and transfer.png.
+# Usage: experiments/transfer.sh [--part zen5|intel|glimpse|glimpse_intel] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
@@ -30,12 +30,14 @@ run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
       --strategies "$strategies" --variants "$variants" --cross-strategies sa,model,evolutionary --seeds 10 \
       --budget 256 --batch 16 --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"
   } | tee "$out/transfer_$name.txt"
+  gzip -f "$out/transfer_$name.csv"  # the curves: several MB as text
 }
 run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 run intel "@ emeraldrapids" sa,model,evolutionary cold,pretrained,cross "$@"
 run glimpse "@ znver5" sa,glimpse cold,pretrained "$@"
+run glimpse_intel "@ emeraldrapids" sa,glimpse cold,pretrained "$@"
 [ "$part" = all ] || [ "$part" = zen5 ] || [ "$part" = intel ] || exit 0
-{ cat "$out/transfer_zen5.csv"; tail -n +2 "$out/transfer_intel.csv"; } > "$out/transfer.csv.tmp"
+{ zcat "$out/transfer_zen5.csv.gz"; zcat "$out/transfer_intel.csv.gz" | tail -n +2; } > "$out/transfer.csv.tmp"
 /usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer.png"
 rm -f "$out/transfer.csv.tmp"
 echo "plot: $out/transfer.png"
