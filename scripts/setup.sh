@@ -13,6 +13,8 @@ PACKAGES=(
   libtorch-dev
   # reference GEMM (single-thread OpenBLAS), linear algebra for clustering / PCA
   libopenblas-dev libeigen3-dev
+  # LLVM's OpenMP runtime, linked into multi-threaded CPU kernels (tune compile --threads)
+  libomp-dev
   # schedule database, JSON, command line
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
   # tests

@@ -28,19 +28,38 @@ constexpr const char* kCpuLowering =
     "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
     "convert-ub-to-llvm,reconcile-unrealized-casts";
 
+// The same with the forall on OpenMP threads (docs/notes-cpu-space-research.md): the forall
+// becomes an scf.parallel after bufferization, then omp.parallel + omp.wsloop; memref lowering
+// runs before scf-to-cf (the loop bodies sit in single-block memref.alloca_scope regions), and
+// the omp ops are translated to __kmpc_* calls by the LLVM IR translation.
+std::string cpuLoweringThreaded(int threads) {
+  return "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+         "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-parallel,"
+         "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,"
+         "lower-affine,convert-scf-to-openmp{num-threads=" +
+         std::to_string(threads) +
+         "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
+         "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
+         "convert-ub-to-llvm,convert-openmp-to-llvm,reconcile-unrealized-casts";
+}
+
 }  // namespace
 
 using namespace detail;
 
 CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
-                              const std::string& so_path) {
-  return compileModuleCpu(payload, schedule, so_path);
+                              const std::string& so_path, int threads) {
+  return compileModuleCpu(payload, schedule, so_path, threads);
 }
 
 CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
-                                const std::string& so_path) {
+                                const std::string& so_path, int threads) {
   CompileOutcome out;
   Finisher finish{out};
+  if (threads < 1) return finish("lower", "threads must be at least 1");
+  if (threads > 1 && std::string(SEXTANT_LIBOMP).empty())
+    return finish("link", "multi-threaded CPU code needs LLVM's OpenMP runtime (libomp), which was not found "
+                          "when Sextant was configured (Debian: libomp-dev)");
   auto ctx = makeContext();
   DiagCollector diags(ctx.get());
 
@@ -64,7 +83,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   });
 
   mlir::PassManager pm(ctx.get());
-  if (mlir::failed(mlir::parsePassPipeline(kCpuLowering, pm)))
+  if (mlir::failed(mlir::parsePassPipeline(threads > 1 ? cpuLoweringThreaded(threads) : std::string(kCpuLowering), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
 
@@ -102,7 +121,9 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     return finish("", "");
   }
   std::string link_out;
-  int rc = runProgram({SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path}, link_out);
+  std::vector<std::string> link = {SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path};
+  if (threads > 1) link.push_back(SEXTANT_LIBOMP);  // DT_NEEDED: the runner dlopens with RTLD_LOCAL
+  int rc = runProgram(link, link_out);
   unlink(obj_path.c_str());
   if (rc != 0) return finish("link", "ld.lld failed: " + link_out);
   out.ok = true;

@@ -50,6 +50,42 @@ TEST(Compiler, CompilesAVerifiedKernelForTheHost) {
   std::filesystem::remove(so);
 }
 
+// Issue #14 (threads): the forall of cache tiles on OpenMP threads. The kernel links libomp,
+// forks through __kmpc_fork_call, and computes the right result (verified against OpenBLAS).
+TEST(Compiler, MultiThreadedKernelComputesTheRightResult) {
+  GemmWorkload w;
+  w.m = 128, w.n = 192, w.k = 64;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  auto c = nearestValid(s, {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 4}, {"reg_n", 32},
+                            {"unroll_k", 2}, {"reg_loop_order", 1}});
+  std::string so = tmpPath("threads.so");
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, 2);
+  ASSERT_TRUE(out.ok) << out.stage << ": " << out.message;
+  auto run = [](const std::string& cmd) {
+    std::string text;
+    FILE* f = popen(cmd.c_str(), "r");
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    pclose(f);
+    return text;
+  };
+  EXPECT_NE(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-readelf -d " + so).find("libomp"), std::string::npos);
+  EXPECT_NE(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc_fork_call"),
+            std::string::npos);
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  Measurement m = measureSharedObject(*p, so, mo);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  std::filesystem::remove(so);
+  // The serial kernel of the same schedule has no OpenMP in it.
+  ASSERT_TRUE(compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so).ok);
+  EXPECT_EQ(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc"), std::string::npos);
+  std::filesystem::remove(so);
+  EXPECT_FALSE(compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, 0).ok);
+}
+
 TEST(Compiler, TransposedLayoutsCompileAndVerify) {
   for (Layout l : {Layout::NT, Layout::TN}) {
     GemmWorkload w;

@@ -24,13 +24,17 @@ struct CompileOutcome {
 // Applies `schedule` (a module with @__transform_main) to `payload`, lowers to LLVM, optimizes
 // (O3) for the host CPU's real features and writes a shared object exporting
 // `_mlir_ciface_sextant_gemm` to `so_path`.
+// threads > 1: the schedule's one scf.forall (the cache-tile loop over M and N) runs on that
+// many OpenMP threads (scf-forall-to-parallel, convert-scf-to-openmp; the object links LLVM's
+// libomp); 1: a serial kernel, as before.
 CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
-                              const std::string& so_path);
+                              const std::string& so_path, int threads = 1);
 
 // Applies a Transform library (entry @__transform_main; empty text: none) to a whole module,
 // lowers it for the host CPU, and writes a shared object (or, for a path ending in ".o", an object
 // file). Every public function gets a C interface (`_mlir_ciface_NAME`).
-CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path);
+CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
+                                int threads = 1);
 
 // GPU GEMM compilation, in stages: the main schedule (stage 1), the vector->nvgpu conversion
 // (tensor cores), the pipelining schedule, workgroup buffers made static shared memory, kernel
