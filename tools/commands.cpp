@@ -93,7 +93,7 @@ struct TargetSpace {
   std::string error;
 };
 TargetSpace spaceFor(const GemmWorkload& w, const Target& t) {
-  if (!t.isGpu()) return {buildCpuGemmSpace(w, cpuForTargetArch(t.arch)), LibraryEntry::Kind::Cpu, ""};
+  if (!t.isGpu()) return {buildCpuGemmSpace(w, cpuForTargetArch(t.arch), cpuArchThreads(t.arch)), LibraryEntry::Kind::Cpu, ""};
   auto g = gpuTargetInfo(t);
   if (!g) return {Space(), LibraryEntry::Kind::Cpu, g.error()};
   return {buildGpuGemmSpace(w, *g),
@@ -461,7 +461,7 @@ int cmdCompile(const CompileArgs& a) {
   if (!db) return fail(db.error());
   if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
 
-  const HostCpu cpu = cpuForTargetArch(target->arch);
+  const HostCpu cpu = cpuForTargetArch(target->arch = cpuArchWithThreads(target->arch, a.threads));
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;  // workload key -> entry
   std::vector<ReportLine> report;
@@ -480,7 +480,7 @@ int cmdCompile(const CompileArgs& a) {
       // Batched GEMMs are not tuned yet: every batch element runs the default schedule.
       key = "batch " + std::to_string(op.batch) + " x " + key;
       if (!entry_of.count(key)) {
-        Space space = buildCpuGemmSpace(*w, cpu);
+        Space space = buildCpuGemmSpace(*w, cpu, a.threads);
         LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}};
         entry_of[key] = entries.size();
         entries.push_back(std::move(e));
@@ -492,7 +492,7 @@ int cmdCompile(const CompileArgs& a) {
       auto entry = tunedEntry(*db, *target, key);
       if (!entry) return fail(entry.error());
       if (!*entry) {
-        Space space = buildCpuGemmSpace(*w, cpu);
+        Space space = buildCpuGemmSpace(*w, cpu, a.threads);
         *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}};
       }
       entry_of[key] = entries.size();

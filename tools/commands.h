@@ -29,6 +29,7 @@ int cmdMerge(const std::string& a, const std::string& b, const std::string& out)
 struct CompileArgs {
   std::string input, db = "sextant.db", target = "cpu", out;
   std::string library_out;  // also write the library that was applied
+  int threads = 1;          // cpu: the records tuned with tune --threads N (target cpu:ARCH-tN)
 };
 int cmdCompile(const CompileArgs& a);
 

@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", ta.batch, "candidates compiled and committed together (the plan size)")
       ->capture_default_str();
   app.add_option("--jobs", ta.jobs, "parallel compilations (0: one per core)")->capture_default_str();
+  app.add_option("--threads", ta.threads,
+                 "cpu: threads the tuned kernels run on, 1 to the cores here (0: all); records go to a target "
+                 "of their own (cpu:ARCH-tN) and OpenBLAS is measured with as many threads")
+      ->capture_default_str();
   app.add_option("--report", ta.report, "summary format: text or json (json goes to stdout)")
       ->capture_default_str();
   app.add_option("--schedule", ta.schedule_file, "measure this Transform-dialect schedule file instead of tuning");
@@ -201,6 +205,9 @@ int main(int argc, char** argv) {
                   "dialect, kernels as gpu.binary), with OUT.FUNCTION.ptx / .hsaco beside it")
       ->required();
   cmp->add_option("--emit-library", ca.library_out, "also write the Transform library that was applied");
+  cmp->add_option("--threads", ca.threads,
+                  "cpu: use the schedules tuned with tune --threads N (kernels on N threads; libomp is linked)")
+      ->capture_default_str();
 
   auto* impr = app.add_subcommand("import-results",
                                    "read a bundle's results (tune-runner) into the database as measured records");

@@ -90,6 +90,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!target) return fail(target.error());
   if (target->isGpu()) {
     if (!a.schedule_file.empty()) return fail("--schedule is for the cpu target in this version");
+    if (a.threads != 1) return fail("--threads is for the cpu target (GPU kernels run on the device)");
     if (a.pretrained != "default" && a.pretrained != "none")
       return fail("--pretrained models are for the cpu target in this version (GPU tuning starts cold)");
     cli::GpuTuneArgs g;
@@ -103,6 +104,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     return cli::cmdTuneGpu(g, g_stop);
   }
   if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
+  const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
+  if (threads < 1 || threads > hostCpu().logical_cores)
+    return fail("--threads " + std::to_string(a.threads) + ": this machine has " + std::to_string(hostCpu().logical_cores) +
+                " logical cores (measurements use all the threads asked for, with nothing else running)");
+  target->arch = cpuArchWithThreads(target->arch, threads);
   if (!a.out.empty()) return fail("--out is for --measure bundle on GPU targets");
   if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
@@ -135,7 +141,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   const HostCpu& cpu = hostCpu();
   const std::string device = llvmHostCpuName();
   if (auto s = registerWorkloadAndTarget(*db, *w, *target, device, cpu.vector_isa); !s) return fail(s.error());
-  Space space = buildCpuGemmSpace(*w, cpu);
+  Space space = buildCpuGemmSpace(*w, cpu, threads);
   if (space.size() == 0) return fail("the schedule space for " + w->key() + " is empty");
 
   auto problem = GemmProblem::create(*w);
@@ -144,6 +150,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   MeasureOptions mo;
   mo.min_time_s = a.min_time;
   mo.timeout_s = a.timeout > 0 ? a.timeout : 30.0;
+  mo.blas_threads = threads;
   CpuEvaluatorOptions eo;
   eo.measure = mo;
   eo.jobs = a.jobs;
@@ -218,7 +225,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   Candidate def = defaultCpuCandidate(space);
   std::vector<Contender> references = {
       {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def))},
-      {"openblas", problem->blas().describe(), 0, [&] { return measureOpenBlas(*problem, mo); }},
+      {"openblas", problem->blas().describe(threads), 0, [&] { return measureOpenBlas(*problem, mo); }},
   };
   ConfirmFactory confirm = [&](const RecordRow& r) {
     return Contender{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};
@@ -281,6 +288,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     json j;
     j["workload"] = w->key();
     j["target"] = target->key();
+    j["threads"] = threads;
     j["device"] = device;
     j["cpu_model"] = cpu.model;
     j["run_id"] = sum->run_id;

@@ -43,6 +43,7 @@ struct TuneArgs {
   std::string strategy = "model";  // the replay experiment's winner at 95% (README)
   int batch = 16;
   int jobs = 0;
+  int threads = 1;  // cpu: threads the kernels run on (a target of its own when > 1)
   std::string report = "text";
   std::string schedule_file;
   bool fresh = false;

@@ -76,6 +76,14 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
                                                                     *schedMod, topts)))
       return finish("transform", diags.text);
   }
+  // Threads asked for by the schedule (the CPU space's "threads" knob annotates its forall).
+  payloadMod->walk([&](mlir::Operation* op) {
+    if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))
+      threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
+  });
+  if (threads > 1 && std::string(SEXTANT_LIBOMP).empty())
+    return finish("link", "the schedule asks for threads, but LLVM's OpenMP runtime (libomp) was not found when "
+                          "Sextant was configured (Debian: libomp-dev)");
   // C interfaces for every public function with a body, so callers need no MLIR descriptors ABI
   // beyond the memref structs.
   payloadMod->walk([&](mlir::func::FuncOp f) {

@@ -21,7 +21,7 @@ static std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_
   return out;
 }
 
-Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu) {
+Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
@@ -52,6 +52,17 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu) {
                               int64_t cols = (v[4] + vw - 1) / vw;
                               return v[3] * cols + cols <= nregs;
                             }});
+  if (threads > 1) {
+    knobs.push_back({"threads", {threads}, "OpenMP threads running the forall of cache blocks (tune --threads)"});
+    // At least as many blocks as threads, or as many as the smallest tiles make (tiny shapes).
+    const int64_t m = w.m, n = w.n;
+    const int64_t most = ((m + knobs[0].values.front() - 1) / knobs[0].values.front()) *
+                         ((n + knobs[1].values.front() - 1) / knobs[1].values.front());
+    const int64_t need = std::min<int64_t>(threads, most);
+    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1}, [m, n, need](const std::vector<int64_t>& v) {
+                                return ((m + v[0] - 1) / v[0]) * ((n + v[1] - 1) / v[1]) >= need;
+                              }});
+  }
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
 }
 
@@ -100,7 +111,8 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const bool n_outer = v[6] == 1;
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   std::ostringstream o;
-  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order"};
+  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order", "%threads"};
+  const bool threaded = k.size() > 7 && k[7].name == "threads";
   for (size_t i = 0; i < k.size(); ++i) o << ind << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
   // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
   // tiled) in the other tile sizes, 1 in the vector sizes.
@@ -109,6 +121,8 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
     << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << "%tile_m, %tile_n]"
     << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << (threaded ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
+                 : std::string())
     << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, %tile_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
     << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"

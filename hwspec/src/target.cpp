@@ -145,6 +145,21 @@ const HostCpu& hostCpu() {
 
 std::string Target::key() const { return name + ":" + arch; }
 
+std::string cpuArchWithThreads(const std::string& arch, int threads) {
+  return threads > 1 ? arch + "-t" + std::to_string(threads) : arch;
+}
+
+int cpuArchThreads(const std::string& arch) {
+  const size_t at = arch.rfind("-t");
+  if (at == std::string::npos || at + 2 >= arch.size()) return 1;
+  int n = 0;
+  for (size_t i = at + 2; i < arch.size(); ++i) {
+    if (arch[i] < '0' || arch[i] > '9' || n > 100000) return 1;
+    n = n * 10 + (arch[i] - '0');
+  }
+  return n > 1 ? n : 1;
+}
+
 std::vector<std::string> knownTargetNames() {
   return {"cpu", "h100", "h200", "a100", "sm_80", "sm_90", "mi300", "mi300x", "gfx942"};
 }

@@ -10,7 +10,8 @@
 
 namespace sextant {
 
-std::string OpenBlas::describe() const {
+std::string OpenBlas::describe(int with_threads) const {
+  const int threads = with_threads > 0 ? with_threads : this->threads;
   std::string version = config;
   auto sp = version.find(' ', 9);  // "OpenBLAS 0.3.21 NO_LAPACKE ..."
   if (sp != std::string::npos) version = version.substr(0, sp);
@@ -87,6 +88,7 @@ Result<const OpenBlas*> loadOpenBlas() {
       return;
     }
     if (set_threads) set_threads(1);
+    blas.set_threads = set_threads;
     if (get_config) blas.config = get_config();
     if (get_core) blas.corename = get_core();
     if (get_threads) blas.threads = get_threads();

@@ -239,6 +239,7 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
 Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o) {
   auto co = runIsolated(
       [&]() -> std::string {
+        if (o.blas_threads > 1 && p.blas().set_threads) p.blas().set_threads(o.blas_threads);
         return measureInChild(p, [&](float* a, float* b, float* c) { p.runBlas(a, b, c); }, o);
       },
       o.timeout_s);

@@ -86,6 +86,44 @@ TEST(Compiler, MultiThreadedKernelComputesTheRightResult) {
   EXPECT_FALSE(compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, 0).ok);
 }
 
+// tune --threads 2: the space's one-value "threads" knob annotates the forall; the lowering reads
+// it (no thread count passed to the compiler), and the exported schedule carries it.
+TEST(Compiler, ThreadsKnobIsCarriedByTheScheduleToTheLowering) {
+  GemmWorkload w;
+  w.m = 96, w.n = 128, w.k = 64;
+  Space s = buildCpuGemmSpace(w, hostCpu(), 2);
+  ASSERT_EQ(s.knobIndex("threads"), 7);
+  EXPECT_NE(s.fingerprint(), buildCpuGemmSpace(w, hostCpu()).fingerprint());
+  Candidate c = defaultCpuCandidate(s);
+  std::string script = emitCpuGemmSchedule(w, s, c);
+  EXPECT_NE(script.find("\"sextant.num_threads\" = %threads"), std::string::npos) << script;
+  auto knobs = readScheduleKnobs(script);
+  ASSERT_TRUE(knobs.ok()) << knobs.error();
+  EXPECT_EQ(knobs->at("threads"), 2);
+  // Fewer blocks than threads is invalid: one block of 96 x 128 cannot keep 2 threads busy.
+  auto one_block = s.fromMap({{"tile_m", 96}, {"tile_n", 128}, {"tile_k", 64}, {"reg_m", 4}, {"reg_n", 32},
+                              {"unroll_k", 1}, {"reg_loop_order", 0}, {"threads", 2}});
+  if (one_block.ok()) EXPECT_FALSE(s.isValid(*one_block));
+  std::string so = tmpPath("threads-knob.so");
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
+  ASSERT_TRUE(out.ok) << out.stage << ": " << out.message;
+  std::string cmd = std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c __kmpc_fork_call";
+  FILE* f = popen(cmd.c_str(), "r");
+  int forks = 0;
+  ASSERT_EQ(fscanf(f, "%d", &forks), 1);
+  pclose(f);
+  EXPECT_EQ(forks, 1) << "the annotation did not reach the lowering";
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  EXPECT_EQ(measureSharedObject(*p, so, mo).status, MeasureStatus::Ok);
+  std::filesystem::remove(so);
+  EXPECT_EQ(cpuArchThreads(cpuArchWithThreads("x86_64-avx512", 2)), 2);
+  EXPECT_EQ(cpuArchWithThreads("x86_64-avx512", 1), "x86_64-avx512");
+  EXPECT_EQ(cpuArchThreads("x86_64-avx512"), 1);
+}
+
 TEST(Compiler, TransposedLayoutsCompileAndVerify) {
   for (Layout l : {Layout::NT, Layout::TN}) {
     GemmWorkload w;

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.h"
 
 using namespace e2e;
@@ -219,4 +221,33 @@ TEST(ExportErrors, ClearMessagesAndNothingWritten) {
   std::filesystem::remove(bad);
   std::filesystem::remove(notmlir);
   removeDb(empty);
+}
+
+// tune --threads 2 (issue #14): a target of its own, OpenBLAS measured with as many threads, and
+// tune compile --threads 2 picks those records and links a multi-threaded object.
+TEST(Threads, TunedOnTwoThreadsCompiledOnTwoThreads) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one core here";
+  std::string db = tmp("threads.db");
+  removeDb(db);
+  Outcome r = tune("--shape 128x64x32 --threads 2 --strategy exhaustive --trials 2 --final-rounds 1 --min-time 0.001 "
+                   "--quiet --report json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["target"].get<std::string>().substr(j["target"].get<std::string>().size() - 3), "-t2") << j["target"];
+  EXPECT_NE(j["reference"]["name"].get<std::string>().find("2 threads"), std::string::npos) << j["reference"];
+  EXPECT_NE(j["best"]["knobs"].dump().find("\"threads\":2"), std::string::npos) << j["best"];
+
+  std::string so = tmp("threads.so");
+  Outcome c = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --threads 2 --db " + db + " -o " + so);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("-t2"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("tuned (record"), std::string::npos) << c.out;
+  Outcome needed = sh(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-readelf -d " + so);
+  EXPECT_NE(needed.out.find("libomp"), std::string::npos) << needed.out;
+  Outcome too_many = tune("--shape 128x64x32 --threads 100000 --trials 1 --quiet --db " + db);
+  EXPECT_EQ(too_many.code, 2);
+  EXPECT_NE(too_many.err.find("logical cores"), std::string::npos) << too_many.err;
+  std::filesystem::remove(so);
+  removeDb(db);
 }

@@ -16,7 +16,10 @@
 
 namespace sextant {
 
-Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu);
+// threads > 1: kernels whose forall of cache blocks runs on that many threads (a one-value knob
+// "threads", emitted as the forall's "sextant.num_threads" attribute, which the CPU lowering
+// reads); the blocks must then be at least as many as the threads. 1: the space as before.
+Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
 // The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
 // register tile, no K unrolling), snapped to the nearest valid point of the space.
 Candidate defaultCpuCandidate(const Space& space);

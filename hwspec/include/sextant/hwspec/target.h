@@ -48,6 +48,12 @@ struct Target {
   std::string vendor() const { return kind == TargetKind::Nvidia ? "nvidia" : kind == TargetKind::Amd ? "amd" : "cpu"; }
 };
 
+// CPU kernels on several threads (tune --threads N) are a target of their own: the arch gets a
+// "-tN" suffix ("x86_64-avx512-t2"), so their records, models and exports never mix with the
+// single-thread ones. 1 thread: the arch unchanged.
+std::string cpuArchWithThreads(const std::string& arch, int threads);
+int cpuArchThreads(const std::string& arch);  // the N of a "-tN" suffix; 1 without one
+
 // Names a user may type, in the order --help lists them. Aliases resolve to one canonical target:
 // sm_90 -> h100, sm_80 -> a100, mi300x / gfx942 -> mi300.
 std::vector<std::string> knownTargetNames();

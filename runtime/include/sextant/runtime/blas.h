@@ -18,7 +18,9 @@ struct OpenBlas {
   std::string config;    // openblas_get_config()
   std::string corename;  // the kernel family in use
   int threads = 1;
-  std::string describe() const;  // "OpenBLAS 0.3.21 (SkylakeX kernels, 1 thread)"
+  void (*set_threads)(int) = nullptr;  // openblas_set_num_threads (the measuring child uses it)
+  // "OpenBLAS 0.3.21 (SkylakeX kernels, 1 thread)"; threads > 0: as it runs with that many.
+  std::string describe(int threads = 0) const;
 };
 
 // The OpenBLAS kernel family for the host ISA ("SkylakeX", "Haswell"; empty: leave it alone).

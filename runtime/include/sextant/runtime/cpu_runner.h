@@ -24,6 +24,7 @@ struct MeasureOptions {
   // allocating past it crashes there and is recorded as a failure. 0: half the physical memory;
   // < 0: no limit.
   long long memory_limit_bytes = 0;
+  int blas_threads = 1;  // measureOpenBlas: OpenBLAS threads (the same as the tuned kernels')
   double rtol = 1e-3;        // |c - ref| <= atol + rtol * |ref|
   double atol_per_k = 1e-5;  // atol = atol_per_k * K (inputs are uniform in [-1, 1])
 };
