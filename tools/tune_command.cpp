@@ -225,7 +225,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   Candidate def = defaultCpuCandidate(space);
   std::vector<Contender> references = {
       {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def))},
-      {"openblas", problem->blas().describe(threads), 0, [&] { return measureOpenBlas(*problem, mo); }},
+      {"openblas", problem->referenceName(threads), 0, [&] { return measureOpenBlas(*problem, mo); }},
   };
   ConfirmFactory confirm = [&](const RecordRow& r) {
     return Contender{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};

@@ -79,6 +79,7 @@ Result<const OpenBlas*> loadOpenBlas() {
       return;
     }
     blas.sgemm = reinterpret_cast<OpenBlas::Sgemm>(dlsym(h, "cblas_sgemm"));
+    blas.sgemv = reinterpret_cast<OpenBlas::Sgemv>(dlsym(h, "cblas_sgemv"));
     auto get_config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
     auto get_core = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
     auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));

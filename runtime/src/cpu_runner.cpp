@@ -205,6 +205,13 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
 void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
   constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
   const bool ta = w_.layout == Layout::TN, tb = w_.layout == Layout::NT;
+  if (usesGemv()) {
+    // One row of C: c = a B (a: K contiguous floats in every layout when M = 1), i.e. y = B^T x for
+    // B stored K x N (NN, TN) and y = B x for B stored N x K (NT).
+    blas_->sgemv(kRowMajor, tb ? kNoTrans : kTrans, tb ? int(w_.n) : int(w_.k), tb ? int(w_.k) : int(w_.n), 1.0f, b,
+                 tb ? int(w_.k) : int(w_.n), a, 1, 0.0f, c, 1);
+    return;
+  }
   blas_->sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(w_.m), int(w_.n), int(w_.k),
                1.0f, a, ta ? int(w_.m) : int(w_.k), b, tb ? int(w_.k) : int(w_.n), 0.0f, c,
                int(w_.n));

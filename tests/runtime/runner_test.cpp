@@ -97,6 +97,29 @@ TEST(CpuRunner, MemoryLimitBindsOnlyTheChild) {
   EXPECT_GT(defaultChildMemoryLimit(), 0);
 }
 
+// M = 1: the peer is OpenBLAS's sgemv (its best routine for one row of C), in every layout, and
+// the reference it computes is the product.
+TEST(CpuRunner, OneRowReferenceIsSgemvAndRight) {
+  for (Layout l : {Layout::NN, Layout::NT, Layout::TN}) {
+    GemmWorkload w;
+    w.m = 1, w.n = 40, w.k = 24;
+    w.layout = l;
+    auto p = GemmProblem::create(w);
+    ASSERT_TRUE(p.ok()) << p.error();
+    EXPECT_TRUE(p->usesGemv());
+    EXPECT_NE(p->referenceName(1).find("sgemv"), std::string::npos);
+    for (int64_t j = 0; j < w.n; ++j) {
+      double acc = 0;
+      for (int64_t l2 = 0; l2 < w.k; ++l2)
+        acc += double(p->a()[size_t(l2)]) * (l == Layout::NT ? p->b()[size_t(j * w.k + l2)] : p->b()[size_t(l2 * w.n + j)]);
+      EXPECT_NEAR(p->reference()[size_t(j)], acc, 1e-4) << layoutName(l) << " column " << j;
+    }
+  }
+  auto p = problem(1, 40, 24);
+  EXPECT_EQ(measureSharedObject(p, kernel("naive"), quick()).status, MeasureStatus::Ok);
+  EXPECT_FALSE(problem(2, 40, 24).usesGemv());
+}
+
 TEST(CpuRunner, WrongKernelIsCaughtByVerification) {
   auto p = problem(32, 48, 16);
   auto m = measureSharedObject(p, kernel("wrong"), quick());

@@ -15,6 +15,11 @@ struct OpenBlas {
   using Sgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
                          const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
   Sgemm sgemm = nullptr;
+  // y = alpha * op(A) x + beta * y: the routine OpenBLAS is at its best with for M = 1 (a GEMM
+  // with one row of C is a matrix-vector product; its sgemm does not switch to it).
+  using Sgemv = void (*)(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x,
+                         int incx, float beta, float* y, int incy);
+  Sgemv sgemv = nullptr;
   std::string config;    // openblas_get_config()
   std::string corename;  // the kernel family in use
   int threads = 1;

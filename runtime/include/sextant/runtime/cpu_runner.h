@@ -50,6 +50,11 @@ class GemmProblem {
   static Result<GemmProblem> create(const GemmWorkload& w, uint64_t seed = 42);
   const GemmWorkload& workload() const { return w_; }
   const OpenBlas& blas() const { return *blas_; }
+  // M = 1: the reference (and the peer's speed) is cblas_sgemv, OpenBLAS's best routine there.
+  bool usesGemv() const { return w_.m == 1 && blas_->sgemv; }
+  std::string referenceName(int threads) const {
+    return blas_->describe(threads) + (usesGemv() ? ", cblas_sgemv: M = 1" : "");
+  }
   const std::vector<float>& a() const { return a_; }
   const std::vector<float>& b() const { return b_; }
   const std::vector<float>& reference() const { return ref_; }
