@@ -177,6 +177,8 @@ int cmdExport(const ExportArgs& a) {
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
+  if (a.threads != 1 && (target->isGpu() || a.threads < 1)) return fail("--threads is for the cpu target, 1 or more");
+  target->arch = cpuArchWithThreads(target->arch, a.threads);
   if (a.format == "json") {
     ExportOptions o;
     o.target_key = target->key();

@@ -21,6 +21,7 @@ namespace sextant::cli {
 struct ExportArgs {
   std::string db = "sextant.db", target = "cpu", format = "transform", out;
   bool include_predicted = false, allow_stale = false;
+  int threads = 1;  // cpu: the records of tune --threads N (target cpu:ARCH-tN)
 };
 int cmdExport(const ExportArgs& a);
 int cmdImport(const std::string& file, const std::string& db);

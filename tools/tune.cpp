@@ -174,6 +174,8 @@ int main(int argc, char** argv) {
                   "target whose schedules to export (cpu, h100, h200, a100, mi300: GPU libraries schedule one GEMM "
                   "per function, C initialised by a linalg.fill, and print the lowering pipeline)")
       ->capture_default_str();
+  exp->add_option("--threads", ea.threads, "cpu: export the schedules tuned with tune --threads N (they carry it)")
+      ->capture_default_str();
   exp->add_option("--format", ea.format, "transform (a Transform-dialect library) or json (JSON lines)")
       ->capture_default_str();
   exp->add_option("-o,--output", ea.out, "output file")->required();

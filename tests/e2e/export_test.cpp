@@ -245,6 +245,12 @@ TEST(Threads, TunedOnTwoThreadsCompiledOnTwoThreads) {
   EXPECT_NE(c.out.find("tuned (record"), std::string::npos) << c.out;
   Outcome needed = sh(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-readelf -d " + so);
   EXPECT_NE(needed.out.find("libomp"), std::string::npos) << needed.out;
+  std::string lib = tmp("threads.mlir");
+  Outcome e = tune("export --threads 2 --db " + db + " --format transform -o " + lib);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(slurp(lib).find("\"sextant.num_threads\" = %threads"), std::string::npos);
+  EXPECT_NE(tune("export --db " + db + " --format transform -o " + lib).code, 0) << "no single-thread records here";
+  std::filesystem::remove(lib);
   Outcome too_many = tune("--shape 128x64x32 --threads 100000 --trials 1 --quiet --db " + db);
   EXPECT_EQ(too_many.code, 2);
   EXPECT_NE(too_many.err.find("logical cores"), std::string::npos) << too_many.err;
