@@ -176,9 +176,8 @@ int cmdExport(const ExportArgs& a) {
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);
+  if (target) target = targetWithThreads(*target, a.threads);
   if (!target) return fail(target.error());
-  if (a.threads != 1 && (target->isGpu() || a.threads < 1)) return fail("--threads is for the cpu target, 1 or more");
-  target->arch = cpuArchWithThreads(target->arch, a.threads);
   if (a.format == "json") {
     ExportOptions o;
     o.target_key = target->key();
@@ -451,6 +450,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
 
 int cmdCompile(const CompileArgs& a) {
   auto target = resolveTarget(a.target);
+  if (target) target = targetWithThreads(*target, a.threads);
   if (!target) return fail(target.error());
   if (a.out.empty())
     return fail(target->isGpu() ? "compile needs -o OUT.mlir (the lowered module; kernels are also written beside it)"
@@ -463,7 +463,6 @@ int cmdCompile(const CompileArgs& a) {
   if (!db) return fail(db.error());
   if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
 
-  const HostCpu cpu = cpuForTargetArch(target->arch = cpuArchWithThreads(target->arch, a.threads));
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;  // workload key -> entry
   std::vector<ReportLine> report;
@@ -482,7 +481,7 @@ int cmdCompile(const CompileArgs& a) {
       // Batched GEMMs are not tuned yet: every batch element runs the default schedule.
       key = "batch " + std::to_string(op.batch) + " x " + key;
       if (!entry_of.count(key)) {
-        Space space = buildCpuGemmSpace(*w, cpu, a.threads);
+        Space space = spaceFor(*w, *target).space;
         LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}};
         entry_of[key] = entries.size();
         entries.push_back(std::move(e));
@@ -494,7 +493,7 @@ int cmdCompile(const CompileArgs& a) {
       auto entry = tunedEntry(*db, *target, key);
       if (!entry) return fail(entry.error());
       if (!*entry) {
-        Space space = buildCpuGemmSpace(*w, cpu, a.threads);
+        Space space = spaceFor(*w, *target).space;
         *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}};
       }
       entry_of[key] = entries.size();

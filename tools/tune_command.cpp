@@ -156,6 +156,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   eo.jobs = a.jobs;
   CpuEvaluator evaluator(*w, space, *problem, eo);
 
+  TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
@@ -182,25 +183,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     run.host = host;
     auto run_id = db->beginRun(run);
     if (!run_id) return fail(run_id.error());
-    RecordRow r;
-    r.run_id = *run_id;
-    r.workload_key = w->key();
-    r.target_key = target->key();
-    r.candidate = key;
-    r.knobs = json(schedule_knobs).dump();
-    r.schedule = schedule_text;
-    r.status = e.status;
-    r.message = e.message;
-    r.times_s = e.measurement.times_s;
-    r.median_s = e.measurement.median_s;
-    r.cv = e.measurement.cv;
-    r.gflops = e.measurement.gflops;
-    r.compile_s = e.compile_s;
-    r.max_abs_err = e.measurement.max_abs_err;
-    r.tool_version = SEXTANT_VERSION;
-    r.llvm_version = llvmVersion();
-    r.cpu_model = cpu.model;
-    r.device = device;
+    RecordRow r = recordOf(ctx, *run_id, key, json(schedule_knobs).dump(), e);
     if (auto s = db->insertRecords({r}); !s) return fail(s.error());
     db->finishRun(*run_id, "finished");
     if (a.report == "json") {
@@ -261,7 +244,6 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
       return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
     });
   }
-  TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
   ProgressLine progress(a.quiet);
   if (!a.quiet)
     fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, seed %llu\n",

@@ -20,27 +20,22 @@ namespace {
 
 // Bufferize in place (destination passing), lower everything to the LLVM dialect. Transfers are
 // fully unrolled to 1-D: left as loops they go through stack allocas inside the K loop.
-constexpr const char* kCpuLowering =
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-    "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-for,"
-    "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,"
-    "lower-affine,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
-    "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
-    "convert-ub-to-llvm,reconcile-unrealized-casts";
-
-// The same with the forall on OpenMP threads (docs/notes-cpu-space-research.md): the forall
-// becomes an scf.parallel after bufferization, then omp.parallel + omp.wsloop; memref lowering
-// runs before scf-to-cf (the loop bodies sit in single-block memref.alloca_scope regions), and
-// the omp ops are translated to __kmpc_* calls by the LLVM IR translation.
-std::string cpuLoweringThreaded(int threads) {
-  return "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-         "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-parallel,"
-         "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,"
-         "lower-affine,convert-scf-to-openmp{num-threads=" +
-         std::to_string(threads) +
-         "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-         "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,"
-         "convert-ub-to-llvm,convert-openmp-to-llvm,reconcile-unrealized-casts";
+// threads > 1 (docs/notes-cpu-space-research.md): the forall becomes an scf.parallel after
+// bufferization, then omp.parallel + omp.wsloop; memref lowering runs before scf-to-cf (the loop
+// bodies sit in single-block memref.alloca_scope regions), and the omp ops become __kmpc_* calls
+// in the LLVM IR translation.
+std::string cpuLowering(int threads) {
+  const bool omp = threads > 1;
+  return std::string(
+             "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+             "buffer-deallocation-pipeline,convert-bufferization-to-memref,") +
+         (omp ? "scf-forall-to-parallel," : "scf-forall-to-for,") +
+         "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
+         (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
+                    "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
+              : std::string("convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,")) +
+         "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,convert-ub-to-llvm," +
+         (omp ? "convert-openmp-to-llvm," : "") + "reconcile-unrealized-casts";
 }
 
 }  // namespace
@@ -57,9 +52,6 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   CompileOutcome out;
   Finisher finish{out};
   if (threads < 1) return finish("lower", "threads must be at least 1");
-  if (threads > 1 && std::string(SEXTANT_LIBOMP).empty())
-    return finish("link", "multi-threaded CPU code needs LLVM's OpenMP runtime (libomp), which was not found "
-                          "when Sextant was configured (Debian: libomp-dev)");
   auto ctx = makeContext();
   DiagCollector diags(ctx.get());
 
@@ -82,8 +74,8 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
       threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
   });
   if (threads > 1 && std::string(SEXTANT_LIBOMP).empty())
-    return finish("link", "the schedule asks for threads, but LLVM's OpenMP runtime (libomp) was not found when "
-                          "Sextant was configured (Debian: libomp-dev)");
+    return finish("link", "multi-threaded CPU code needs LLVM's OpenMP runtime (libomp), which was not found "
+                          "when Sextant was configured (Debian: libomp-dev)");
   // C interfaces for every public function with a body, so callers need no MLIR descriptors ABI
   // beyond the memref structs.
   payloadMod->walk([&](mlir::func::FuncOp f) {
@@ -91,7 +83,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   });
 
   mlir::PassManager pm(ctx.get());
-  if (mlir::failed(mlir::parsePassPipeline(threads > 1 ? cpuLoweringThreaded(threads) : std::string(kCpuLowering), pm)))
+  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
 

@@ -1,6 +1,7 @@
 #include "sextant/hwspec/target.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -151,13 +152,19 @@ std::string cpuArchWithThreads(const std::string& arch, int threads) {
 
 int cpuArchThreads(const std::string& arch) {
   const size_t at = arch.rfind("-t");
-  if (at == std::string::npos || at + 2 >= arch.size()) return 1;
-  int n = 0;
-  for (size_t i = at + 2; i < arch.size(); ++i) {
-    if (arch[i] < '0' || arch[i] > '9' || n > 100000) return 1;
-    n = n * 10 + (arch[i] - '0');
-  }
-  return n > 1 ? n : 1;
+  if (at == std::string::npos) return 1;
+  int n = 1;
+  const char *first = arch.data() + at + 2, *last = arch.data() + arch.size();
+  auto [end, ec] = std::from_chars(first, last, n);
+  return ec == std::errc() && end == last && n > 1 ? n : 1;
+}
+
+Result<Target> targetWithThreads(const Target& t, int threads) {
+  if (threads == 1) return t;
+  if (t.isGpu() || threads < 1) return Error{"--threads is for the cpu target, 1 or more"};
+  Target out = t;
+  out.arch = cpuArchWithThreads(t.arch, threads);
+  return out;
 }
 
 std::vector<std::string> knownTargetNames() {

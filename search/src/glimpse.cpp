@@ -19,8 +19,6 @@
 // The earlier version (prior for the first round only, then PPO + adaptive sampling) stalled:
 // 2.38x SA's measurements to 95% with the pretrained model where plain model ranking reached
 // 8.56x (experiments/results/transfer_zen5.txt); docs/search.md has the comparison.
-#include <unordered_map>
-
 #include "strategies_internal.h"
 
 namespace sextant::detail {

@@ -1,5 +1,6 @@
 #include "sextant/search/gpu_evaluator.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -142,12 +143,9 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
   auto done = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
   // Ctrl-C: candidates from the first one whose compile was stopped on are not evaluated (nothing
   // is recorded for them; a resumed run proposes them again). Results come back in batch order.
-  size_t keep = batch.size();
-  for (size_t i = 0; i < batch.size(); ++i)
-    if (done[i].kind == ChildOutcome::Kind::Stopped) {
-      keep = i;
-      break;
-    }
+  size_t keep = size_t(std::find_if(done.begin(), done.end(),
+                                    [](const ChildOutcome& d) { return d.kind == ChildOutcome::Kind::Stopped; }) -
+                       done.begin());
   for (size_t i = 0; i < batch.size(); ++i) {
     Compiled& c = comp[i];
     auto j = json::parse(done[i].output, nullptr, false);
@@ -298,9 +296,8 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       auto it = by_id.find(kernelId(batch[i]));
       // Ctrl-C while the runner measured: it was killed within the kernel in flight (it saves its
       // results file after every kernel); the kernels it had not finished are not recorded.
-      const bool interrupted = child.kind == ChildOutcome::Kind::Stopped ||
-                               (it != by_id.end() && it->second->status == "skipped" && it->second->message == "interrupted");
-      if (interrupted && (it == by_id.end() || it->second->status == "skipped")) {
+      const bool unfinished = it == by_id.end() || it->second->status == "skipped";
+      if (unfinished && (child.kind == ChildOutcome::Kind::Stopped || (it != by_id.end() && it->second->message == "interrupted"))) {
         keep = std::min(keep, i);
         break;
       }

@@ -157,9 +157,8 @@ class ModelGuidedSearch : public SearchStrategy {
 
  protected:
   const CostModel& model() const { return model_; }
-  // The workload's own successful records so far, and the weight of what came from elsewhere
-  // (the pretrained model's blend weight): mix / (mix + own), 1 before any record.
-  size_t ownOk() const { return own_ok_; }
+  // The weight of what came from elsewhere (the pretrained model's blend weight) given the
+  // workload's own successful records: mix / (mix + own), 1 before any record.
   double youth() const {
     const double mix = ctx_.pretrained_mix > 0 ? ctx_.pretrained_mix : 0;
     return mix > 0 ? mix / (mix + double(own_ok_)) : 0.0;

@@ -103,6 +103,32 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
   return out;
 }
 
+RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const std::string& candidate, const std::string& knobs_json,
+                   const Evaluation& e) {
+  RecordRow r;
+  r.run_id = run_id;
+  r.workload_key = ctx.workload.key();
+  r.target_key = ctx.target.key();
+  r.candidate = candidate;
+  r.knobs = knobs_json;
+  r.schedule = e.schedule;
+  r.status = e.status;
+  r.message = e.message;
+  r.times_s = e.measurement.times_s;
+  r.median_s = e.measurement.median_s;
+  r.cv = e.measurement.cv;
+  r.gflops = e.measurement.gflops;
+  r.compile_s = e.compile_s;
+  r.max_abs_err = e.measurement.max_abs_err;
+  r.tool_version = SEXTANT_VERSION;
+  r.llvm_version = ctx.llvm_version;
+  r.cpu_model = ctx.cpu_model;
+  r.device = e.device.empty() ? ctx.device : e.device;
+  r.source = e.source;
+  r.stats = e.stats;
+  return r;
+}
+
 namespace {
 
 // Stage 1: resume an unfinished run with the same settings, or start a new one: decided and
@@ -156,30 +182,9 @@ Status learnKnownRecords(TuneContext& ctx, const TuneOptions& o, SearchStrategy&
   return okStatus();
 }
 
-// The database record of one evaluated candidate.
+// The database record of one evaluated candidate of the space.
 RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const Candidate& c, const Evaluation& e) {
-  RecordRow r;
-  r.run_id = run_id;
-  r.workload_key = ctx.workload.key();
-  r.target_key = ctx.target.key();
-  r.candidate = ctx.space.keyOf(c);
-  r.knobs = nlohmann::json(ctx.space.knobMap(c)).dump();
-  r.schedule = e.schedule;
-  r.status = e.status;
-  r.message = e.message;
-  r.times_s = e.measurement.times_s;
-  r.median_s = e.measurement.median_s;
-  r.cv = e.measurement.cv;
-  r.gflops = e.measurement.gflops;
-  r.compile_s = e.compile_s;
-  r.max_abs_err = e.measurement.max_abs_err;
-  r.tool_version = SEXTANT_VERSION;
-  r.llvm_version = ctx.llvm_version;
-  r.cpu_model = ctx.cpu_model;
-  r.device = e.device.empty() ? ctx.device : e.device;
-  r.source = e.source;
-  r.stats = e.stats;
-  return r;
+  return sextant::recordOf(ctx, run_id, ctx.space.keyOf(c), nlohmann::json(ctx.space.knobMap(c)).dump(), e);
 }
 
 // Stage 4: this run's counts and its best record; returns its successful records, best first.

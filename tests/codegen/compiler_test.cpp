@@ -16,6 +16,15 @@ std::string tmpPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("sextant-test-" + std::to_string(getpid()) + "-" + name))
       .string();
 }
+// What a shell command prints on stdout.
+std::string commandOutput(const std::string& cmd) {
+  std::string text;
+  FILE* f = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  pclose(f);
+  return text;
+}
 }  // namespace
 
 TEST(Compiler, CompilesAVerifiedKernelForTheHost) {
@@ -61,16 +70,8 @@ TEST(Compiler, MultiThreadedKernelComputesTheRightResult) {
   std::string so = tmpPath("threads.so");
   CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, 2);
   ASSERT_TRUE(out.ok) << out.stage << ": " << out.message;
-  auto run = [](const std::string& cmd) {
-    std::string text;
-    FILE* f = popen(cmd.c_str(), "r");
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-    pclose(f);
-    return text;
-  };
-  EXPECT_NE(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-readelf -d " + so).find("libomp"), std::string::npos);
-  EXPECT_NE(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc_fork_call"),
+  EXPECT_NE(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-readelf -d " + so).find("libomp"), std::string::npos);
+  EXPECT_NE(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc_fork_call"),
             std::string::npos);
   auto p = GemmProblem::create(w);
   ASSERT_TRUE(p.ok()) << p.error();
@@ -81,7 +82,7 @@ TEST(Compiler, MultiThreadedKernelComputesTheRightResult) {
   std::filesystem::remove(so);
   // The serial kernel of the same schedule has no OpenMP in it.
   ASSERT_TRUE(compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so).ok);
-  EXPECT_EQ(run(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc"), std::string::npos);
+  EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so).find("__kmpc"), std::string::npos);
   std::filesystem::remove(so);
   EXPECT_FALSE(compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, 0).ok);
 }

@@ -53,6 +53,9 @@ struct Target {
 // single-thread ones. 1 thread: the arch unchanged.
 std::string cpuArchWithThreads(const std::string& arch, int threads);
 int cpuArchThreads(const std::string& arch);  // the N of a "-tN" suffix; 1 without one
+// `--threads N` applied to a resolved target: the CPU target on N threads; refuses N < 1, and
+// N != 1 for GPU targets.
+Result<Target> targetWithThreads(const Target& t, int threads);
 
 // Names a user may type, in the order --help lists them. Aliases resolve to one canonical target:
 // sm_90 -> h100, sm_80 -> a100, mi300x / gfx942 -> mi300.

@@ -86,6 +86,11 @@ struct TuneContext {
   std::string llvm_version;
 };
 
+// The database record of one evaluation in run `run_id`: `candidate` is its key in the space (or
+// a "custom:" key for a schedule file), `knobs_json` its knob values; machine fields from `ctx`.
+RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const std::string& candidate, const std::string& knobs_json,
+                   const Evaluation& e);
+
 Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
                          const ConfirmFactory& confirm, const std::atomic<bool>& stop,
                          const std::function<void(const TuneProgress&)>& progress);
