@@ -41,6 +41,7 @@ void initOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     mlir::registerAllPasses();
+    registerSextantPasses();
     // The host for CPU code, NVPTX and AMDGPU for GPU code (Debian's LLVM has every target).
     llvm::InitializeAllTargetInfos();
     llvm::InitializeAllTargets();

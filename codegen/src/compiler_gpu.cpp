@@ -125,8 +125,13 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   auto mod = mlir::parseSourceString<mlir::ModuleOp>(r.payload, ctx.get(), "payload");
   if (!mod) return finish("parse_payload", diags.text);
   if (!applyScript(*mod, r.schedule, "schedule", err, diags)) return finish("transform", err);
-  if (r.mma && !runPipeline(*mod, "builtin.module(convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)", err, diags))
+  if (r.mma && r.nvidia &&
+      !runPipeline(*mod, "builtin.module(convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)", err, diags))
     return finish("transform", "vector to nvgpu: " + err);
+  if (r.mma && !r.nvidia) {
+    if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err)) return finish("transform", err);
+    if (!runPipeline(*mod, "builtin.module(canonicalize,cse)", err, diags)) return finish("transform", err);
+  }
   if (!r.pipeline_schedule.empty()) {
     if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
       return finish("transform", "pipelining: " + err);
@@ -140,6 +145,10 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     return finish("transform", "swizzle: " + err);
   workgroupAllocsToAllocas(*mod);
   if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
+  if (r.keep_ir) {
+    llvm::raw_string_ostream os(info.scheduled_ir);
+    mod->print(os);
+  }
   if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ",symbol-dce)", err, diags))
     return finish("lower", err);
 

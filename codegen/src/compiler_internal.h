@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "sextant/codegen/compiler.h"
+#include "sextant/codegen/mfma.h"
 
 #ifndef SEXTANT_LLD
 #define SEXTANT_LLD "ld.lld"
@@ -65,6 +66,12 @@ bool applyScript(mlir::ModuleOp mod, const std::string& script, const char* name
                  DiagCollector& diags);
 // Runs a pass pipeline ("builtin.module(...)" or its inner list) on the module.
 bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& err, DiagCollector& diags);
+
+// The MFMA route (compiler_mfma.cpp): every wave-level vector.contract of the intrinsic's shape in a
+// gpu.launch becomes amdgpu.mfma with per-lane operand loads; false with err if any contract or
+// accumulator use is left that the rewrite does not handle.
+// Also the pass "sextant-vector-to-mfma{shape=32x32x8|16x16x16}" (registerSextantPasses).
+bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err);
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

@@ -66,7 +66,7 @@ Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t e
   return std::array<int64_t, 2>{(rows + nt[0] - 1) / nt[0], vec};
 }
 
-static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v);
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd);
 
 Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   const bool nvidia = g.target.kind == TargetKind::Nvidia;
@@ -74,14 +74,25 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   // ../shared/notes/recipes/tensorcore; bf16 needs an nvvm.mma pattern of our own and is not done).
   const bool mma_ok = g.has_mma_sync && w.a_type == DType::F16 && w.b_type == DType::F16 &&
                       w.c_type == DType::F32 && w.layout == Layout::NN;
+  // MFMA (gfx942): f16 or bf16 inputs, f32 accumulation, any layout (the per-lane reads follow
+  // the operands' layout in LDS: compiler_mfma.cpp).
+  const bool mfma_ok = g.has_mfma && w.a_type == w.b_type && (w.a_type == DType::F16 || w.a_type == DType::BF16) &&
+                       w.c_type == DType::F32;
+  const bool amd = !nvidia;
   std::vector<Knob> k(kNumKnobs);
   k[kBM] = {kNames[kBM], dividing({16, 32, 64, 128, 256}, w.m), "rows of C per block"};
   k[kBN] = {kNames[kBN], dividing({16, 32, 64, 128, 256}, w.n), "columns of C per block"};
   k[kBK] = {kNames[kBK], dividing({16, 32, 64}, w.k), "K chunk staged in shared memory per step"};
-  k[kMma] = {kNames[kMma], mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-             "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 0: FMA on CUDA cores / SIMDs"};
-  k[kWM] = {kNames[kWM], {16, 32, 64}, "rows of C per warp (mma)"};
-  k[kWN] = {kNames[kWN], {8, 16, 32, 64}, "columns of C per warp (mma)"};
+  if (amd)
+    // f16/bf16 on an MFMA chip: matrix cores only (an FMA kernel reaches a small fraction of the
+    // peak); f32 and chips without MFMA: the FMA route.
+    k[kMma] = {kNames[kMma], mfma_ok ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0},
+               "matrix cores: 1: MFMA v_mfma_f32_32x32x8, 2: MFMA 16x16x16 (f16 or bf16 _1k); 0: FMA on the SIMDs"};
+  else
+    k[kMma] = {kNames[kMma], mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+               "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 0: FMA on CUDA cores"};
+  k[kWM] = {kNames[kWM], {16, 32, 64}, amd ? "rows of C per wave (mfma)" : "rows of C per warp (mma)"};
+  k[kWN] = {kNames[kWN], {8, 16, 32, 64}, amd ? "columns of C per wave (mfma)" : "columns of C per warp (mma)"};
   // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
   // endless loop (seen: compile timeouts and OOM kills).
   k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
@@ -101,50 +112,57 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
                   }});
   cons.push_back({"unused warp knobs stay at their first value (fma)", {kMma, kWM, kWN},
-                  [](const std::vector<int64_t>& v) { return v[kMma] == 1 || (v[kWM] == 16 && v[kWN] == 8); }});
+                  [](const std::vector<int64_t>& v) { return v[kMma] != 0 || (v[kWM] == 16 && v[kWN] == 8); }});
   cons.push_back({"unused thread knobs stay at their first value (mma)", {kMma, kTM, kTN},
                   [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
   cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
-                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] == 1 && v[kPipe] >= 2); }});
+                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] != 0 && v[kPipe] >= 2); }});
   cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
-                  [](const std::vector<int64_t>& v) {
+                  [g, w, amd](const std::vector<int64_t>& v) {
                     if (v[kMma] == 0) return true;
+                    if (amd) {  // whole intrinsic tiles per wave
+                      MfmaIntrinsic mi = mfmaForKnob(v[kMma], w.a_type);
+                      if (v[kWM] % mi.m || v[kWN] % mi.n) return false;
+                    }
                     // <= 128 f32 accumulators per lane leaves room for fragments under 255 registers.
-                    return v[kBM] % v[kWM] == 0 && v[kBN] % v[kWN] == 0 && v[kWM] * v[kWN] / 32 <= 128;
+                    return v[kBM] % v[kWM] == 0 && v[kBN] % v[kWN] == 0 && v[kWM] * v[kWN] / g.warp_size <= 128;
                   }});
   cons.push_back({"thread tile divides the block tile and fits the registers", {kBM, kBN, kMma, kTM, kTN},
                   [](const std::vector<int64_t>& v) {
-                    if (v[kMma] == 1) return true;
+                    if (v[kMma] != 0) return true;
                     return v[kBM] % v[kTM] == 0 && v[kBN] % v[kTN] == 0 && v[kTM] * v[kTN] <= 64;
                   }});
   cons.push_back({"threads per block within the target's limit, whole warps", {kBM, kBN, kMma, kWM, kWN, kTM, kTN},
-                  [g](const std::vector<int64_t>& v) {
-                    int64_t t = v[kMma] ? 32 * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
+                  [g, amd](const std::vector<int64_t>& v) {
+                    int64_t t = v[kMma] ? g.warp_size * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
                                         : (v[kBM] / v[kTM]) * (v[kBN] / v[kTN]);
-                    return t >= g.warp_size && t <= std::min<int64_t>(g.max_threads_per_block, 1024) &&
-                           t % g.warp_size == 0;
+                    // MFMA: 1 to 8 waves per workgroup.
+                    int64_t most = amd && v[kMma] ? 8 * g.warp_size : std::min<int64_t>(g.max_threads_per_block, 1024);
+                    return t >= g.warp_size && t <= most && t % g.warp_size == 0;
                   }});
   cons.push_back({"software pipeline no deeper than the K loop", {kBK, kPipe},
                   [w](const std::vector<int64_t>& v) { return v[kPipe] == 1 || w.k / v[kBK] >= v[kPipe]; }});
   cons.push_back({"copies, fill and shared memory map onto the block", all,
-                  [w, g](const std::vector<int64_t>& v) {
-                    auto p = planFromValues(w, v);
+                  [w, g, amd](const std::vector<int64_t>& v) {
+                    auto p = planFromValues(w, v, amd);
                     return p.ok() && p->smem_bytes <= g.smem_per_block_static_bytes;
                   }});
   std::string name = std::string("gpu_gemm_v1_") + (g.target.kind == TargetKind::Nvidia ? "nvidia" : "amd");
   return Space(name, std::move(k), std::move(cons));
 }
 
-static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v) {
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd) {
   GpuPlan p;
   p.block_m = v[kBM], p.block_n = v[kBN], p.block_k = v[kBK];
-  p.mma = v[kMma] == 1;
+  p.mma = v[kMma] != 0;
+  p.warp_size = amd ? 64 : 32;
+  if (amd && p.mma) p.mfma = mfmaForKnob(v[kMma], w.a_type);
   p.warp_m = v[kWM], p.warp_n = v[kWN], p.thread_m = v[kTM], p.thread_n = v[kTN];
   p.copy_bits = v[kCopy], p.pipeline = v[kPipe], p.swizzle = v[kSwz] == 1;
   if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
   if (p.mma) {
     if (p.block_m % p.warp_m || p.block_n % p.warp_n) return Error{"warp tile does not divide the block tile"};
-    p.threads = 32 * (p.block_m / p.warp_m) * (p.block_n / p.warp_n);
+    p.threads = p.warp_size * (p.block_m / p.warp_m) * (p.block_n / p.warp_n);
     p.block_dims = {p.threads, 1, 1};
     // The C initialisation over all threads (linear mapping), vector-friendly columns first.
     bool found = false;
@@ -178,7 +196,8 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
 
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
   if (space.knobs().size() != kNumKnobs) return Error{"not a GPU GEMM space: " + space.name()};
-  return planFromValues(w, space.values(c));
+  const std::string& n = space.name();
+  return planFromValues(w, space.values(c), n.size() >= 4 && n.compare(n.size() - 4, 4, "_amd") == 0);
 }
 
 Candidate defaultGpuCandidate(const Space& space) {
@@ -318,7 +337,8 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
     << I << "%f2v = transform.structured.vectorize_children_and_apply_patterns %f2 : (" << H << ") -> " << H << "\n"
     << I << "%launch = transform.gpu.map_forall_to_blocks %f2v {generate_gpu_launch} : (" << H << ") -> " << H << "\n"
     << I << "%l2 = transform.gpu.map_nested_forall_to_threads %launch block_dims = [" << p.block_dims[0] << ", "
-    << p.block_dims[1] << ", " << p.block_dims[2] << "] : (" << H << ") -> " << H << "\n";
+    << p.block_dims[1] << ", " << p.block_dims[2] << "]" << (p.mma && p.warp_size != 32 ? " warp_size = " + std::to_string(p.warp_size) : "")
+    << " : (" << H << ") -> " << H << "\n";
   if (lib)
     o << I << "%f3 = transform.get_parent_op %l2 {op_name = \"func.func\"} : (" << H << ") -> " << H << "\n";
   else
@@ -331,14 +351,19 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
     << I << "} : " << H << "\n"
     << I << "transform.apply_cse to %f3 : " << H << "\n";
   if (p.mma) {
-    o << I << "// Mixed-precision contraction, unrolled to the m16n8k16 tensor-core shape; then the C\n"
+    const bool mfma = p.mfma.m > 0;
+    const std::string shape = mfma ? std::to_string(p.mfma.m) + ", " + std::to_string(p.mfma.n) + ", " +
+                                         std::to_string(p.mfma.k)
+                                   : "16, 8, 16";
+    o << I << "// Mixed-precision contraction, unrolled to the " << (mfma ? p.mfma.name() + " MFMA" : "m16n8k16 tensor-core")
+      << " shape; then the C\n"
       << I << "// fragments are hoisted out of the K loop (after unrolling: one accumulator per fragment).\n"
       << I << "transform.apply_patterns to %f3 {\n"
       << I << "  transform.apply_patterns.vector.fold_arith_extension\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
       << I << "transform.apply_patterns to %f3 {\n"
-      << I << "  transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]\n"
+      << I << "  transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [" << shape << "]\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
       << I << "transform.apply_cse to %f3 : " << H << "\n"
@@ -476,13 +501,19 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
       << H << "\n";
     f = next;
   };
-  if (p.mma) {
+  if (p.mma && nvidia) {
     o << I << "// Tensor-core fragments: vector -> nvgpu (ldmatrix, mma.sync).\n";
     pass("convert-vector-to-gpu", "\"use-nvgpu\" = true");
     pass("canonicalize", "");
     pass("cse", "");
+  } else if (p.mma) {
+    o << I << "// Matrix cores: wave-level contractions -> amdgpu.mfma with per-lane operand loads (Sextant's\n"
+      << I << "// own pass: tune compile and sextant-opt have it, a stock mlir-opt does not).\n";
+    pass("sextant-vector-to-mfma", "\"shape\" = \"" + p.mfma.shape() + "\"");
+    pass("canonicalize", "");
+    pass("cse", "");
   }
-  if (nvidia && (p.pipeline > 1 || p.mma)) {
+  if ((nvidia && p.pipeline > 1) || p.mma) {
     o << I << "// " << (p.pipeline > 1 ? "cp.async software pipeline" : "The copies' transfers lowered to 1-D")
       << ".\n"
       << I << "%f = transform.merge_handles %" << f << " {deduplicate} : " << H << "\n";

@@ -108,7 +108,7 @@ std::vector<float> gpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double slots = double(std::max<int64_t>(1, occ.blocks_per_cu) * g.compute_units);
   const double waves = blocks / slots;
   const double staged = double(p.block_m + p.block_n) * double(p.block_k) * dtypeBytes(w.a_type);
-  const double outputs_per_lane = p.mma ? double(p.warp_m * p.warp_n) / 32.0 : double(p.thread_m * p.thread_n);
+  const double outputs_per_lane = p.mma ? double(p.warp_m * p.warp_n) / double(p.warp_size) : double(p.thread_m * p.thread_n);
   f = {l2(double(p.block_m)), l2(double(p.block_n)), l2(double(p.block_k)), p.mma ? 1.f : 0.f,
        p.mma ? l2(double(p.warp_m)) : 0.f, p.mma ? l2(double(p.warp_n)) : 0.f,
        p.mma ? 0.f : l2(double(p.thread_m)), p.mma ? 0.f : l2(double(p.thread_n)), l2(double(p.copy_bits)),

@@ -36,6 +36,7 @@ Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
   } else {
     g.smem_per_block_static_bytes = g.smem_per_block_bytes;  // LDS: no static/dynamic split
     g.max_regs_per_thread = 512;
+    g.has_mfma = t.arch == "gfx942" || t.arch == "gfx90a";
   }
   return g;
 }

@@ -104,6 +104,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     r.pipeline_schedule = emitGpuPipelineSchedule(plans[i]);
     r.pipeline_depth = plans[i].pipeline;
     r.mma = plans[i].mma;
+    r.mfma = plans[i].mfma;
     r.swizzle = plans[i].swizzle;
     r.nvidia = nvidia;
     r.chip = g_.chip;

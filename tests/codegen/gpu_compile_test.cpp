@@ -61,6 +61,7 @@ Built build(const std::string& target, const std::string& key, const std::string
   r.pipeline_schedule = emitGpuPipelineSchedule(b.plan);
   r.pipeline_depth = b.plan.pipeline;
   r.mma = b.plan.mma;
+  r.mfma = b.plan.mfma;
   r.swizzle = b.plan.swizzle;
   r.nvidia = t->kind == TargetKind::Nvidia;
   r.chip = g->chip;
@@ -234,8 +235,14 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         EXPECT_LE(p->smem_bytes, g->smem_per_block_static_bytes);
         EXPECT_EQ(p->grid[0] * p->block_n, w.n);
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
-        if (p->mma) {
-          EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+        if (g->target.kind == TargetKind::Nvidia) {
+          if (p->mma) EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+        } else {
+          // gfx942: every f16/bf16 candidate uses the matrix cores, f32 the FMA route.
+          EXPECT_EQ(p->mma, w.a_type != DType::F32) << key;
+          EXPECT_EQ(p->mfma.m > 0, p->mma);
+          if (p->mma) EXPECT_TRUE(p->warp_m % p->mfma.m == 0 && p->warp_n % p->mfma.n == 0);
+          if (p->mma) EXPECT_LE(p->threads, 8 * 64);
         }
         if (p->pipeline > 1) {
           EXPECT_TRUE(g->has_cp_async);
@@ -243,9 +250,10 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
       }
     }
   }
-  // No tensor cores on AMD (no MFMA lowering upstream) and none for bf16 (needs our own pattern).
+  // No NVIDIA tensor cores for bf16 yet (mma.sync bf16 needs our own pattern); MFMA on gfx942 for both.
   auto bf = *parseWorkloadKey("gemm:NN:1024x1024x1024:bf16*bf16->f32");
   EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, std::vector<int64_t>{0});
+  EXPECT_EQ(buildGpuGemmSpace(bf, mi300).knobs()[3].values, (std::vector<int64_t>{1, 2}));
   // Sizes that are not multiples of 16 leave no valid schedule.
   auto odd = *parseWorkloadKey("gemm:NN:1000x1000x1000:f16*f16->f32");
   EXPECT_EQ(buildGpuGemmSpace(odd, h100).size(), 0u);

@@ -13,10 +13,11 @@ using json = nlohmann::json;
 namespace {
 
 // The header of a results file as tune-runner writes it (a test fixture, not a measurement).
-json fixtureResultsHeader() {
+json fixtureResultsHeader(bool amd = false) {
   return {{"format", "sextant-results"}, {"version", 1}, {"runner", "tune-runner test-fixture"},
           {"date", "2026-11-21T00:00:00Z"}, {"command", "fixture"}, {"host", "fixture-host"},
-          {"device", {{"vendor", "nvidia"}, {"name", "FIXTURE GPU"}, {"arch", "sm_90"}, {"driver_version", "0.0"},
+          {"device", {{"vendor", amd ? "amd" : "nvidia"}, {"name", "FIXTURE GPU"}, {"arch", amd ? "gfx942" : "sm_90"},
+                      {"driver_version", "0.0"},
                       {"sm_count", 132}, {"l2_bytes", 52428800}, {"memory_bytes", 85899345920LL}}},
           {"options", json::object()}, {"references", json::array()}, {"notes", json::array()}};
 }
@@ -31,17 +32,18 @@ json fixtureResult(const json& kernel, const std::string& status, double gflops,
                          {"max_threads_per_block", 1024}}}};
 }
 
-// Bundles `trials` h100 kernels of a workload and imports fixture results for them (all correct,
-// GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
-void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials) {
+// Bundles `trials` kernels of a workload (h100 unless named) and imports fixture results for them
+// (all correct, GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
+void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials,
+                       const std::string& target = "h100") {
   std::string dir = tmp("bundle-" + shape);
   std::filesystem::remove_all(dir);
-  Outcome r = tune("--op gemm --target h100 --dtype " + dtype + " --shape " + shape + " --trials " +
+  Outcome r = tune("--op gemm --target " + target + " --dtype " + dtype + " --shape " + shape + " --trials " +
                    std::to_string(trials) + " --strategy random --seed 3 --measure bundle --out " + dir +
                    " --db " + db + " --quiet");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   json m = json::parse(slurp(dir + "/manifest.json"));
-  json res = fixtureResultsHeader(), results = json::array();
+  json res = fixtureResultsHeader(target == "mi300"), results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
     results.push_back(fixtureResult(k, "ok", g, {1e-3}, 1e-3, 0.0, 64));
@@ -325,5 +327,53 @@ TEST(GpuExport, LibraryAppliedByMlirOptAndTuneCompileAgree) {
     std::filesystem::remove(out + "." + f + ".ptx");
     std::filesystem::remove(amd + "." + f + ".hsaco");
   }
+  removeDb(db);
+}
+
+// MI300 with matrix cores: the exported library names Sextant's MFMA pass; sextant-opt applies it
+// and lowers with the printed pipeline to the code object tune compile writes, which holds MFMA
+// instructions. A stock mlir-opt refuses the library, naming the pass.
+TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
+  const std::string db = tmp("mi300-export.db"), lib = tmp("mi300-lib.mlir"), out = tmp("mi300-model.mlir");
+  const std::string tools = SEXTANT_LLVM_TOOLS, lowered = tmp("mi300-lowered.mlir"), proj = tmp("mi300-proj.mlir");
+  removeDb(db);
+  fixtureTunedGpuDb(db, "f16", "256x256x128", 3, "mi300");
+  Outcome ex = tune("export --db " + db + " --target mi300 --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
+  EXPECT_NE(slurp(lib).find("\"sextant-vector-to-mfma\""), std::string::npos);
+  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
+  size_t lp = ex.out.find(marker);
+  ASSERT_NE(lp, std::string::npos) << ex.out;
+  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  {
+    std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
+    std::ofstream(proj) << text.substr(0, text.find("func.func @small"));  // the tuned f16 GEMM alone
+  }
+  Outcome c = tune("compile " + proj + " --db " + db + " --target mi300 -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:256x256x128:f16*f16->f32   tuned (record"), std::string::npos) << c.out;
+  // The printed pipeline names /opt/rocm; here lld 22 sits under the prefix tune compile made.
+  const std::string toolkit = (std::filesystem::temp_directory_path() / ("sextant-rocm-" + std::to_string(getuid()))).string();
+  pipeline = std::regex_replace(pipeline, std::regex("toolkit=/opt/rocm"), "toolkit=" + toolkit);
+  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
+                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
+                   lowered + ")");
+  ASSERT_EQ(low.code, 0) << low.err;
+  auto object = [](const std::string& module) {
+    size_t p = module.find("gpu.binary @proj_kernel");
+    return p == std::string::npos ? std::string() : module.substr(p, module.find('\n', p) - p);
+  };
+  EXPECT_FALSE(object(slurp(out)).empty());
+  EXPECT_TRUE(object(slurp(out)) == object(slurp(lowered))) << "tune compile and sextant-opt differ";
+  Outcome dis = sh(tools + "/llvm-objdump -d --mcpu=gfx942 " + out + ".proj.hsaco");
+  ASSERT_EQ(dis.code, 0) << dis.err;
+  EXPECT_NE(dis.out.find("v_mfma_f32_"), std::string::npos);
+  EXPECT_EQ(dis.out.find("v_fma_mix"), std::string::npos);  // no FMA inner loop
+  Outcome stock = sh(tools + "/mlir-opt " + proj + " --transform-preload-library=transform-library-paths=" + lib +
+                     " --transform-interpreter -o /dev/null");
+  EXPECT_NE(stock.code, 0);
+  EXPECT_NE(stock.err.find("sextant-vector-to-mfma"), std::string::npos) << stock.err;
+  for (const std::string& f : {lib, out, lowered, proj, out + ".proj.hsaco"}) std::filesystem::remove(f);
   removeDb(db);
 }

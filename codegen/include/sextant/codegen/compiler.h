@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sextant/codegen/mfma.h"
 #include "sextant/common/result.h"
 
 namespace sextant {
@@ -36,6 +37,10 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
                                 int threads = 1);
 
+// Registers Sextant's own MLIR passes (sextant-vector-to-mfma) with MLIR's pass registry; done by
+// every compilation here, and by sextant-opt (mlir-opt with them).
+void registerSextantPasses();
+
 // GPU GEMM compilation, in stages: the main schedule (stage 1), the vector->nvgpu conversion
 // (tensor cores), the pipelining schedule, workgroup buffers made static shared memory, kernel
 // outlining (the launch is read here, before lowering), then NVVM -> PTX text (format=isa,
@@ -45,13 +50,15 @@ struct GpuCompileRequest {
   std::string schedule;           // emitGpuGemmSchedule
   std::string pipeline_schedule;  // emitGpuPipelineSchedule (may be empty)
   int64_t pipeline_depth = 1;
-  bool mma = false;               // run convert-vector-to-gpu{use-nvgpu}
+  bool mma = false;               // NVIDIA: run convert-vector-to-gpu{use-nvgpu}; AMD: the MFMA rewrite
+  MfmaIntrinsic mfma;             // AMD with mma: the intrinsic the contracts become
   bool swizzle = false;           // run nvgpu-optimize-shared-memory
   bool nvidia = true;             // else AMD
   std::string chip;               // sm_90, sm_80, gfx942
   std::string features;           // +ptx80 ...
   std::string out_path;           // the kernel file: PTX text (NVIDIA) or HSACO (AMD)
   std::string rocm_toolkit;       // AMD: a prefix whose llvm/bin/ld.lld is lld 22
+  bool keep_ir = false;           // GpuKernelInfo::scheduled_ir (tests: the kernel run on a CPU model)
 };
 struct GpuKernelInfo {
   std::string name;                 // kernel symbol
@@ -59,6 +66,8 @@ struct GpuKernelInfo {
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int64_t async_groups_per_iteration = 0;  // cp.async commit groups per steady-state iteration
   std::map<std::string, int64_t> stats;    // AMD: code-object metadata (vgpr_count, ...)
+  std::string scheduled_ir;                // with keep_ir: the module after every schedule and rewrite,
+                                           // before outlining and lowering (gpu.launch in the host function)
 };
 CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info);
 

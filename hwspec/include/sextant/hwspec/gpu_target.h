@@ -29,6 +29,7 @@ struct GpuTargetInfo {
   int64_t l2_bytes = 0;
   double fp32_tflops = 0, fp16_tflops = 0;
   bool has_mma_sync = false;    // NVIDIA sm_80+: mma.sync tensor cores reachable from MLIR 22
+  bool has_mfma = false;        // AMD CDNA2/3 (gfx90a, gfx942): MFMA matrix cores via amdgpu.mfma
   bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
 };
 

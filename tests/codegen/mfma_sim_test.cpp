@@ -1,0 +1,495 @@
+// The MFMA route end to end without an AMD GPU (none can be reached): a kernel is compiled for
+// gfx942 as the tuner compiles it, and the scheduled IR (after the MFMA rewrite, before outlining)
+// is run on the CPU by a small lock-step interpreter — every thread of a block executes each op
+// before the next one, amdgpu.mfma is applied per wave through the independent instruction model
+// (mfma_isa_model.h) — and C must equal A x B exactly (small integers). This checks the rewrite's
+// index arithmetic for every layout, beyond the layout tables themselves. The interpreter knows
+// the ops these kernels contain and fails on any other. A deliberately wrong instruction model
+// must make the comparison fail.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "mfma_isa_model.h"
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/gpu_schedule.h"
+
+namespace sextant {
+namespace {
+
+using namespace mlir;
+using Vec = std::vector<double>;
+
+struct Buf {
+  std::shared_ptr<Vec> data;
+  std::vector<int64_t> shape, strides;
+  int64_t offset = 0;
+  double& at(const std::vector<int64_t>& idx) {
+    int64_t o = offset;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      if (idx[d] < 0 || idx[d] >= shape[d]) throw std::runtime_error("out-of-bounds access");
+      o += idx[d] * strides[d];
+    }
+    return (*data)[o];
+  }
+};
+
+Buf makeBuf(std::vector<int64_t> shape) {
+  Buf b;
+  b.shape = shape;
+  b.strides.assign(shape.size(), 1);
+  int64_t n = 1;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) b.strides[d] = n, n *= shape[d];
+  b.data = std::make_shared<Vec>(n, 0.0);
+  return b;
+}
+
+std::vector<int64_t> shapeOf(Type t) {
+  if (auto v = llvm::dyn_cast<VectorType>(t)) return {v.getShape().begin(), v.getShape().end()};
+  return {};
+}
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  return n;
+}
+
+struct Interp {
+  int64_t threads = 0;
+  bool wrong_model = false;  // the negative control: accumulator lanes of the model rotated
+  std::array<int64_t, 3> block{}, grid{}, block_id{};
+  llvm::DenseMap<Value, std::vector<Vec>> vals;  // per thread
+  llvm::DenseMap<Value, Buf> bufs;
+  std::map<std::string, Buf> globals;
+
+  [[noreturn]] void fail(Operation* op, const std::string& why) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << op->getName() << " at " << op->getLoc() << ": " << why;
+    throw std::runtime_error(s);
+  }
+
+  std::vector<Vec>& get(Value v) {
+    auto it = vals.find(v);
+    if (it != vals.end()) return it->second;
+    if (auto c = v.getDefiningOp<arith::ConstantOp>()) {
+      run(c);
+      return vals[v];
+    }
+    if (Operation* def = v.getDefiningOp(); def && def->getName().getStringRef() == "ub.poison") {
+      // Poison: NaN, so that any element of it reaching C fails the comparison.
+      setAll(v, Vec(std::max<int64_t>(1, numel(shapeOf(v.getType()))), std::nan("")));
+      return vals[v];
+    }
+    std::string d;
+    llvm::raw_string_ostream os(d);
+    if (Operation* def = v.getDefiningOp()) os << def->getName() << " at " << def->getLoc();
+    else os << "a block argument";
+    throw std::runtime_error("value used before definition: " + d);
+  }
+  int64_t uniform(Value v) {
+    auto& x = get(v);
+    for (auto& t : x)
+      if (t[0] != x[0][0]) throw std::runtime_error("a loop bound differs across threads");
+    return int64_t(x[0][0]);
+  }
+  void setAll(Value v, const Vec& x) { vals[v] = std::vector<Vec>(threads, x); }
+
+  Buf& buf(Value v) {
+    auto it = bufs.find(v);
+    if (it == bufs.end()) throw std::runtime_error("unknown buffer");
+    return it->second;
+  }
+
+  std::vector<int64_t> indices(ValueRange ind, int64_t t) {
+    std::vector<int64_t> out;
+    for (Value v : ind) out.push_back(int64_t(get(v)[t][0]));
+    return out;
+  }
+
+  // vector.transfer_read / transfer_write: vector element v sits at base + v along the memref
+  // dimensions the permutation map names (constant results broadcast).
+  template <typename T>
+  void transfer(T op, bool read) {
+    Buf& b = buf(op.getBase());
+    AffineMap perm = op.getPermutationMap();
+    auto shape = shapeOf(op.getVectorType());
+    int64_t n = numel(shape);
+    std::vector<Vec> out(threads, Vec(n));
+    for (int64_t t = 0; t < threads; ++t) {
+      auto base = indices(op.getIndices(), t);
+      for (int64_t e = 0; e < n; ++e) {
+        auto idx = base;
+        int64_t rest = e;
+        for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+          int64_t vi = rest % shape[d];
+          rest /= shape[d];
+          if (auto de = llvm::dyn_cast<AffineDimExpr>(perm.getResult(unsigned(d)))) idx[de.getPosition()] += vi;
+        }
+        if (read) out[t][e] = b.at(idx);
+        else b.at(idx) = get(op->getOperand(0))[t][e];
+      }
+    }
+    if (read) vals[op->getResult(0)] = out;
+  }
+
+  void mfma(amdgpu::MFMAOp op) {
+    MfmaIntrinsic mi;
+    mi.m = op.getM(), mi.n = op.getN(), mi.k = op.getK();
+    if (op.getBlocks() != 1 || op.getCbsz() != 0 || op.getAbid() != 0 || op.getBlgp() != amdgpu::MFMAPermB::none)
+      fail(op, "only plain single-block MFMA is modelled");
+    if (threads % 64) fail(op, "threads are not whole waves");
+    auto &a = get(op.getSourceA()), &b = get(op.getSourceB()), &c = get(op.getDestC());
+    std::vector<Vec> d(threads);
+    for (int64_t w = 0; w < threads / 64; ++w) {
+      std::vector<Vec> wa(a.begin() + 64 * w, a.begin() + 64 * w + 64), wb(b.begin() + 64 * w, b.begin() + 64 * w + 64),
+          wc(c.begin() + 64 * w, c.begin() + 64 * w + 64);
+      test::isaMfma(mi, wa, wb, wc);
+      for (int64_t l = 0; l < 64; ++l) d[64 * w + (wrong_model ? (l + 1) % 64 : l)] = wc[l];
+    }
+    vals[op.getResult()] = d;
+  }
+
+  // Flat offset and length of the sub-vector at a (static or per-thread dynamic) position.
+  std::pair<int64_t, int64_t> position(const SmallVector<OpFoldResult>& pos, const std::vector<int64_t>& shape, int64_t t) {
+    int64_t off = 0, stride = numel(shape);
+    for (size_t d = 0; d < pos.size(); ++d) {
+      int64_t p = 0;
+      if (auto a = llvm::dyn_cast_if_present<Attribute>(pos[d])) p = llvm::cast<IntegerAttr>(a).getInt();
+      else p = int64_t(get(llvm::cast<Value>(pos[d]))[t][0]);
+      stride /= shape[d], off += p * stride;
+    }
+    return {off, stride};
+  }
+
+  void runBlock(Block& blk) {
+    for (Operation& op : blk) run(&op);
+  }
+
+  void intBinary(Operation* op, const std::function<int64_t(int64_t, int64_t)>& f) {
+    auto &x = get(op->getOperand(0)), &y = get(op->getOperand(1));
+    std::vector<Vec> out(threads);
+    for (int64_t t = 0; t < threads; ++t) {
+      out[t].resize(x[t].size());
+      for (size_t e = 0; e < x[t].size(); ++e) out[t][e] = double(f(int64_t(x[t][e]), int64_t(y[t][e])));
+    }
+    vals[op->getResult(0)] = out;
+  }
+
+  void run(Operation* op) {
+    std::string name = op->getName().getStringRef().str();
+    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      Attribute a = c.getValue();
+      if (auto i = llvm::dyn_cast<IntegerAttr>(a)) return setAll(c, {double(i.getInt())});
+      if (auto f = llvm::dyn_cast<FloatAttr>(a)) return setAll(c, {f.getValueAsDouble()});
+      if (auto d = llvm::dyn_cast<DenseFPElementsAttr>(a)) {
+        Vec x;
+        for (APFloat v : d.getValues<APFloat>()) x.push_back(v.convertToDouble());
+        return setAll(c, x);
+      }
+      if (auto d = llvm::dyn_cast<DenseIntElementsAttr>(a)) {
+        Vec x;
+        for (APInt v : d.getValues<APInt>()) x.push_back(double(v.getSExtValue()));
+        return setAll(c, x);
+      }
+      fail(op, "constant kind");
+    }
+    if (auto tid = llvm::dyn_cast<gpu::ThreadIdOp>(op)) {
+      std::vector<Vec> out(threads);
+      for (int64_t t = 0; t < threads; ++t) out[t] = {tid.getDimension() == gpu::Dimension::x ? double(t) : 0.0};
+      vals[tid] = out;
+      return;
+    }
+    if (auto bid = llvm::dyn_cast<gpu::BlockIdOp>(op))
+      return setAll(bid, {double(block_id[int(bid.getDimension())])});
+    if (auto bd = llvm::dyn_cast<gpu::BlockDimOp>(op)) return setAll(bd, {double(block[int(bd.getDimension())])});
+    if (auto gd = llvm::dyn_cast<gpu::GridDimOp>(op)) return setAll(gd, {double(grid[int(gd.getDimension())])});
+    if (llvm::isa<gpu::BarrierOp, gpu::TerminatorOp, memref::DeallocOp>(op)) return;  // lock-step: barriers hold
+    if (name == "arith.addi") return intBinary(op, [](int64_t a, int64_t b) { return a + b; });
+    if (name == "arith.subi") return intBinary(op, [](int64_t a, int64_t b) { return a - b; });
+    if (name == "arith.muli") return intBinary(op, [](int64_t a, int64_t b) { return a * b; });
+    if (name == "arith.divui" || name == "arith.divsi") return intBinary(op, [](int64_t a, int64_t b) { return a / b; });
+    if (name == "arith.remui" || name == "arith.remsi") return intBinary(op, [](int64_t a, int64_t b) { return a % b; });
+    if (name == "arith.floordivsi")
+      return intBinary(op, [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); });
+    if (auto ap = llvm::dyn_cast<affine::AffineApplyOp>(op)) {
+      std::vector<Vec> out(threads);
+      for (int64_t t = 0; t < threads; ++t) {
+        SmallVector<Attribute> in;
+        for (Value v : ap.getMapOperands()) in.push_back(IntegerAttr::get(IndexType::get(op->getContext()), int64_t(get(v)[t][0])));
+        SmallVector<Attribute> res;
+        if (failed(ap.getAffineMap().constantFold(in, res))) fail(op, "affine map does not fold");
+        out[t] = {double(llvm::cast<IntegerAttr>(res[0]).getInt())};
+      }
+      vals[ap] = out;
+      return;
+    }
+    if (auto a = llvm::dyn_cast<memref::AllocOp>(op)) return void(bufs[a] = makeBuf(a.getType().getShape().vec()));
+    if (auto a = llvm::dyn_cast<memref::AllocaOp>(op)) return void(bufs[a] = makeBuf(a.getType().getShape().vec()));
+    if (auto g = llvm::dyn_cast<memref::GetGlobalOp>(op)) {
+      auto it = globals.find(g.getName().str());
+      if (it == globals.end()) it = globals.emplace(g.getName().str(), makeBuf(g.getType().getShape().vec())).first;
+      bufs[g] = it->second;
+      return;
+    }
+    if (auto r = llvm::dyn_cast<vector::TransferReadOp>(op)) {
+      if (r.getMask()) fail(op, "masked transfer");
+      return transfer(r, true);
+    }
+    if (auto w = llvm::dyn_cast<vector::TransferWriteOp>(op)) {
+      if (w.getMask()) fail(op, "masked transfer");
+      return transfer(w, false);
+    }
+    if (auto m = llvm::dyn_cast<amdgpu::MFMAOp>(op)) return mfma(m);
+    // Contiguous loads and stores along the innermost dimension.
+    if (llvm::isa<vector::LoadOp, memref::LoadOp>(op)) {
+      Buf& b = buf(op->getOperand(0));
+      int64_t n = std::max<int64_t>(1, numel(shapeOf(op->getResult(0).getType())));
+      std::vector<Vec> out(threads, Vec(n));
+      for (int64_t t = 0; t < threads; ++t) {
+        auto idx = indices(op->getOperands().drop_front(), t);
+        for (int64_t e = 0; e < n; ++e, ++idx.back()) out[t][e] = b.at(idx);
+      }
+      vals[op->getResult(0)] = out;
+      return;
+    }
+    if (llvm::isa<vector::StoreOp, memref::StoreOp>(op)) {
+      Buf& b = buf(op->getOperand(1));
+      for (int64_t t = 0; t < threads; ++t) {
+        auto idx = indices(op->getOperands().drop_front(2), t);
+        const Vec& v = get(op->getOperand(0))[t];
+        for (size_t e = 0; e < v.size(); ++e, ++idx.back()) b.at(idx) = v[e];
+      }
+      return;
+    }
+    if (auto x = llvm::dyn_cast<vector::ExtractOp>(op)) {
+      auto src = shapeOf(x.getSource().getType());
+      std::vector<Vec> out(threads);
+      for (int64_t t = 0; t < threads; ++t) {
+        auto [off, stride] = position(x.getMixedPosition(), src, t);
+        auto& v = get(x.getSource())[t];
+        out[t] = Vec(v.begin() + off, v.begin() + off + stride);
+      }
+      vals[x] = out;
+      return;
+    }
+    if (auto x = llvm::dyn_cast<vector::InsertOp>(op)) {
+      auto dst = shapeOf(x.getDest().getType());
+      std::vector<Vec> out = get(x.getDest());
+      for (int64_t t = 0; t < threads; ++t) {
+        auto [off, stride] = position(x.getMixedPosition(), dst, t);
+        auto& v = get(x.getValueToStore())[t];
+        for (size_t e = 0; e < v.size(); ++e) out[t][off + e] = v[e];
+      }
+      vals[x] = out;
+      return;
+    }
+    if (auto bc = llvm::dyn_cast<vector::BroadcastOp>(op)) {
+      int64_t n = numel(shapeOf(bc.getType()));
+      std::vector<Vec> out(threads, Vec(n));
+      for (int64_t t = 0; t < threads; ++t) {
+        auto& v = get(bc.getSource())[t];
+        for (int64_t e = 0; e < n; ++e) out[t][e] = v[e % v.size()];
+      }
+      vals[bc] = out;
+      return;
+    }
+    if (llvm::isa<vector::ShapeCastOp, arith::ExtFOp, arith::TruncFOp, arith::IndexCastOp>(op))
+      return void(vals[op->getResult(0)] = get(op->getOperand(0)));  // values are exact small integers
+    if (auto fe = llvm::dyn_cast<vector::FromElementsOp>(op)) {
+      std::vector<Vec> out(threads);
+      for (int64_t t = 0; t < threads; ++t)
+        for (Value e : fe.getElements()) out[t].push_back(get(e)[t][0]);
+      vals[fe] = out;
+      return;
+    }
+    if (auto s = llvm::dyn_cast<vector::InsertStridedSliceOp>(op)) {
+      if (s.getSourceVectorType().getRank() != 1 || s.getDestVectorType().getRank() != 1) fail(op, "rank > 1");
+      int64_t off = llvm::cast<IntegerAttr>(s.getOffsets()[0]).getInt();
+      auto &src = get(s.getValueToStore()), &dst = get(s.getDest());
+      std::vector<Vec> out = dst;
+      for (int64_t t = 0; t < threads; ++t)
+        for (size_t e = 0; e < src[t].size(); ++e) out[t][off + e] = src[t][e];
+      vals[s] = out;
+      return;
+    }
+    if (auto s = llvm::dyn_cast<vector::ExtractStridedSliceOp>(op)) {
+      if (s.getSourceVectorType().getRank() != 1) fail(op, "rank > 1");
+      int64_t off = llvm::cast<IntegerAttr>(s.getOffsets()[0]).getInt();
+      int64_t len = llvm::cast<IntegerAttr>(s.getSizes()[0]).getInt();
+      auto& src = get(s.getSource());
+      std::vector<Vec> out(threads);
+      for (int64_t t = 0; t < threads; ++t) out[t] = Vec(src[t].begin() + off, src[t].begin() + off + len);
+      vals[s] = out;
+      return;
+    }
+    if (auto f = llvm::dyn_cast<scf::ForOp>(op)) {
+      int64_t lo = uniform(f.getLowerBound()), hi = uniform(f.getUpperBound()), st = uniform(f.getStep());
+      std::vector<std::vector<Vec>> carried;
+      for (Value v : f.getInitArgs()) carried.push_back(get(v));
+      Block& body = *f.getBody();
+      for (int64_t i = lo; i < hi; i += st) {
+        setAll(f.getInductionVar(), {double(i)});
+        for (size_t j = 0; j < carried.size(); ++j) vals[f.getRegionIterArgs()[j]] = carried[j];
+        for (Operation& inner : body.without_terminator()) run(&inner);
+        auto y = llvm::cast<scf::YieldOp>(body.getTerminator());
+        for (size_t j = 0; j < carried.size(); ++j) carried[j] = get(y.getOperand(unsigned(j)));
+      }
+      for (size_t j = 0; j < carried.size(); ++j) vals[f.getResult(unsigned(j))] = carried[j];
+      return;
+    }
+    fail(op, "not modelled");
+  }
+};
+
+struct Case {
+  std::string key, knobs;
+};
+
+// Compiles `c` for mi300 as the tuner does, runs the scheduled kernel on the interpreter, and
+// returns the largest |C - A x B|; throws on anything the interpreter cannot run.
+double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr) {
+  auto t = resolveTarget("mi300");
+  auto g = gpuTargetInfo(*t);
+  auto w = *parseWorkloadKey(c.key);
+  Space s = buildGpuGemmSpace(w, *g);
+  auto cand = s.fromKey(c.knobs);
+  if (!cand.ok()) throw std::runtime_error(cand.error());
+  if (!s.isValid(*cand)) throw std::runtime_error("invalid candidate " + c.knobs);
+  GpuPlan p = *planGpuGemm(w, s, *cand);
+  if (p.mfma.m == 0) throw std::runtime_error("not an MFMA candidate");
+  GpuCompileRequest r;
+  r.payload = w.payloadMlir();
+  r.schedule = emitGpuGemmSchedule(w, s, *cand);
+  r.pipeline_schedule = emitGpuPipelineSchedule(p);
+  r.pipeline_depth = p.pipeline;
+  r.mma = p.mma;
+  r.mfma = p.mfma;
+  r.nvidia = false;
+  r.chip = g->chip;
+  r.keep_ir = true;
+  r.out_path = ::testing::TempDir() + "/mfma_sim_" + std::to_string(getpid()) + ".hsaco";
+  GpuKernelInfo info;
+  CompileOutcome out = compileGpuGemm(r, info);
+  if (!out.ok) throw std::runtime_error("compile failed at " + out.stage + ": " + out.message);
+  if (mfma_seen) *mfma_seen = info.scheduled_ir;
+
+  DialectRegistry reg;
+  registerAllDialects(reg);
+  MLIRContext ctx(reg);
+  ctx.loadAllAvailableDialects();
+  auto mod = parseSourceString<ModuleOp>(info.scheduled_ir, &ctx);
+  if (!mod) throw std::runtime_error("scheduled IR does not parse");
+  func::FuncOp fn;
+  mod->walk([&](func::FuncOp f) {
+    if (f.getSymName() == "sextant_gemm") fn = f;
+  });
+  gpu::LaunchOp launch;
+  fn.walk([&](gpu::LaunchOp l) { launch = l; });
+  if (!launch) throw std::runtime_error("no gpu.launch");
+
+  // Operands with the payload's layouts, small integers (exact in f16/bf16 and in f32 sums).
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(-4, 4);
+  Buf A = makeBuf(llvm::cast<MemRefType>(fn.getArgument(0).getType()).getShape().vec());
+  Buf B = makeBuf(llvm::cast<MemRefType>(fn.getArgument(1).getType()).getShape().vec());
+  Buf C = makeBuf({w.m, w.n});
+  for (auto* b : {&A, &B})
+    for (double& x : *b->data) x = d(rng);
+  for (double& x : *C.data) x = 12345;  // the kernel must initialise C itself
+  const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
+  auto a_at = [&](int64_t i, int64_t k) { return ta ? A.at({k, i}) : A.at({i, k}); };
+  auto b_at = [&](int64_t k, int64_t j) { return tb ? B.at({j, k}) : B.at({k, j}); };
+
+  Interp in;
+  in.wrong_model = wrong_model;
+  auto cst = [&](Value v) {
+    auto c = v.getDefiningOp<arith::ConstantIndexOp>();
+    if (!c) throw std::runtime_error("launch size is not a constant");
+    return c.value();
+  };
+  in.grid = {cst(launch.getGridSizeX()), cst(launch.getGridSizeY()), cst(launch.getGridSizeZ())};
+  in.block = {cst(launch.getBlockSizeX()), cst(launch.getBlockSizeY()), cst(launch.getBlockSizeZ())};
+  if (in.block[1] != 1 || in.block[2] != 1) throw std::runtime_error("expected a 1-D block");
+  in.threads = in.block[0];
+  for (int64_t by = 0; by < in.grid[1]; ++by)
+    for (int64_t bx = 0; bx < in.grid[0]; ++bx) {
+      in.vals.clear();
+      in.bufs.clear();
+      in.globals.clear();
+      in.bufs[fn.getArgument(0)] = A, in.bufs[fn.getArgument(1)] = B, in.bufs[fn.getArgument(2)] = C;
+      in.block_id = {bx, by, 0};
+      auto ids = launch.getBlockIds();
+      in.setAll(ids.x, {double(bx)}), in.setAll(ids.y, {double(by)}), in.setAll(ids.z, {0.0});
+      auto tids = launch.getThreadIds();
+      std::vector<Vec> tx(in.threads);
+      for (int64_t t = 0; t < in.threads; ++t) tx[t] = {double(t)};
+      in.vals[tids.x] = tx, in.setAll(tids.y, {0.0}), in.setAll(tids.z, {0.0});
+      auto gs = launch.getGridSize(), bs = launch.getBlockSize();
+      in.setAll(gs.x, {double(in.grid[0])}), in.setAll(gs.y, {double(in.grid[1])}), in.setAll(gs.z, {1.0});
+      in.setAll(bs.x, {double(in.block[0])}), in.setAll(bs.y, {1.0}), in.setAll(bs.z, {1.0});
+      in.runBlock(launch.getBody().front());
+    }
+  double worst = 0;
+  for (int64_t i = 0; i < w.m; ++i)
+    for (int64_t j = 0; j < w.n; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < w.k; ++k) want += a_at(i, k) * b_at(k, j);
+      double e = std::abs(C.at({i, j}) - want);
+      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+    }
+  return worst;
+}
+
+const std::vector<Case> kCases = {
+    // 32x32x8, 4 waves of one intrinsic tile each, two K steps of the block loop.
+    {"gemm:NN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0"},
+    // 16x16x16, waves of 2x4 intrinsic tiles, a non-square block.
+    {"gemm:NN:64x128x32:f16*f16->f32",
+     "block_m=32,block_n=128,block_k=32,mma=2,warp_m=32,warp_n=64,thread_m=2,thread_n=1,copy_bits=64,pipeline=1,swizzle=0"},
+    // bf16 with B stored transposed (NT), 32x32x8 with 2x2 tiles per wave.
+    {"gemm:NT:128x64x64:bf16*bf16->f32",
+     "block_m=128,block_n=64,block_k=16,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0"},
+    // f16 with A stored transposed (TN), 16x16x16.
+    {"gemm:TN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=32,block_k=64,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0"},
+};
+
+TEST(MfmaSim, KernelsComputeTheProductOnTheInstructionModel) {
+  for (const auto& c : kCases) {
+    std::string ir;
+    double err = -1;
+    try {
+      err = runCase(c, false, &ir);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.key << " " << c.knobs << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(err, 0.0) << c.key << " " << c.knobs;
+    EXPECT_NE(ir.find("amdgpu.mfma"), std::string::npos) << c.key;
+    EXPECT_EQ(ir.find("vector.contract"), std::string::npos) << c.key;
+  }
+}
+
+TEST(MfmaSim, AWrongInstructionModelIsCaught) {
+  double err = runCase(kCases[0], true);
+  EXPECT_GT(err, 0.0);
+}
+
+}  // namespace
+}  // namespace sextant
