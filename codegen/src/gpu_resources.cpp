@@ -16,6 +16,7 @@ std::map<std::string, int64_t> GpuResources::toMap() const {
   std::map<std::string, int64_t> m{{"registers", registers}, {"spill_bytes", spill_bytes},
                                    {"stack_bytes", stack_bytes}, {"smem_bytes", smem_bytes}};
   if (sgprs >= 0) m["sgprs"] = sgprs;
+  if (agprs >= 0) m["agprs"] = agprs;
   return m;
 }
 
@@ -109,6 +110,7 @@ GpuResources fromAmdgpuMetadata(const std::map<std::string, int64_t>& md) {
   // For gfx90a and later, .vgpr_count is the unified total (ArchVGPRs + AccVGPRs).
   r.registers = get("vgpr_count");
   r.sgprs = get("sgpr_count");
+  r.agprs = get("agpr_count");
   r.spill_bytes = get("vgpr_spill_count") + get("sgpr_spill_count");
   r.stack_bytes = get("private_segment_fixed_size");
   r.smem_bytes = get("group_segment_fixed_size");
@@ -122,7 +124,8 @@ Preflight preflightCheck(const GpuTargetInfo& g, const GpuResources& r, int64_t 
   if (threads > g.max_threads_per_block)
     why << threads << " threads per block > " << g.max_threads_per_block;
   else if (r.registers > g.max_regs_per_thread)
-    why << r.registers << " registers per thread > " << g.max_regs_per_thread;
+    why << r.registers << " registers per thread" << (r.agprs > 0 ? " (" + std::to_string(r.agprs) + " of them AGPRs)" : "")
+        << " > " << g.max_regs_per_thread;
   else if (r.smem_bytes > g.smem_per_block_static_bytes)
     why << r.smem_bytes << " bytes of static shared memory > " << g.smem_per_block_static_bytes;
   else if (p.occupancy.blocks_per_cu == 0)

@@ -135,7 +135,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       if (res_error.empty())
         j["resources"] = {{"source", res.source},           {"registers", res.registers}, {"sgprs", res.sgprs},
                           {"spill_bytes", res.spill_bytes}, {"stack_bytes", res.stack_bytes},
-                          {"smem_bytes", res.smem_bytes}};
+                          {"smem_bytes", res.smem_bytes}, {"agprs", res.agprs}};
       else
         j["resources_error"] = res_error;
       return j.dump();
@@ -171,7 +171,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       const json& r = j["resources"];
       c.res.source = r["source"];
       c.res.registers = r["registers"], c.res.sgprs = r["sgprs"], c.res.spill_bytes = r["spill_bytes"];
-      c.res.stack_bytes = r["stack_bytes"], c.res.smem_bytes = r["smem_bytes"];
+      c.res.stack_bytes = r["stack_bytes"], c.res.smem_bytes = r["smem_bytes"], c.res.agprs = r.value("agprs", -1);
       c.have_res = true;
     } else {
       c.res_error = j.value("resources_error", std::string());

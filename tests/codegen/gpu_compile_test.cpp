@@ -173,6 +173,60 @@ TEST(GpuCodegen, Gfx942CodeObjectWithLdsAndMetadata) {
   std::filesystem::remove(dis);
 }
 
+// MFMA on gfx942, one candidate per intrinsic and operand type: the disassembled code object holds
+// the planned instruction, as many per K step of the block loop as the plan says (block tile /
+// intrinsic tile x K chunk / intrinsic K, over the waves), and no FMA inner loop; the metadata
+// pass pre-flight (AGPRs reported).
+TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
+  struct Case {
+    std::string key, knobs, mnemonic;
+  };
+  const std::vector<Case> cases = {
+      {"gemm:NN:256x256x256:f16*f16->f32",
+       "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0",
+       "v_mfma_f32_32x32x8_f16"},
+      {"gemm:NN:256x256x256:f16*f16->f32",
+       "block_m=64,block_n=128,block_k=32,mma=2,warp_m=32,warp_n=64,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0",
+       "v_mfma_f32_16x16x16_f16"},
+      {"gemm:NT:256x256x256:bf16*bf16->f32",
+       "block_m=128,block_n=64,block_k=32,mma=1,warp_m=64,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0",
+       "v_mfma_f32_32x32x8_bf16"},
+      {"gemm:TN:256x256x256:bf16*bf16->f32",
+       "block_m=64,block_n=64,block_k=64,mma=2,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0",
+       "v_mfma_f32_16x16x16_bf16"},
+  };
+  auto g = gpuTargetInfo(*resolveTarget("mi300"));
+  for (const auto& c : cases) {
+    Built b = build("mi300", c.key, c.knobs);
+    ASSERT_TRUE(b.out.ok) << c.knobs << ": " << b.out.stage << ": " << b.out.message.substr(0, 2000);
+    const GpuPlan& p = b.plan;
+    ASSERT_EQ(p.mfma.name(), c.mnemonic);
+    std::string dis = b.path + ".s";
+    ASSERT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
+    std::string isa = slurp(dis);
+    // Per wave and K chunk: (warp_m / m) x (warp_n / n) tiles x (block_k / k) steps; the K loop over
+    // 256 / block_k chunks may be unrolled, so the whole kernel holds a multiple of it.
+    const int64_t per_chunk = (p.warp_m / p.mfma.m) * (p.warp_n / p.mfma.n) * (p.block_k / p.mfma.k);
+    const int64_t n = count(isa, c.mnemonic + " ");
+    EXPECT_GT(n, 0) << c.knobs;
+    EXPECT_EQ(n % per_chunk, 0) << c.knobs << ": " << n << " MFMAs, " << per_chunk << " per K chunk";
+    EXPECT_LE(n, per_chunk * (256 / p.block_k)) << c.knobs;
+    EXPECT_EQ(count(isa, "v_mfma"), n) << "another MFMA form than planned";
+    EXPECT_EQ(count(isa, "v_fma_mix") + count(isa, "v_pk_fma") + count(isa, "v_fmac_f32"), 0) << c.knobs;
+    ASSERT_TRUE(b.info.stats.count("agpr_count"));
+    GpuResources r = fromAmdgpuMetadata(b.info.stats);
+    EXPECT_GE(r.agprs, 0);
+    EXPECT_TRUE(preflightCheck(*g, r, p.threads).ok);
+    std::filesystem::remove(dis);
+  }
+  // Pre-flight with AGPRs: past the 512 unified registers a lane has, rejected with the reason.
+  GpuResources r;
+  r.registers = 520, r.agprs = 256, r.smem_bytes = 16384;
+  Preflight pf = preflightCheck(*g, r, 256);
+  EXPECT_FALSE(pf.ok);
+  EXPECT_NE(pf.reason.find("256 of them AGPRs"), std::string::npos) << pf.reason;
+}
+
 TEST(GpuResources, PreflightRejectsWhatCannotRun) {
   auto g = gpuTargetInfo(*resolveTarget("h100"));
   ASSERT_TRUE(g.ok());

@@ -2,6 +2,7 @@
 #include <set>
 
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_schedule.h"
 
 using namespace sextant;
 
@@ -123,5 +124,35 @@ TEST(Space, DefaultCandidateIsValid) {
   for (auto w : {gemm(1024, 1024, 1024), gemm(7, 13, 5), gemm(128, 4096, 4096)}) {
     Space s = buildCpuGemmSpace(w, avx512());
     EXPECT_TRUE(s.isValid(defaultCpuCandidate(s))) << w.key();
+  }
+}
+
+// The gfx942 MFMA space: the constraint solver against brute force over the raw product, and
+// every valid point checked against the MFMA rules stated independently here (whole intrinsic
+// tiles per wave, 1-8 waves of 64 lanes, LDS within the CU's 64 KiB, only matrix-core candidates
+// for f16/bf16).
+TEST(Space, Gfx942MfmaSpaceMatchesBruteForceAndTheRules) {
+  auto g = gpuTargetInfo(*resolveTarget("mi300"));
+  ASSERT_TRUE(g.ok());
+  for (const char* key : {"gemm:NN:512x512x256:f16*f16->f32", "gemm:NT:128x1024x512:bf16*bf16->f32",
+                          "gemm:TN:32x2048x256:f16*f16->f32"}) {
+    auto w = *parseWorkloadKey(key);
+    Space s = buildGpuGemmSpace(w, *g);
+    ASSERT_GT(s.size(), 0u) << key;
+    EXPECT_EQ(s.size(), bruteForceSize(s)) << key;
+    for (uint64_t i = 0; i < s.size(); ++i) {
+      auto p = planGpuGemm(w, s, s.at(i));
+      ASSERT_TRUE(p.ok());
+      ASSERT_TRUE(p->mma) << key;
+      const int64_t im = p->mfma.m, in = p->mfma.n;
+      ASSERT_TRUE((im == 32 && in == 32 && p->mfma.k == 8) || (im == 16 && in == 16 && p->mfma.k == 16));
+      EXPECT_EQ(p->warp_m % im, 0);
+      EXPECT_EQ(p->warp_n % in, 0);
+      const int64_t waves = (p->block_m / p->warp_m) * (p->block_n / p->warp_n);
+      EXPECT_TRUE(waves >= 1 && waves <= 8);
+      EXPECT_EQ(p->threads, 64 * waves);
+      EXPECT_LE(p->smem_bytes, 64 * 1024);
+      EXPECT_EQ(p->block_k % p->mfma.k, 0);
+    }
   }
 }

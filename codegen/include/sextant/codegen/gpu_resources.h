@@ -18,6 +18,7 @@ struct GpuResources {
   std::string source;          // "ptxas 13.0", "ptx text", "amdgpu metadata"
   int64_t registers = -1;      // per thread (unified VGPR count on AMD gfx90a+); -1: unknown
   int64_t sgprs = -1;          // AMD scalar registers
+  int64_t agprs = -1;          // AMD accumulation registers (AccVGPRs; part of `registers` on gfx90a+)
   int64_t spill_bytes = 0;     // NVIDIA spill stores + loads; AMD spilled VGPRs + SGPRs (count)
   int64_t stack_bytes = 0;     // NVIDIA stack frame / AMD private segment
   int64_t smem_bytes = -1;     // static shared memory / LDS per block
