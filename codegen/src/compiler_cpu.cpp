@@ -28,7 +28,9 @@ std::string cpuLowering(int threads) {
   const bool omp = threads > 1;
   return std::string(
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-             "buffer-deallocation-pipeline,convert-bufferization-to-memref,") +
+             // Buffers allocated in a loop (pack_b's panel, once per K chunk) are allocated once
+             // before it instead; not out of the forall (one buffer per block and thread).
+             "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,") +
          (omp ? "scf-forall-to-parallel," : "scf-forall-to-for,") +
          "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
          (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +

@@ -63,6 +63,11 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
                                 return ((m + v[0] - 1) / v[0]) * ((n + v[1] - 1) / v[1]) >= need;
                               }});
   }
+  // Packing of the B panel (issue #14): each K chunk's tile_k x tile_n panel of B copied into a
+  // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN only;
+  // records from before the knob read as 0 (B read in place, as before).
+  knobs.push_back({"pack_b", w.layout == Layout::NN ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 0: read B in place", 0});
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
 }
 
@@ -105,15 +110,36 @@ static std::string knobOp(const Knob& k, int64_t selected) {
   return o.str();
 }
 
+// Rows of the B panel copied per vector step (the copy is tiled by rows, each step one
+// rows x tile_n vector).
+static int64_t packRows(int64_t tile_k) { return tile_k % 4 == 0 ? 4 : tile_k % 2 == 0 ? 2 : 1; }
+
+// The B panel of the K chunk (%t2) copied into a contiguous buffer: a nofold pad of B, rewritten
+// as a linalg.copy into a fresh tensor and tiled by rows (vectorized at the end). The matmul on
+// the copy is %t2p.
+static std::string packB(const std::string& ind, int64_t tile_k) {
+  const std::string H = "!transform.any_op";
+  std::ostringstream o;
+  o << ind << "// pack_b: this K chunk's B panel copied into a contiguous buffer.\n"
+    << ind << "%t2p, %padb, %unused_copy = transform.structured.pad %t2 {padding_values = [0.0 : f32, 0.0 : f32, "
+    << "0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = [0, 1, 0], copy_back_op = \"none\"} : (" << H
+    << ") -> (" << H << ", " << H << ", " << H << ")\n"
+    << ind << "%bpanel = transform.structured.rewrite_in_destination_passing_style %padb : (" << H << ") -> " << H << "\n"
+    << ind << "%bcopy, %bcopy_loop = transform.structured.tile_using_for %bpanel tile_sizes [" << packRows(tile_k)
+    << ", 0] : (" << H << ") -> (" << H << ", " << H << ")\n";
+  return o.str();
+}
+
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   std::ostringstream o;
-  const char* names[] = {"%tile_m", "%tile_n", "%tile_k", "%reg_m", "%reg_n", "%unroll_k", "%reg_loop_order", "%threads"};
-  const bool threaded = k.size() > 7 && k[7].name == "threads";
-  for (size_t i = 0; i < k.size(); ++i) o << ind << names[i] << " = " << knobOp(k[i], v[i]) << "\n";
+  const bool threaded = space.knobIndex("threads") >= 0;
+  const int pack_index = space.knobIndex("pack_b");
+  const bool pack_b = pack_index >= 0 && v[pack_index] == 1 && !batched;
+  for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
   // tiled) in the other tile sizes, 1 in the vector sizes.
   const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
@@ -125,7 +151,8 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
                  : std::string())
     << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, %tile_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
+    << (pack_b ? packB(ind, v[2]) : std::string())
+    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %" << (pack_b ? "t2p" : "t2") << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
     << (n_outer ? order : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
     << ", " << H << ", " << H << ")\n"
     << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
@@ -148,6 +175,11 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ind << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
     << ind << "  transform.apply_patterns.vector.lower_outerproduct\n"
     << ind << "} : " << H << "\n";
+  if (pack_b)
+    // Last: vectorized earlier, canonicalization would fold the copy back into a slice
+    // insertion, which bufferizes to a memrefCopy call.
+    o << ind << "transform.structured.vectorize %bcopy vector_sizes [" << packRows(v[2]) << ", " << v[1] << "] : " << H
+      << "\n";
   return o.str();
 }
 

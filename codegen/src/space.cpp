@@ -142,8 +142,13 @@ Result<Candidate> Space::fromMap(const std::map<std::string, int64_t>& m) const 
       return Error{"value " + std::to_string(value) + " is not an option of knob '" + name + "'"};
     c[ki] = int(it - vs.begin());
   }
-  for (size_t i = 0; i < c.size(); ++i)
-    if (c[i] < 0) return Error{"knob '" + knobs_[i].name + "' has no value"};
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] >= 0) continue;
+    const auto& k = knobs_[i];
+    auto it = k.if_absent ? std::find(k.values.begin(), k.values.end(), *k.if_absent) : k.values.end();
+    if (it == k.values.end()) return Error{"knob '" + k.name + "' has no value"};
+    c[i] = int(it - k.values.begin());
+  }
   return c;
 }
 

@@ -69,10 +69,14 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double cols = std::ceil(rn / vw);
   const double acc = rm * cols;
   const double loads = rm + cols;  // broadcasts of A plus vector loads of B per K step
+  // The row length of B as the micro-kernels read it: tile_n with pack_b (a contiguous copy of the
+  // panel), N in place.
+  const int pack = space.knobIndex("pack_b");
+  const double b_row = pack >= 0 && v[pack] == 1 ? tn : double(w.n);
   return {lg(tm), lg(tn), lg(tk), lg(rm), lg(rn), lg(uk), float(v[6]),
           lg(tm * tk * e / l1), lg(tk * tn * e / l2), lg(tm * tn * 4 / l2), lg((tm * tk + tk * tn) * e + tm * tn * 4) - lg(llc),
           lg(tk * rn * e / l1), float(acc / loads), float(acc / cpu.vector_registers), float(cols),
-          lg(double(w.m) / tm * double(w.n) / tn), lg(double(w.k) / tk), lg(double(w.n) * e), lg(tm / rm * tn / rn),
+          lg(double(w.m) / tm * double(w.n) / tn), lg(double(w.k) / tk), lg(b_row * e), lg(tm / rm * tn / rn),
           lg(double(w.m)), lg(double(w.n)), lg(double(w.k)), w.layout == Layout::NT ? 1.f : 0.f,
           w.layout == Layout::TN ? 1.f : 0.f,
           is(rm == 1), is(rm == 2), is(rm == 4), is(rm == 8), is(rm == 16), is(cols == 1), is(cols == 2),
@@ -82,7 +86,7 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(tm / double(w.m)), lg(tn / double(w.n)), lg(tk / double(w.k)),
           lg(double(w.m) / tm * double(w.n) / tn / std::max(1, cpu.logical_cores)),
           lg(2 * tm * tn * tk / ((tm * tk + tk * tn) * e + tm * tn * 4)), lg(tk * tn * e / l2), lg(tm * tk * e / l2),
-          is(int64_t(double(w.k) * e) % 4096 == 0), is(int64_t(double(w.n) * e) % 4096 == 0),
+          is(int64_t(double(w.k) * e) % 4096 == 0), is(int64_t(b_row * e) % 4096 == 0),
           lg(2.0 * double(w.m) * double(w.n) * double(w.k) / 1e9),
           lg(l1 / 1024), lg(l2 / 1024), float(vw / 16), float(cpu.vector_registers / 32.0),
           lg(double(std::max(1, cpu.logical_cores)))};

@@ -93,8 +93,10 @@ TEST(Space, KnobsListTheirValuesAndFingerprintIsStable) {
   Space b = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
   EXPECT_NE(a.fingerprint(), buildCpuGemmSpace(gemm(96, 1024, 1024), avx512()).fingerprint());
-  ASSERT_EQ(a.knobs().size(), 7u);
+  ASSERT_EQ(a.knobs().size(), 8u);
   EXPECT_EQ(a.knobs()[0].name, "tile_m");
+  EXPECT_EQ(a.knobs()[7].name, "pack_b");
+  EXPECT_EQ(a.knobs()[7].values, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(a.knobs()[4].values, (std::vector<int64_t>{16, 32, 64}));
 }
 
@@ -155,4 +157,24 @@ TEST(Space, Gfx942MfmaSpaceMatchesBruteForceAndTheRules) {
       EXPECT_EQ(p->block_k % p->mfma.k, 0);
     }
   }
+}
+
+// Records and datasets from before a knob existed read as its "as before" value; a required knob
+// that is missing is still an error, and so is an unknown one.
+TEST(Space, RecordsWithoutANewerKnobReadAsBefore) {
+  Space s = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
+  const std::string old_key = "tile_m=128,tile_n=128,tile_k=512,reg_m=8,reg_n=32,unroll_k=1,reg_loop_order=0";
+  auto c = s.fromKey(old_key);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(s.knobMap(*c).at("pack_b"), 0);
+  EXPECT_EQ(s.keyOf(*c), old_key + ",pack_b=0");
+  auto missing = s.fromKey("tile_m=128,tile_n=128,tile_k=512,reg_m=8,reg_n=32,unroll_k=1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("reg_loop_order"), std::string::npos);
+  EXPECT_FALSE(s.fromKey(old_key + ",prefetch=2").ok());
+  // Transposed layouts have no packing yet: one value, and old records read the same.
+  GemmWorkload nt = gemm(256, 256, 256);
+  nt.layout = Layout::NT;
+  Space t = buildCpuGemmSpace(nt, avx512());
+  EXPECT_EQ(t.knobs()[t.knobIndex("pack_b")].values, std::vector<int64_t>{0});
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct Knob {
   std::string name;
   std::vector<int64_t> values;
   std::string doc;  // what the knob means, for --help / reports
+  // The value a candidate that does not name this knob has (records and datasets from before the
+  // knob existed: "as before"); none: the knob is required.
+  std::optional<int64_t> if_absent = std::nullopt;
 };
 
 // One value index per knob (index into Knob::values).
