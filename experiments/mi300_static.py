@@ -112,15 +112,21 @@ def main():
           f"(32x32x8: {2*32*32*8/FLOPS_PER_SIMD_CLOCK:.0f}, 16x16x16: {2*16*16*16/FLOPS_PER_SIMD_CLOCK:.0f} cycles)")
     print("# ESTIMATES from instruction counts, not measurements (no AMD GPU was used)")
     print(f"{'workload':40} {'intrinsic':26} {'ok':3} {'wg':>7} {'wave':>6} {'bk':>3} {'loopMFMA':>8} "
-          f"{'other':>6} {'dsrd':>5} {'VGPR':>5} {'AGPR':>5} {'LDS':>6} {'occ':>4} {'est. MFMA share':>16}")
+          f"{'other':>6} {'dsrd':>5} {'kmaj':>4} {'VGPR':>5} {'AGPR':>5} {'LDS':>6} {'occ':>4} {'est. MFMA share':>16}")
     for r in rows:
         kn = r["knobs"]
         occ = r["occupancy"].get("blocks_per_cu", "")
         print(f"{r['workload']:40} {str(r['planned']):26} {'yes' if r['mfma_ok'] else 'NO':3} "
               f"{kn['block_m']}x{kn['block_n']:<4} {kn['warp_m']}x{kn['warp_n']:<3} {kn['block_k']:>3} "
-              f"{r['loop_mfma']:>8} {r['loop_other_vector']:>6} {r['loop_ds_read']:>5} {str(r['vgprs']):>5} "
+              f"{r['loop_mfma']:>8} {r['loop_other_vector']:>6} {r['loop_ds_read']:>5} {kn.get('lds_k_major', 0):>4} {str(r['vgprs']):>5} "
               f"{str(r['agprs']):>5} {str(r['lds']):>6} {str(occ):>4} "
               f"{100*r['estimate_low']:5.1f}%-{100*r['estimate_high']:5.1f}%")
+    # LDS reads per MFMA in the K loop, by operand layout in LDS (the knob lds_k_major).
+    for kmaj in (0, 1):
+        sel = [r for r in rows if r["knobs"].get("lds_k_major", 0) == kmaj and r["loop_mfma"]]
+        if sel:
+            per = sum(r["loop_ds_read"] / r["loop_mfma"] for r in sel) / len(sel)
+            print(f"# lds_k_major={kmaj}: {len(sel)} kernels, mean LDS reads per MFMA in the K loop {per:.2f}")
     ok = sum(r["mfma_ok"] for r in rows)
     print(f"# {ok}/{len(rows)} kernels hold exactly the planned MFMA instruction and no FMA")
     by_wl = {}
@@ -130,7 +136,7 @@ def main():
         best = max(rs, key=lambda r: r["estimate_high"])
         print(f"# {wl}: best estimated MFMA share {100*best['estimate_low']:.1f}%-{100*best['estimate_high']:.1f}% "
               f"({best['planned']}, {best['knobs']['block_m']}x{best['knobs']['block_n']}x{best['knobs']['block_k']}, "
-              f"wave {best['knobs']['warp_m']}x{best['knobs']['warp_n']}) = {PEAK_TFLOPS*best['estimate_low']:.0f}-"
+              f"wave {best['knobs']['warp_m']}x{best['knobs']['warp_n']}, lds_k_major {best['knobs'].get('lds_k_major', 0)}) = {PEAK_TFLOPS*best['estimate_low']:.0f}-"
               f"{PEAK_TFLOPS*best['estimate_high']:.0f} TFLOP/s if nothing but the loop's issue counted (estimate)")
     if out_json:
         json.dump(rows, open(out_json, "w"), indent=1)

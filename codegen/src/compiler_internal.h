@@ -71,7 +71,8 @@ bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& e
 // gpu.launch becomes amdgpu.mfma with per-lane operand loads; false with err if any contract or
 // accumulator use is left that the rewrite does not handle.
 // Also the pass "sextant-vector-to-mfma{shape=32x32x8|16x16x16}" (registerSextantPasses).
-bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err);
+// lds_k_major: LDS operand buffers with K not innermost are stored transposed first.
+bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major = false);
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

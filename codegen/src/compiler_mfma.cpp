@@ -18,6 +18,8 @@
 //    kernel.
 #include "compiler_internal.h"
 
+#include <set>
+
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -94,6 +96,69 @@ struct Rewriter {
     for (bool ib : t.getInBoundsValues())
       if (!ib) return false;
     return true;
+  }
+
+  // lds_k_major: an LDS operand buffer whose K dimension is not the innermost one (B in NN, A in
+  // TN) is allocated transposed, so that each lane's 4 K elements are one 64-bit LDS load instead
+  // of 4 scalar ones. Its users (the copies into it, the operand reads) follow: reads get the
+  // transposed permutation map (laneRead then sees K innermost), writes become element stores at
+  // swapped indices. Returns false (buffer left as it is) if a user is anything else.
+  bool transposeBuffer(memref::AllocOp alloc) {
+    auto t = alloc.getType();
+    if (t.getRank() != 2 || !t.hasStaticShape() || !t.getLayout().isIdentity()) return false;
+    for (Operation* u : alloc->getUsers()) {
+      if (llvm::isa<vector::TransferReadOp>(u)) continue;
+      auto w = llvm::dyn_cast<vector::TransferWriteOp>(u);
+      if (!w || w.getMask() || w.getVectorType().getRank() > 2) return false;
+      for (unsigned d = 0; d < unsigned(w.getVectorType().getRank()); ++d)
+        if (memDim(w.getPermutationMap(), d) < 0) return false;
+    }
+    OpBuilder b(alloc);
+    auto nt = MemRefType::get({t.getDimSize(1), t.getDimSize(0)}, t.getElementType(), AffineMap(), t.getMemorySpace());
+    auto na = memref::AllocOp::create(b, alloc.getLoc(), nt, ValueRange{}, alloc.getAlignmentAttr());
+    AffineMap swap = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, b.getContext());
+    for (Operation* u : llvm::to_vector(alloc->getUsers())) {
+      OpBuilder ub(u);
+      Location loc = u->getLoc();
+      if (auto r = llvm::dyn_cast<vector::TransferReadOp>(u)) {
+        SmallVector<Value> ind = {r.getIndices()[1], r.getIndices()[0]};
+        auto nr = vector::TransferReadOp::create(ub, loc, r.getVectorType(), na, ind,
+                                                 AffineMapAttr::get(r.getPermutationMap().compose(swap)), r.getPadding(),
+                                                 r.getMask(), r.getInBoundsAttr());
+        r.getResult().replaceAllUsesWith(nr.getResult());
+        r->erase();
+        continue;
+      }
+      auto w = llvm::cast<vector::TransferWriteOp>(u);
+      AffineMap perm = w.getPermutationMap();
+      auto vt = w.getVectorType();
+      // Element stores: vector position p lands at base + p along the dimensions perm names.
+      const int64_t n = vt.getNumElements();
+      for (int64_t e = 0; e < n; ++e) {
+        SmallVector<int64_t> pos;
+        int64_t rest = e;
+        for (int64_t d = vt.getRank() - 1; d >= 0; --d) pos.insert(pos.begin(), rest % vt.getDimSize(d)), rest /= vt.getDimSize(d);
+        SmallVector<Value> ind(w.getIndices().begin(), w.getIndices().end());
+        for (unsigned d = 0; d < pos.size(); ++d) {
+          int64_t md = memDim(perm, d);
+          if (pos[d]) ind[md] = add(ub, loc, ind[md], cst(ub, loc, pos[d]));
+        }
+        Value x = vector::ExtractOp::create(ub, loc, w.getValueToStore(), ArrayRef<int64_t>(pos));
+        memref::StoreOp::create(ub, loc, x, na, ValueRange{ind[1], ind[0]});
+      }
+      w->erase();
+    }
+    alloc->erase();
+    return true;
+  }
+
+  // The LDS buffer an operand read comes from, if K is not its innermost dimension.
+  static memref::AllocOp kMinorBuffer(Value operand, unsigned k_vdim) {
+    auto r = operand.getDefiningOp<vector::TransferReadOp>();
+    if (!r) return nullptr;
+    auto alloc = r.getBase().getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc.getType().getRank() != 2) return nullptr;
+    return memDim(r.getPermutationMap(), k_vdim) == 1 ? nullptr : alloc;
   }
 
   // Step 1 for one contract.
@@ -273,7 +338,7 @@ struct Rewriter {
 
 }  // namespace
 
-bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err) {
+bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major) {
   MLIRContext* ctx = root->getContext();
   Type in = mi.in == DType::BF16 ? Type(BFloat16Type::get(ctx)) : Type(Float16Type::get(ctx));
   Rewriter rw{mi, err, VectorType::get({mi.m, mi.n}, Float32Type::get(ctx)),
@@ -284,6 +349,25 @@ bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std:
     err = "MFMA rewrite: the kernel has no vector.contract to turn into " + mi.name();
     return false;
   }
+  if (lds_k_major) {
+    // The K dimension's vector position in each operand, as rewriteContract finds it.
+    std::set<Operation*> buffers;
+    for (auto c : contracts) {
+      auto maps = c.getIndexingMapsArray();
+      auto its = c.getIteratorTypesArray();
+      for (unsigned op = 0; op < 2 && maps.size() == 3; ++op) {
+        for (unsigned v = 0; v < maps[op].getNumResults(); ++v) {
+          auto de = llvm::dyn_cast<AffineDimExpr>(maps[op].getResult(v));
+          if (!de || its[de.getPosition()] != vector::IteratorType::reduction) continue;
+          if (auto a = Rewriter::kMinorBuffer(c->getOperand(op), v)) buffers.insert(a.getOperation());
+        }
+      }
+    }
+    for (Operation* a : buffers) rw.transposeBuffer(llvm::cast<memref::AllocOp>(a));
+  }
+  // The contracts again: transposing re-created their operand reads.
+  contracts.clear();
+  root->walk([&](gpu::LaunchOp launch) { launch.walk([&](vector::ContractionOp c) { contracts.push_back(c); }); });
   for (auto c : contracts)
     if (!rw.rewriteContract(c)) return false;
   rw.rewriteLoops(root);
@@ -323,6 +407,7 @@ struct VectorToMfmaPass : public PassWrapper<VectorToMfmaPass, OperationPass<>> 
              gpu::GPUDialect>();
   }
   Option<std::string> shape{*this, "shape", llvm::cl::desc("MFMA shape: 32x32x8 or 16x16x16"), llvm::cl::init("32x32x8")};
+  Option<bool> k_major{*this, "lds-k-major", llvm::cl::desc("store LDS operands with K innermost"), llvm::cl::init(false)};
 
   void runOnOperation() override {
     MfmaIntrinsic mi = mfmaForKnob(shape == "32x32x8" ? 1 : shape == "16x16x16" ? 2 : 0, DType::F16);
@@ -334,7 +419,7 @@ struct VectorToMfmaPass : public PassWrapper<VectorToMfmaPass, OperationPass<>> 
       if (llvm::cast<VectorType>(c.getLhsType()).getElementType().isBF16()) mi.in = DType::BF16;
     });
     std::string err;
-    if (!rewriteContractsToMfma(getOperation(), mi, err)) {
+    if (!rewriteContractsToMfma(getOperation(), mi, err, k_major)) {
       getOperation()->emitError() << err;
       signalPassFailure();
     }

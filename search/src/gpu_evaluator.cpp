@@ -105,6 +105,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     r.pipeline_depth = plans[i].pipeline;
     r.mma = plans[i].mma;
     r.mfma = plans[i].mfma;
+    r.lds_k_major = plans[i].lds_k_major;
     r.swizzle = plans[i].swizzle;
     r.nvidia = nvidia;
     r.chip = g_.chip;

@@ -62,6 +62,7 @@ Built build(const std::string& target, const std::string& key, const std::string
   r.pipeline_depth = b.plan.pipeline;
   r.mma = b.plan.mma;
   r.mfma = b.plan.mfma;
+  r.lds_k_major = b.plan.lds_k_major;
   r.swizzle = b.plan.swizzle;
   r.nvidia = t->kind == TargetKind::Nvidia;
   r.chip = g->chip;
@@ -218,6 +219,27 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
     EXPECT_GE(r.agprs, 0);
     EXPECT_TRUE(preflightCheck(*g, r, p.threads).ok);
     std::filesystem::remove(dis);
+  }
+  // lds_k_major: the strided operand (B in NN, A in TN) is stored with K innermost, so every
+  // operand read of the kernel is one 64-bit LDS load and none is a 16-bit one.
+  for (const char* key : {"gemm:NN:256x256x256:f16*f16->f32", "gemm:TN:256x256x256:bf16*bf16->f32"}) {
+    const std::string knobs =
+        "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0";
+    Built plain = build("mi300", key, knobs), kmajor = build("mi300", key, knobs + ",lds_k_major=1");
+    ASSERT_TRUE(plain.out.ok && kmajor.out.ok) << kmajor.out.message.substr(0, 2000);
+    auto disasm = [](const Built& b) {
+      std::string dis = b.path + ".s";
+      EXPECT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
+      std::string isa = slurp(dis);
+      std::filesystem::remove(dis);
+      return isa;
+    };
+    std::string a = disasm(plain), k = disasm(kmajor);
+    EXPECT_GT(count(a, "ds_read_u16"), 0) << key;
+    EXPECT_EQ(count(k, "ds_read_u16"), 0) << key;
+    // The same MFMAs per K chunk (4 here); LLVM may unroll the K loop differently.
+    EXPECT_GT(count(k, "v_mfma"), 0) << key;
+    EXPECT_EQ(count(k, "v_mfma") % 4, 0) << key;
   }
   // Pre-flight with AGPRs: past the 512 unified registers a lane has, rejected with the reason.
   GpuResources r;

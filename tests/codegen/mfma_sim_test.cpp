@@ -379,6 +379,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   r.pipeline_depth = p.pipeline;
   r.mma = p.mma;
   r.mfma = p.mfma;
+  r.lds_k_major = p.lds_k_major;
   r.nvidia = false;
   r.chip = g->chip;
   r.keep_ir = true;
@@ -468,6 +469,16 @@ const std::vector<Case> kCases = {
     // f16 with A stored transposed (TN), 16x16x16.
     {"gemm:TN:64x64x64:f16*f16->f32",
      "block_m=64,block_n=32,block_k=64,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0"},
+    // K-major LDS: B transposed on its way into LDS (NN), A (TN), nothing to move (NT).
+    {"gemm:NN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0,"
+     "lds_k_major=1"},
+    {"gemm:TN:64x64x64:bf16*bf16->f32",
+     "block_m=64,block_n=32,block_k=64,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=64,pipeline=1,swizzle=0,"
+     "lds_k_major=1"},
+    {"gemm:NT:128x64x64:bf16*bf16->f32",
+     "block_m=128,block_n=64,block_k=16,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0,"
+     "lds_k_major=1"},
 };
 
 TEST(MfmaSim, KernelsComputeTheProductOnTheInstructionModel) {

@@ -52,6 +52,7 @@ struct GpuCompileRequest {
   int64_t pipeline_depth = 1;
   bool mma = false;               // NVIDIA: run convert-vector-to-gpu{use-nvgpu}; AMD: the MFMA rewrite
   MfmaIntrinsic mfma;             // AMD with mma: the intrinsic the contracts become
+  bool lds_k_major = false;       // AMD with mma: LDS operands stored with K innermost
   bool swizzle = false;           // run nvgpu-optimize-shared-memory
   bool nvidia = true;             // else AMD
   std::string chip;               // sm_90, sm_80, gfx942
