@@ -129,7 +129,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
       !runPipeline(*mod, "builtin.module(convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)", err, diags))
     return finish("transform", "vector to nvgpu: " + err);
   if (r.mma && !r.nvidia) {
-    if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err, r.lds_k_major)) return finish("transform", err);
+    if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err, r.lds_k_major, r.lds_pad)) return finish("transform", err);
     if (!runPipeline(*mod, "builtin.module(canonicalize,cse)", err, diags)) return finish("transform", err);
   }
   if (!r.pipeline_schedule.empty()) {

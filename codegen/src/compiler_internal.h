@@ -72,7 +72,9 @@ bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& e
 // accumulator use is left that the rewrite does not handle.
 // Also the pass "sextant-vector-to-mfma{shape=32x32x8|16x16x16}" (registerSextantPasses).
 // lds_k_major: LDS operand buffers with K not innermost are stored transposed first.
-bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major = false);
+// lds_pad: elements added to each row of the LDS operand buffers.
+bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major = false,
+                            int64_t lds_pad = 0);
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

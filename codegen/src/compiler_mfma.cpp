@@ -152,6 +152,23 @@ struct Rewriter {
     return true;
   }
 
+  // lds_pad: the buffer's rows get `pad` more elements (the same indices address the same
+  // elements; the row stride changes). Users must be vector transfers, which take any indices.
+  bool padBuffer(memref::AllocOp alloc, int64_t pad) {
+    auto t = alloc.getType();
+    if (t.getRank() != 2 || !t.hasStaticShape() || !t.getLayout().isIdentity()) return false;
+    for (Operation* u : alloc->getUsers())
+      if (!llvm::isa<vector::TransferReadOp, vector::TransferWriteOp, memref::StoreOp>(u)) return false;
+    OpBuilder b(alloc);
+    auto nt = MemRefType::get({t.getDimSize(0), t.getDimSize(1) + pad}, t.getElementType(), AffineMap(), t.getMemorySpace());
+    auto na = memref::AllocOp::create(b, alloc.getLoc(), nt, ValueRange{}, alloc.getAlignmentAttr());
+    // Transfers keep their indices and stay in bounds (every row is longer); their in_bounds
+    // attributes stay true.
+    alloc.getResult().replaceAllUsesWith(na.getResult());
+    alloc->erase();
+    return true;
+  }
+
   // The LDS buffer an operand read comes from, if K is not its innermost dimension.
   static memref::AllocOp kMinorBuffer(Value operand, unsigned k_vdim) {
     auto r = operand.getDefiningOp<vector::TransferReadOp>();
@@ -338,7 +355,8 @@ struct Rewriter {
 
 }  // namespace
 
-bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major) {
+bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major,
+                            int64_t lds_pad) {
   MLIRContext* ctx = root->getContext();
   Type in = mi.in == DType::BF16 ? Type(BFloat16Type::get(ctx)) : Type(Float16Type::get(ctx));
   Rewriter rw{mi, err, VectorType::get({mi.m, mi.n}, Float32Type::get(ctx)),
@@ -368,6 +386,18 @@ bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std:
   // The contracts again: transposing re-created their operand reads.
   contracts.clear();
   root->walk([&](gpu::LaunchOp launch) { launch.walk([&](vector::ContractionOp c) { contracts.push_back(c); }); });
+  if (lds_pad > 0) {
+    std::set<Operation*> buffers;
+    for (auto c : contracts)
+      for (unsigned op = 0; op < 2; ++op)
+        if (auto r = c->getOperand(op).getDefiningOp<vector::TransferReadOp>())
+          if (auto a = r.getBase().getDefiningOp<memref::AllocOp>()) buffers.insert(a.getOperation());
+    for (Operation* a : buffers)
+      if (!rw.padBuffer(llvm::cast<memref::AllocOp>(a), lds_pad)) {
+        err = "MFMA rewrite: an LDS operand buffer has a user the padding does not handle";
+        return false;
+      }
+  }
   for (auto c : contracts)
     if (!rw.rewriteContract(c)) return false;
   rw.rewriteLoops(root);
@@ -408,6 +438,7 @@ struct VectorToMfmaPass : public PassWrapper<VectorToMfmaPass, OperationPass<>> 
   }
   Option<std::string> shape{*this, "shape", llvm::cl::desc("MFMA shape: 32x32x8 or 16x16x16"), llvm::cl::init("32x32x8")};
   Option<bool> k_major{*this, "lds-k-major", llvm::cl::desc("store LDS operands with K innermost"), llvm::cl::init(false)};
+  Option<int64_t> pad{*this, "lds-pad", llvm::cl::desc("elements of padding per LDS operand row"), llvm::cl::init(0)};
 
   void runOnOperation() override {
     MfmaIntrinsic mi = mfmaForKnob(shape == "32x32x8" ? 1 : shape == "16x16x16" ? 2 : 0, DType::F16);
@@ -419,7 +450,7 @@ struct VectorToMfmaPass : public PassWrapper<VectorToMfmaPass, OperationPass<>> 
       if (llvm::cast<VectorType>(c.getLhsType()).getElementType().isBF16()) mi.in = DType::BF16;
     });
     std::string err;
-    if (!rewriteContractsToMfma(getOperation(), mi, err, k_major)) {
+    if (!rewriteContractsToMfma(getOperation(), mi, err, k_major, pad)) {
       getOperation()->emitError() << err;
       signalPassFailure();
     }

@@ -9,9 +9,9 @@ namespace sextant {
 
 namespace {
 
-enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kNumKnobs };
-const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",     "warp_n",
-                                 "thread_m", "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major"};
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kNumKnobs };
+const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
+                                 "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad"};
 
 std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim) {
   std::vector<int64_t> out;
@@ -106,11 +106,13 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
              "MFMA: 1: A and B stored in LDS with K innermost (one 64-bit read per lane and operand, transposing "
              "copies where the operand's K is not innermost); 0: as the operands are laid out",
              0};
+  k[kPad] = {kNames[kPad], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+             "MFMA: 1: LDS operand rows padded by 8 bytes (against bank conflicts of the per-lane reads); 0: unpadded", 0};
   for (auto& kn : k)
     if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
 
   std::vector<Constraint> cons;
-  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds};
+  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad};
   cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
                   [w](const std::vector<int64_t>& v) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
@@ -121,8 +123,8 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                   [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
   cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
                   [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] != 0 && v[kPipe] >= 2); }});
-  cons.push_back({"LDS operand layout only with MFMA", {kMma, kLds},
-                  [](const std::vector<int64_t>& v) { return v[kLds] == 0 || v[kMma] != 0; }});
+  cons.push_back({"LDS operand layout and padding only with MFMA", {kMma, kLds, kPad},
+                  [](const std::vector<int64_t>& v) { return (v[kLds] == 0 && v[kPad] == 0) || v[kMma] != 0; }});
   cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
                   [g, w, amd](const std::vector<int64_t>& v) {
                     if (v[kMma] == 0) return true;
@@ -166,6 +168,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.warp_m = v[kWM], p.warp_n = v[kWN], p.thread_m = v[kTM], p.thread_n = v[kTN];
   p.copy_bits = v[kCopy], p.pipeline = v[kPipe], p.swizzle = v[kSwz] == 1;
   p.lds_k_major = v[kLds] == 1;
+  p.lds_pad = v[kPad] == 1 ? 8 / dtypeBytes(w.a_type) : 0;
   if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
   if (p.mma) {
     if (p.block_m % p.warp_m || p.block_n % p.warp_n) return Error{"warp tile does not divide the block tile"};
@@ -196,7 +199,12 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   auto cb = gpuCopyTile(tb ? p.block_n : p.block_k, tb ? p.block_k : p.block_n, bitsOf(w.b_type), p.threads, p.copy_bits);
   if (!cb) return Error{"B copy: " + cb.error()};
   p.copy_tile_a = *ca, p.copy_tile_b = *cb;
-  p.smem_bytes = (p.block_m * p.block_k * dtypeBytes(w.a_type) + p.block_k * p.block_n * dtypeBytes(w.b_type)) * p.pipeline;
+  // LDS rows: K innermost for an operand stored K-major (its layout, or lds_k_major), else M / N;
+  // lds_pad elements added to each row.
+  const int64_t a_row = (!ta || p.lds_k_major) ? p.block_k : p.block_m, b_row = (tb || p.lds_k_major) ? p.block_k : p.block_n;
+  p.smem_bytes = ((p.block_m * p.block_k / a_row) * (a_row + p.lds_pad) * dtypeBytes(w.a_type) +
+                  (p.block_k * p.block_n / b_row) * (b_row + p.lds_pad) * dtypeBytes(w.b_type)) *
+                 p.pipeline;
   p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
   return p;
 }
@@ -209,7 +217,7 @@ Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Can
 
 Candidate defaultGpuCandidate(const Space& space) {
   // The nearest valid point to a common hand-written starting point.
-  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0};
+  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0};
   const auto& k = space.knobs();
   Candidate best;
   double best_d = 1e300;
@@ -517,7 +525,8 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
     o << I << "// Matrix cores: wave-level contractions -> amdgpu.mfma with per-lane operand loads (Sextant's\n"
       << I << "// own pass: tune compile and sextant-opt have it, a stock mlir-opt does not).\n";
     pass("sextant-vector-to-mfma",
-         "\"shape\" = \"" + p.mfma.shape() + "\"" + (p.lds_k_major ? ", \"lds-k-major\" = true" : ""));
+         "\"shape\" = \"" + p.mfma.shape() + "\"" + (p.lds_k_major ? ", \"lds-k-major\" = true" : "") +
+             (p.lds_pad ? ", \"lds-pad\" = " + std::to_string(p.lds_pad) : ""));
     pass("canonicalize", "");
     pass("cse", "");
   }

@@ -106,6 +106,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     r.mma = plans[i].mma;
     r.mfma = plans[i].mfma;
     r.lds_k_major = plans[i].lds_k_major;
+    r.lds_pad = plans[i].lds_pad;
     r.swizzle = plans[i].swizzle;
     r.nvidia = nvidia;
     r.chip = g_.chip;

@@ -63,6 +63,7 @@ Built build(const std::string& target, const std::string& key, const std::string
   r.mma = b.plan.mma;
   r.mfma = b.plan.mfma;
   r.lds_k_major = b.plan.lds_k_major;
+  r.lds_pad = b.plan.lds_pad;
   r.swizzle = b.plan.swizzle;
   r.nvidia = t->kind == TargetKind::Nvidia;
   r.chip = g->chip;
@@ -240,6 +241,16 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
     // The same MFMAs per K chunk (4 here); LLVM may unroll the K loop differently.
     EXPECT_GT(count(k, "v_mfma"), 0) << key;
     EXPECT_EQ(count(k, "v_mfma") % 4, 0) << key;
+  }
+  // lds_pad: the code object's LDS is the planned, padded size (rows of 32 + 4 halves).
+  {
+    const std::string knobs =
+        "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,"
+        "swizzle=0,lds_k_major=1,lds_pad=1";
+    Built b = build("mi300", "gemm:NN:256x256x256:f16*f16->f32", knobs);
+    ASSERT_TRUE(b.out.ok) << b.out.message.substr(0, 2000);
+    EXPECT_EQ(b.plan.smem_bytes, 2 * 64 * (32 + 4) * 2);
+    EXPECT_EQ(b.info.stats.at("group_segment_fixed_size"), b.plan.smem_bytes);
   }
   // Pre-flight with AGPRs: past the 512 unified registers a lane has, rejected with the reason.
   GpuResources r;

@@ -380,6 +380,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   r.mma = p.mma;
   r.mfma = p.mfma;
   r.lds_k_major = p.lds_k_major;
+  r.lds_pad = p.lds_pad;
   r.nvidia = false;
   r.chip = g->chip;
   r.keep_ir = true;
@@ -479,6 +480,13 @@ const std::vector<Case> kCases = {
     {"gemm:NT:128x64x64:bf16*bf16->f32",
      "block_m=128,block_n=64,block_k=16,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0,"
      "lds_k_major=1"},
+    // Padded LDS rows, with and without the K-major layout.
+    {"gemm:NN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0,"
+     "lds_k_major=1,lds_pad=1"},
+    {"gemm:TN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=32,block_k=64,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=64,pipeline=1,swizzle=0,"
+     "lds_pad=1"},
 };
 
 TEST(MfmaSim, KernelsComputeTheProductOnTheInstructionModel) {

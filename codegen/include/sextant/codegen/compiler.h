@@ -53,6 +53,7 @@ struct GpuCompileRequest {
   bool mma = false;               // NVIDIA: run convert-vector-to-gpu{use-nvgpu}; AMD: the MFMA rewrite
   MfmaIntrinsic mfma;             // AMD with mma: the intrinsic the contracts become
   bool lds_k_major = false;       // AMD with mma: LDS operands stored with K innermost
+  int64_t lds_pad = 0;            // AMD with mma: elements of padding per LDS operand row
   bool swizzle = false;           // run nvgpu-optimize-shared-memory
   bool nvidia = true;             // else AMD
   std::string chip;               // sm_90, sm_80, gfx942

@@ -36,6 +36,7 @@ struct GpuPlan {
   int64_t copy_bits = 128, pipeline = 1;
   bool swizzle = false;
   bool lds_k_major = false;               // MFMA: LDS operands stored with K innermost
+  int64_t lds_pad = 0;                    // MFMA: elements of padding per LDS operand row
   int64_t threads = 0;                    // per block
   std::array<int64_t, 3> block_dims{};    // as mapped (x, y, z)
   std::array<int64_t, 3> grid{};          // blocks (x = N tiles, y = M tiles)
