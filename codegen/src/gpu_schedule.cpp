@@ -215,6 +215,27 @@ Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Can
   return planFromValues(w, space.values(c), n.size() >= 4 && n.compare(n.size() - 4, 4, "_amd") == 0);
 }
 
+GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                    const GpuTargetInfo& g) {
+  GpuCompileRequest r;
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return r;
+  const GpuPlan& p = *pr;
+  r.payload = w.payloadMlir();
+  r.schedule = emitGpuGemmSchedule(w, space, c);
+  r.pipeline_schedule = emitGpuPipelineSchedule(p);
+  r.pipeline_depth = p.pipeline;
+  r.mma = p.mma;
+  r.mfma = p.mfma;
+  r.lds_k_major = p.lds_k_major;
+  r.lds_pad = p.lds_pad;
+  r.swizzle = p.swizzle;
+  r.nvidia = g.target.kind == TargetKind::Nvidia;
+  r.chip = g.chip;
+  r.features = g.features;
+  return r;
+}
+
 Candidate defaultGpuCandidate(const Space& space) {
   // The nearest valid point to a common hand-written starting point.
   std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0};

@@ -90,27 +90,14 @@ std::string GpuEvaluator::kernelId(const Candidate& c) const {
 std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
                                                const std::function<void(size_t, const Evaluation&)>& on_result) {
   const bool nvidia = g_.target.kind == TargetKind::Nvidia;
-  const std::string payload = w_.payloadMlir();
   std::vector<Evaluation> out(batch.size());
   std::vector<GpuPlan> plans(batch.size());
   std::vector<Compiled> comp(batch.size());
   std::vector<IsolatedJob> jobs;
   for (size_t i = 0; i < batch.size(); ++i) {
     plans[i] = *planGpuGemm(w_, space_, batch[i]);
-    out[i].schedule = emitGpuGemmSchedule(w_, space_, batch[i]);
-    GpuCompileRequest r;
-    r.payload = payload;
-    r.schedule = out[i].schedule;
-    r.pipeline_schedule = emitGpuPipelineSchedule(plans[i]);
-    r.pipeline_depth = plans[i].pipeline;
-    r.mma = plans[i].mma;
-    r.mfma = plans[i].mfma;
-    r.lds_k_major = plans[i].lds_k_major;
-    r.lds_pad = plans[i].lds_pad;
-    r.swizzle = plans[i].swizzle;
-    r.nvidia = nvidia;
-    r.chip = g_.chip;
-    r.features = g_.features;
+    GpuCompileRequest r = gpuCompileRequest(w_, space_, batch[i], g_);
+    out[i].schedule = r.schedule;
     r.out_path = o_.work_dir + "/k" + std::to_string(counter_++) + (nvidia ? ".ptx" : ".hsaco");
     comp[i].kernel_path = r.out_path;
     // Compilation and the resource analysis run in the child: an LLVM fatal error or a crash

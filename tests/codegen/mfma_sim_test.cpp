@@ -372,17 +372,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   if (!s.isValid(*cand)) throw std::runtime_error("invalid candidate " + c.knobs);
   GpuPlan p = *planGpuGemm(w, s, *cand);
   if (p.mfma.m == 0) throw std::runtime_error("not an MFMA candidate");
-  GpuCompileRequest r;
-  r.payload = w.payloadMlir();
-  r.schedule = emitGpuGemmSchedule(w, s, *cand);
-  r.pipeline_schedule = emitGpuPipelineSchedule(p);
-  r.pipeline_depth = p.pipeline;
-  r.mma = p.mma;
-  r.mfma = p.mfma;
-  r.lds_k_major = p.lds_k_major;
-  r.lds_pad = p.lds_pad;
-  r.nvidia = false;
-  r.chip = g->chip;
+  GpuCompileRequest r = gpuCompileRequest(w, s, *cand, *g);
   r.keep_ir = true;
   r.out_path = ::testing::TempDir() + "/mfma_sim_" + std::to_string(getpid()) + ".hsaco";
   GpuKernelInfo info;

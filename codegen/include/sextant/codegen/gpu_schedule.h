@@ -17,6 +17,7 @@
 #include <array>
 #include <string>
 
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/mfma.h"
 #include "sextant/codegen/space.h"
 #include "sextant/codegen/workload.h"
@@ -52,6 +53,11 @@ Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Can
 // exact (the op would then predicate or fail).
 Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
                                            int64_t align_bits);
+
+// Everything compileGpuGemm needs for candidate c but the output path: the payload, the stage
+// scripts and the plan's code-generation choices (the one place that copies them).
+GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                    const GpuTargetInfo& g);
 
 // The untuned default: 64x64x32 blocks; tensor cores where available with 32x32 warp tiles;
 // otherwise 4x4 outputs per thread; 128-bit loads; a 2-stage pipeline where cp.async exists.
