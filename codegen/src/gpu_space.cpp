@@ -1,0 +1,259 @@
+// The GPU GEMM schedule space (one builder, specialised per vendor), the plan a candidate
+// implies, the default candidate and the compile request; the Transform scripts are emitted in
+// gpu_schedule.cpp.
+#include "sextant/codegen/gpu_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace sextant {
+
+namespace {
+
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kNumKnobs };
+const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
+                                 "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad"};
+
+std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim) {
+  std::vector<int64_t> out;
+  for (int64_t v : options)
+    if (v <= dim && dim % v == 0) out.push_back(v);
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+// MLIR's maximizeNumThreads (GPUHeuristics.cpp): the most threads usable over `sizes`, the most
+// minor dimension mandated in full.
+std::vector<int64_t> maximizeNumThreads(const std::vector<int64_t>& sizes, size_t i, int64_t max_threads) {
+  if (i == sizes.size() - 1) return {sizes[i]};
+  int64_t best = 0;
+  std::vector<int64_t> local;
+  std::vector<int64_t> factors;
+  for (int64_t f = 1; f <= sizes[i]; ++f)
+    if (sizes[i] % f == 0) factors.push_back(f);
+  factors.push_back(sizes[i]);
+  for (int64_t f : factors) {
+    auto nested = maximizeNumThreads(sizes, i + 1, max_threads / f);
+    int64_t lb = f * product(nested);
+    if (lb > best && lb <= max_threads) {
+      local = {f};
+      local.insert(local.end(), nested.begin(), nested.end());
+      best = lb;
+    }
+  }
+  return local;
+}
+
+int64_t bitsOf(DType t) { return dtypeBytes(t) * 8; }
+
+
+}  // namespace
+
+Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
+                                           int64_t align_bits) {
+  if (align_bits % elem_bits != 0) return Error{"copy width is not a multiple of the element size"};
+  int64_t vec = std::gcd(std::gcd(align_bits / elem_bits, cols), 128 / elem_bits);
+  if (vec != align_bits / elem_bits) return Error{"tile too narrow for the copy width"};
+  std::vector<int64_t> scaled = {rows, cols / vec};
+  if (scaled.back() > threads) return Error{"too few threads for the copy"};
+  auto nt = maximizeNumThreads(scaled, 0, threads);
+  if (nt.size() != 2 || product(nt) != threads) return Error{"copy does not map exactly onto the threads"};
+  return std::array<int64_t, 2>{(rows + nt[0] - 1) / nt[0], vec};
+}
+
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd);
+
+Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
+  const bool nvidia = g.target.kind == TargetKind::Nvidia;
+  // Tensor cores: f16 inputs with f32 accumulation in the NN layout (the route of
+  // ../shared/notes/recipes/tensorcore; bf16 needs an nvvm.mma pattern of our own and is not done).
+  const bool mma_ok = g.has_mma_sync && w.a_type == DType::F16 && w.b_type == DType::F16 &&
+                      w.c_type == DType::F32 && w.layout == Layout::NN;
+  // MFMA (gfx942): f16 or bf16 inputs, f32 accumulation, any layout (the per-lane reads follow
+  // the operands' layout in LDS: compiler_mfma.cpp).
+  const bool mfma_ok = g.has_mfma && w.a_type == w.b_type && (w.a_type == DType::F16 || w.a_type == DType::BF16) &&
+                       w.c_type == DType::F32;
+  const bool amd = !nvidia;
+  std::vector<Knob> k(kNumKnobs);
+  k[kBM] = {kNames[kBM], dividing({16, 32, 64, 128, 256}, w.m), "rows of C per block"};
+  k[kBN] = {kNames[kBN], dividing({16, 32, 64, 128, 256}, w.n), "columns of C per block"};
+  k[kBK] = {kNames[kBK], dividing({16, 32, 64}, w.k), "K chunk staged in shared memory per step"};
+  if (amd)
+    // f16/bf16 on an MFMA chip: matrix cores only (an FMA kernel reaches a small fraction of the
+    // peak); f32 and chips without MFMA: the FMA route.
+    k[kMma] = {kNames[kMma], mfma_ok ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0},
+               "matrix cores: 1: MFMA v_mfma_f32_32x32x8, 2: MFMA 16x16x16 (f16 or bf16 _1k); 0: FMA on the SIMDs"};
+  else
+    k[kMma] = {kNames[kMma], mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+               "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 0: FMA on CUDA cores"};
+  k[kWM] = {kNames[kWM], {16, 32, 64}, amd ? "rows of C per wave (mfma)" : "rows of C per warp (mma)"};
+  k[kWN] = {kNames[kWN], {8, 16, 32, 64}, amd ? "columns of C per wave (mfma)" : "columns of C per warp (mma)"};
+  // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
+  // endless loop (seen: compile timeouts and OOM kills).
+  k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
+  k[kTN] = {kNames[kTN], {1, 2, 4, 8}, "columns of C per thread (fma)"};
+  k[kCopy] = {kNames[kCopy], {32, 64, 128}, "vector width of the global->shared copies, bits"};
+  k[kPipe] = {kNames[kPipe], g.has_cp_async ? std::vector<int64_t>{1, 2, 3} : std::vector<int64_t>{1},
+              "shared-memory buffers in flight (cp.async software pipeline; 1: none)"};
+  k[kSwz] = {kNames[kSwz], nvidia && mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+             "1: XOR-swizzled shared memory (against ldmatrix bank conflicts)"};
+  k[kLds] = {kNames[kLds], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+             "MFMA: 1: A and B stored in LDS with K innermost (one 64-bit read per lane and operand, transposing "
+             "copies where the operand's K is not innermost); 0: as the operands are laid out",
+             0};
+  k[kPad] = {kNames[kPad], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+             "MFMA: 1: LDS operand rows padded by 8 bytes (against bank conflicts of the per-lane reads); 0: unpadded", 0};
+  for (auto& kn : k)
+    if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
+
+  std::vector<Constraint> cons;
+  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad};
+  cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
+                  [w](const std::vector<int64_t>& v) {
+                    return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
+                  }});
+  cons.push_back({"unused warp knobs stay at their first value (fma)", {kMma, kWM, kWN},
+                  [](const std::vector<int64_t>& v) { return v[kMma] != 0 || (v[kWM] == 16 && v[kWN] == 8); }});
+  cons.push_back({"unused thread knobs stay at their first value (mma)", {kMma, kTM, kTN},
+                  [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
+  cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
+                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] != 0 && v[kPipe] >= 2); }});
+  cons.push_back({"LDS operand layout and padding only with MFMA", {kMma, kLds, kPad},
+                  [](const std::vector<int64_t>& v) { return (v[kLds] == 0 && v[kPad] == 0) || v[kMma] != 0; }});
+  cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
+                  [g, w, amd](const std::vector<int64_t>& v) {
+                    if (v[kMma] == 0) return true;
+                    if (amd) {  // whole intrinsic tiles per wave
+                      MfmaIntrinsic mi = mfmaForKnob(v[kMma], w.a_type);
+                      if (v[kWM] % mi.m || v[kWN] % mi.n) return false;
+                    }
+                    // <= 128 f32 accumulators per lane leaves room for fragments under 255 registers.
+                    return v[kBM] % v[kWM] == 0 && v[kBN] % v[kWN] == 0 && v[kWM] * v[kWN] / g.warp_size <= 128;
+                  }});
+  cons.push_back({"thread tile divides the block tile and fits the registers", {kBM, kBN, kMma, kTM, kTN},
+                  [](const std::vector<int64_t>& v) {
+                    if (v[kMma] != 0) return true;
+                    return v[kBM] % v[kTM] == 0 && v[kBN] % v[kTN] == 0 && v[kTM] * v[kTN] <= 64;
+                  }});
+  cons.push_back({"threads per block within the target's limit, whole warps", {kBM, kBN, kMma, kWM, kWN, kTM, kTN},
+                  [g, amd](const std::vector<int64_t>& v) {
+                    int64_t t = v[kMma] ? g.warp_size * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
+                                        : (v[kBM] / v[kTM]) * (v[kBN] / v[kTN]);
+                    // MFMA: 1 to 8 waves per workgroup.
+                    int64_t most = amd && v[kMma] ? 8 * g.warp_size : std::min<int64_t>(g.max_threads_per_block, 1024);
+                    return t >= g.warp_size && t <= most && t % g.warp_size == 0;
+                  }});
+  cons.push_back({"software pipeline no deeper than the K loop", {kBK, kPipe},
+                  [w](const std::vector<int64_t>& v) { return v[kPipe] == 1 || w.k / v[kBK] >= v[kPipe]; }});
+  cons.push_back({"copies, fill and shared memory map onto the block", all,
+                  [w, g, amd](const std::vector<int64_t>& v) {
+                    auto p = planFromValues(w, v, amd);
+                    return p.ok() && p->smem_bytes <= g.smem_per_block_static_bytes;
+                  }});
+  std::string name = std::string("gpu_gemm_v1_") + (g.target.kind == TargetKind::Nvidia ? "nvidia" : "amd");
+  return Space(name, std::move(k), std::move(cons));
+}
+
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd) {
+  GpuPlan p;
+  p.block_m = v[kBM], p.block_n = v[kBN], p.block_k = v[kBK];
+  p.mma = v[kMma] != 0;
+  p.warp_size = amd ? 64 : 32;
+  if (amd && p.mma) p.mfma = mfmaForKnob(v[kMma], w.a_type);
+  p.warp_m = v[kWM], p.warp_n = v[kWN], p.thread_m = v[kTM], p.thread_n = v[kTN];
+  p.copy_bits = v[kCopy], p.pipeline = v[kPipe], p.swizzle = v[kSwz] == 1;
+  p.lds_k_major = v[kLds] == 1;
+  p.lds_pad = v[kPad] == 1 ? 8 / dtypeBytes(w.a_type) : 0;
+  if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
+  if (p.mma) {
+    if (p.block_m % p.warp_m || p.block_n % p.warp_n) return Error{"warp tile does not divide the block tile"};
+    p.threads = p.warp_size * (p.block_m / p.warp_m) * (p.block_n / p.warp_n);
+    p.block_dims = {p.threads, 1, 1};
+    // The C initialisation over all threads (linear mapping), vector-friendly columns first.
+    bool found = false;
+    for (int64_t fn : {4, 8, 16, 32, 64, 128, 256, 2, 1}) {
+      if (fn > p.block_n || p.block_n % fn) continue;
+      int64_t nn = p.block_n / fn;
+      if (p.threads % nn) continue;
+      int64_t nm = p.threads / nn;
+      if (nm > p.block_m || p.block_m % nm) continue;
+      p.fill_tile = {p.block_m / nm, fn};
+      found = true;
+      break;
+    }
+    if (!found) return Error{"the C tile does not map onto the threads"};
+  } else {
+    if (p.block_m % p.thread_m || p.block_n % p.thread_n) return Error{"thread tile does not divide the block tile"};
+    p.block_dims = {p.block_n / p.thread_n, p.block_m / p.thread_m, 1};
+    p.threads = p.block_dims[0] * p.block_dims[1];
+    p.fill_tile = {p.thread_m, p.thread_n};
+  }
+  const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
+  auto ca = gpuCopyTile(ta ? p.block_k : p.block_m, ta ? p.block_m : p.block_k, bitsOf(w.a_type), p.threads, p.copy_bits);
+  if (!ca) return Error{"A copy: " + ca.error()};
+  auto cb = gpuCopyTile(tb ? p.block_n : p.block_k, tb ? p.block_k : p.block_n, bitsOf(w.b_type), p.threads, p.copy_bits);
+  if (!cb) return Error{"B copy: " + cb.error()};
+  p.copy_tile_a = *ca, p.copy_tile_b = *cb;
+  // LDS rows: K innermost for an operand stored K-major (its layout, or lds_k_major), else M / N;
+  // lds_pad elements added to each row.
+  const int64_t a_row = (!ta || p.lds_k_major) ? p.block_k : p.block_m, b_row = (tb || p.lds_k_major) ? p.block_k : p.block_n;
+  p.smem_bytes = ((p.block_m * p.block_k / a_row) * (a_row + p.lds_pad) * dtypeBytes(w.a_type) +
+                  (p.block_k * p.block_n / b_row) * (b_row + p.lds_pad) * dtypeBytes(w.b_type)) *
+                 p.pipeline;
+  p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
+  return p;
+}
+
+Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
+  if (space.knobs().size() != kNumKnobs) return Error{"not a GPU GEMM space: " + space.name()};
+  const std::string& n = space.name();
+  return planFromValues(w, space.values(c), n.size() >= 4 && n.compare(n.size() - 4, 4, "_amd") == 0);
+}
+
+GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c,
+                                    const GpuTargetInfo& g) {
+  GpuCompileRequest r;
+  auto pr = planGpuGemm(w, space, c);
+  if (!pr) return r;
+  const GpuPlan& p = *pr;
+  r.payload = w.payloadMlir();
+  r.schedule = emitGpuGemmSchedule(w, space, c);
+  r.pipeline_schedule = emitGpuPipelineSchedule(p);
+  r.pipeline_depth = p.pipeline;
+  r.mma = p.mma;
+  r.mfma = p.mfma;
+  r.lds_k_major = p.lds_k_major;
+  r.lds_pad = p.lds_pad;
+  r.swizzle = p.swizzle;
+  r.nvidia = g.target.kind == TargetKind::Nvidia;
+  r.chip = g.chip;
+  r.features = g.features;
+  return r;
+}
+
+Candidate defaultGpuCandidate(const Space& space) {
+  // The nearest valid point to a common hand-written starting point.
+  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0};
+  const auto& k = space.knobs();
+  Candidate best;
+  double best_d = 1e300;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    Candidate c = space.at(i);
+    double d = 0;
+    for (size_t j = 0; j < k.size(); ++j) {
+      double a = double(k[j].values[c[j]]), b = double(want[j]);
+      d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5))) * (j == kMma ? 4 : 1);
+    }
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+}  // namespace sextant
