@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -6,6 +7,8 @@
 #include <unistd.h>
 
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_schedule.h"
+#include "sextant/hwspec/gpu_target.h"
 #include "sextant/costmodel/features.h"
 #include "sextant/costmodel/model.h"
 
@@ -218,4 +221,31 @@ TEST(CostModel, FineTuningMovesPredictionsTowardTheNewWorkload) {
   std::cout << "tau on the new workload before fine-tuning " << before << ", after " << after << "\n";
   EXPECT_LT(before, 0.0);
   EXPECT_GT(after, before + 0.5);
+}
+
+// GPU features: one per name, and the MFMA choices (intrinsic, LDS layout, LDS padding) each move
+// their own feature, so that a model can tell the four variants of one tiling apart.
+TEST(GpuFeatures, MfmaKnobsAreVisibleToTheModel) {
+  auto g = gpuTargetInfo(*resolveTarget("mi300"));
+  ASSERT_TRUE(g.ok());
+  auto w = *parseWorkloadKey("gemm:NN:1024x1024x1024:f16*f16->f32");
+  Space s = buildGpuGemmSpace(w, *g);
+  const std::string base = "block_m=64,block_n=64,block_k=32,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,"
+                           "pipeline=1,swizzle=0";
+  auto f = [&](const std::string& extra) {
+    auto c = s.fromKey(base + "," + extra);
+    EXPECT_TRUE(c.ok()) << c.error();
+    return gpuGemmFeatures(w, s, *c, *g, 96, 0);
+  };
+  const auto names = gpuGemmFeatureNames();
+  auto at = [&](const std::vector<float>& v, const std::string& n) {
+    return v[std::find(names.begin(), names.end(), n) - names.begin()];
+  };
+  auto plain = f("mma=1,lds_k_major=0,lds_pad=0");
+  ASSERT_EQ(plain.size(), names.size());
+  EXPECT_EQ(at(plain, "mfma_16x16x16"), 0.f);
+  EXPECT_EQ(at(f("mma=2,lds_k_major=0,lds_pad=0"), "mfma_16x16x16"), 1.f);
+  EXPECT_EQ(at(f("mma=1,lds_k_major=1,lds_pad=0"), "lds_k_major"), 1.f);
+  EXPECT_EQ(at(f("mma=1,lds_k_major=0,lds_pad=1"), "lds_pad"), 1.f);
+  EXPECT_EQ(at(plain, "lds_k_major") + at(plain, "lds_pad"), 0.f);
 }
