@@ -64,9 +64,10 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
                               }});
   }
   // Packing of the B panel (issue #14): each K chunk's tile_k x tile_n panel of B copied into a
-  // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN only;
-  // records from before the knob read as 0 (B read in place, as before).
-  knobs.push_back({"pack_b", w.layout == Layout::NN ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+  // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN and TN
+  // (B is K x N in both; NT stores B transposed); records from before the knob read as 0 (B read
+  // in place, as before).
+  knobs.push_back({"pack_b", w.layout != Layout::NT ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
                    "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 0: read B in place", 0});
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
 }

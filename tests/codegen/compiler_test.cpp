@@ -127,22 +127,27 @@ TEST(Compiler, ThreadsKnobIsCarriedByTheScheduleToTheLowering) {
 }
 
 // pack_b: the B panel copied into a contiguous buffer per K chunk; the kernel is verified against
-// the reference for a dividing shape, an odd K (tile_k = 147: the copy goes row by row) and on
-// 2 threads (one buffer per block, allocated once per block, not per K chunk).
+// the reference for a dividing shape, an odd K (tile_k = 147: the copy goes row by row), on
+// 2 threads (one buffer per block, allocated once per block, not per K chunk) and with A
+// transposed (TN).
 TEST(Compiler, PackedBPanelCompilesAndVerifies) {
   struct Case {
     int64_t m, n, k;
     int threads;
     std::map<std::string, int64_t> want;
+    Layout layout = Layout::NN;
   };
   const std::vector<Case> cases = {
       {64, 128, 64, 1, {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 4}, {"reg_n", 32}, {"unroll_k", 2}}},
       {48, 64, 147, 1, {{"tile_m", 16}, {"tile_n", 64}, {"tile_k", 147}, {"reg_m", 4}, {"reg_n", 16}, {"unroll_k", 1}}},
       {64, 128, 64, 2, {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", 4}, {"reg_n", 16}, {"unroll_k", 1}}},
+      {64, 128, 64, 1, {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 4}, {"reg_n", 32}, {"unroll_k", 2}},
+       Layout::TN},
   };
   for (const auto& cs : cases) {
     GemmWorkload w;
     w.m = cs.m, w.n = cs.n, w.k = cs.k;
+    w.layout = cs.layout;
     Space s = buildCpuGemmSpace(w, hostCpu(), cs.threads);
     auto want = cs.want;
     want["pack_b"] = 1, want["reg_loop_order"] = 0;
@@ -153,7 +158,7 @@ TEST(Compiler, PackedBPanelCompilesAndVerifies) {
     ASSERT_TRUE(s.isValid(c)) << s.keyOf(c);
     const std::string script = emitCpuGemmSchedule(w, s, c);
     EXPECT_NE(script.find("rewrite_in_destination_passing_style %padb"), std::string::npos);
-    std::string so = tmpPath("packb-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + ".so");
+    std::string so = tmpPath("packb-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + layoutName(cs.layout) + ".so");
     CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
     ASSERT_TRUE(out.ok) << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
     // No runtime copy helper: the panel copy is vector code.

@@ -172,7 +172,7 @@ TEST(Space, RecordsWithoutANewerKnobReadAsBefore) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("reg_loop_order"), std::string::npos);
   EXPECT_FALSE(s.fromKey(old_key + ",prefetch=2").ok());
-  // Transposed layouts have no packing yet: one value, and old records read the same.
+  // B stored transposed (NT) has no packing yet: one value, and old records read the same.
   GemmWorkload nt = gemm(256, 256, 256);
   nt.layout = Layout::NT;
   Space t = buildCpuGemmSpace(nt, avx512());
