@@ -52,6 +52,25 @@ struct Rewriter {
     return arith::RemUIOp::create(b, loc, tid, cst(b, loc, 64));
   }
 
+  // Every mfma.h layout is a lane part plus a per-element offset (the map at lane 0): the lane
+  // part is (l % extent, 4 * (l / extent)), extent being the rows of A, the columns of B or C.
+  std::pair<Value, Value> laneBase(OpBuilder& b, Location loc, Value l, int64_t extent) {
+    Value across = arith::RemUIOp::create(b, loc, l, cst(b, loc, extent));
+    Value group = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, l, cst(b, loc, extent)), cst(b, loc, 4));
+    return {across, group};
+  }
+
+  // The vector dimension of contract operand `operand` (0: lhs, 1: rhs) that holds the reduction
+  // (K), or -1.
+  static int64_t kVectorDim(vector::ContractionOp c, unsigned operand) {
+    AffineMap m = c.getIndexingMapsArray()[operand];
+    auto its = c.getIteratorTypesArray();
+    for (unsigned v = 0; v < m.getNumResults(); ++v)
+      if (auto de = llvm::dyn_cast<AffineDimExpr>(m.getResult(v)); de && its[de.getPosition()] == vector::IteratorType::reduction)
+        return v;
+    return -1;
+  }
+
   UnrealizedConversionCastOp cast(OpBuilder& b, Location loc, Type to, Value v) {
     auto c = UnrealizedConversionCastOp::create(b, loc, TypeRange{to}, ValueRange{v});
     c->setAttr(kTag, b.getUnitAttr());
@@ -169,13 +188,15 @@ struct Rewriter {
     return true;
   }
 
-  // The LDS buffer an operand read comes from, if K is not its innermost dimension.
-  static memref::AllocOp kMinorBuffer(Value operand, unsigned k_vdim) {
-    auto r = operand.getDefiningOp<vector::TransferReadOp>();
-    if (!r) return nullptr;
-    auto alloc = r.getBase().getDefiningOp<memref::AllocOp>();
+  // The LDS buffer contract operand `operand` is read from (any buffer with `k_minor_only`: only
+  // if K is not its innermost dimension), or null.
+  static memref::AllocOp operandBuffer(vector::ContractionOp c, unsigned operand, bool k_minor_only) {
+    auto r = c->getOperand(operand).getDefiningOp<vector::TransferReadOp>();
+    auto alloc = r ? r.getBase().getDefiningOp<memref::AllocOp>() : nullptr;
     if (!alloc || alloc.getType().getRank() != 2) return nullptr;
-    return memDim(r.getPermutationMap(), k_vdim) == 1 ? nullptr : alloc;
+    const int64_t k = kVectorDim(c, operand);
+    if (k_minor_only && (k < 0 || memDim(r.getPermutationMap(), unsigned(k)) == 1)) return nullptr;
+    return alloc;
   }
 
   // Step 1 for one contract.
@@ -200,10 +221,9 @@ struct Rewriter {
     for (auto& m : maps)
       if (m.getNumResults() != 2 || !m.isProjectedPermutation()) return fail("operand maps are not 2-D projections");
     // Vector dimensions of the operands holding M, N and K.
-    unsigned a_k = dimAt(maps[0], 0) == unsigned(kdim) ? 0 : 1, a_m = 1 - a_k;
-    unsigned b_k = dimAt(maps[1], 0) == unsigned(kdim) ? 0 : 1, b_n = 1 - b_k;
-    if (dimAt(maps[0], a_k) != unsigned(kdim) || dimAt(maps[1], b_k) != unsigned(kdim))
-      return fail("K is missing from an operand");
+    const int64_t ka = kVectorDim(c, 0), kb = kVectorDim(c, 1);
+    if (ka < 0 || kb < 0) return fail("K is missing from an operand");
+    const unsigned a_k = unsigned(ka), a_m = 1 - a_k, b_k = unsigned(kb), b_n = 1 - b_k;
     if (dimAt(maps[2], 0) != dimAt(maps[0], a_m) || dimAt(maps[2], 1) != dimAt(maps[1], b_n))
       return fail("the accumulator is not laid out (M, N)");
     auto at = llvm::cast<VectorType>(c.getLhsType()), bt = llvm::cast<VectorType>(c.getRhsType());
@@ -221,12 +241,10 @@ struct Rewriter {
     Location loc = c.getLoc();
     Value l = lane(b, loc);
     // A: lane l holds row l % m, K elements 4*(l / m) .. +3 (mfmaLaneA).
-    Value am = arith::RemUIOp::create(b, loc, l, cst(b, loc, mi.m));
-    Value ak = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, l, cst(b, loc, mi.m)), cst(b, loc, 4));
+    auto [am, ak] = laneBase(b, loc, l, mi.m);
     Value a = laneRead(b, loc, ra, a_m == 0 ? am : ak, a_m == 0 ? ak : am, a_k, mi.aElems(), at.getElementType());
     // B: lane l holds column l % n, K elements 4*(l / n) .. +3 (mfmaLaneB).
-    Value bn = arith::RemUIOp::create(b, loc, l, cst(b, loc, mi.n));
-    Value bk = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, l, cst(b, loc, mi.n)), cst(b, loc, 4));
+    auto [bn, bk] = laneBase(b, loc, l, mi.n);
     Value bv = laneRead(b, loc, rb, b_n == 0 ? bn : bk, b_n == 0 ? bk : bn, b_k, mi.bElems(), bt.getElementType());
     Value acc = cast(b, loc, lane_acc_ty, c.getAcc()).getResult(0);
     auto i32 = [&](int64_t v) { return b.getI32IntegerAttr(int32_t(v)); };
@@ -235,7 +253,7 @@ struct Rewriter {
     c.getResult().replaceAllUsesWith(cast(b, loc, acc_ty, d).getResult(0));
     c->erase();
     if (ra->use_empty()) ra->erase();
-    if (rb && rb->use_empty()) rb->erase();
+    if (rb->use_empty()) rb->erase();
     return true;
   }
 
@@ -304,12 +322,10 @@ struct Rewriter {
         }
         if (auto r = in.getDefiningOp<vector::TransferReadOp>(); r && plainTransfer(r)) {
           // The lane's accumulator blocks: 4 consecutive rows of column l % n each (mfmaLaneC).
-          Value l = lane(b, loc);
-          Value col = arith::RemUIOp::create(b, loc, l, cst(b, loc, mi.n));
-          Value row0 = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, l, cst(b, loc, mi.n)), cst(b, loc, 4));
+          auto [col, row0] = laneBase(b, loc, lane(b, loc), mi.n);
           Value v = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lane_acc_ty, b.getF32FloatAttr(0.0f)));
           for (int64_t g = 0; g < mi.accElems() / 4; ++g) {
-            Value row = add(b, loc, row0, cst(b, loc, g * 4 * 64 / mi.n));
+            Value row = add(b, loc, row0, cst(b, loc, mfmaLaneC(mi, 0, 4 * g).row));
             Value part = laneRead(b, loc, r, row, col, 0, 4, b.getF32Type());
             v = vector::InsertStridedSliceOp::create(b, loc, part, v, ArrayRef<int64_t>{4 * g}, ArrayRef<int64_t>{1});
           }
@@ -330,14 +346,11 @@ struct Rewriter {
           OpBuilder wb(w);
           Location wl = w.getLoc();
           AffineMap perm = w.getPermutationMap();
-          Value l = lane(wb, wl);
-          Value col = arith::RemUIOp::create(wb, wl, l, cst(wb, wl, mi.n));
-          Value row0 =
-              arith::MulIOp::create(wb, wl, arith::DivUIOp::create(wb, wl, l, cst(wb, wl, mi.n)), cst(wb, wl, 4));
+          auto [col, row0] = laneBase(wb, wl, lane(wb, wl), mi.n);
           // Each element on its own: the lane's 4 rows of one column are strided in C.
           for (int64_t e = 0; e < mi.accElems(); ++e) {
             SmallVector<Value> ind(w.getIndices().begin(), w.getIndices().end());
-            Value row = add(wb, wl, row0, cst(wb, wl, (e / 4) * 4 * 64 / mi.n + e % 4));
+            Value row = add(wb, wl, row0, cst(wb, wl, mfmaLaneC(mi, 0, e).row));
             ind[memDim(perm, 0)] = add(wb, wl, ind[memDim(perm, 0)], row);
             ind[memDim(perm, 1)] = add(wb, wl, ind[memDim(perm, 1)], col);
             Value x = vector::ExtractOp::create(wb, wl, in, ArrayRef<int64_t>{e});
@@ -362,42 +375,33 @@ bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std:
   Rewriter rw{mi, err, VectorType::get({mi.m, mi.n}, Float32Type::get(ctx)),
               VectorType::get({mi.accElems()}, Float32Type::get(ctx)), VectorType::get({mi.aElems()}, in)};
   std::vector<vector::ContractionOp> contracts;
-  root->walk([&](gpu::LaunchOp launch) { launch.walk([&](vector::ContractionOp c) { contracts.push_back(c); }); });
+  auto collect = [&] {
+    contracts.clear();
+    root->walk([&](gpu::LaunchOp launch) { launch.walk([&](vector::ContractionOp c) { contracts.push_back(c); }); });
+  };
+  // The operands' LDS buffers (each once; several contracts read one buffer).
+  auto buffers = [&](bool k_minor_only) {
+    std::set<Operation*> out;
+    for (auto c : contracts)
+      for (unsigned op = 0; op < 2; ++op)
+        if (auto a = Rewriter::operandBuffer(c, op, k_minor_only)) out.insert(a.getOperation());
+    return out;
+  };
+  collect();
   if (contracts.empty()) {
     err = "MFMA rewrite: the kernel has no vector.contract to turn into " + mi.name();
     return false;
   }
   if (lds_k_major) {
-    // The K dimension's vector position in each operand, as rewriteContract finds it.
-    std::set<Operation*> buffers;
-    for (auto c : contracts) {
-      auto maps = c.getIndexingMapsArray();
-      auto its = c.getIteratorTypesArray();
-      for (unsigned op = 0; op < 2 && maps.size() == 3; ++op) {
-        for (unsigned v = 0; v < maps[op].getNumResults(); ++v) {
-          auto de = llvm::dyn_cast<AffineDimExpr>(maps[op].getResult(v));
-          if (!de || its[de.getPosition()] != vector::IteratorType::reduction) continue;
-          if (auto a = Rewriter::kMinorBuffer(c->getOperand(op), v)) buffers.insert(a.getOperation());
-        }
-      }
-    }
-    for (Operation* a : buffers) rw.transposeBuffer(llvm::cast<memref::AllocOp>(a));
+    for (Operation* a : buffers(true)) rw.transposeBuffer(llvm::cast<memref::AllocOp>(a));
+    collect();  // transposing re-created the operand reads
   }
-  // The contracts again: transposing re-created their operand reads.
-  contracts.clear();
-  root->walk([&](gpu::LaunchOp launch) { launch.walk([&](vector::ContractionOp c) { contracts.push_back(c); }); });
-  if (lds_pad > 0) {
-    std::set<Operation*> buffers;
-    for (auto c : contracts)
-      for (unsigned op = 0; op < 2; ++op)
-        if (auto r = c->getOperand(op).getDefiningOp<vector::TransferReadOp>())
-          if (auto a = r.getBase().getDefiningOp<memref::AllocOp>()) buffers.insert(a.getOperation());
-    for (Operation* a : buffers)
+  if (lds_pad > 0)
+    for (Operation* a : buffers(false))
       if (!rw.padBuffer(llvm::cast<memref::AllocOp>(a), lds_pad)) {
         err = "MFMA rewrite: an LDS operand buffer has a user the padding does not handle";
         return false;
       }
-  }
   for (auto c : contracts)
     if (!rw.rewriteContract(c)) return false;
   rw.rewriteLoops(root);

@@ -217,12 +217,9 @@ Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Can
   return planFromValues(w, space.values(c), n.size() >= 4 && n.compare(n.size() - 4, 4, "_amd") == 0);
 }
 
-GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c,
+GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c, const GpuPlan& p,
                                     const GpuTargetInfo& g) {
   GpuCompileRequest r;
-  auto pr = planGpuGemm(w, space, c);
-  if (!pr) return r;
-  const GpuPlan& p = *pr;
   r.payload = w.payloadMlir();
   r.schedule = emitGpuGemmSchedule(w, space, c);
   r.pipeline_schedule = emitGpuPipelineSchedule(p);

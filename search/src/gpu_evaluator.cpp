@@ -96,7 +96,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
   std::vector<IsolatedJob> jobs;
   for (size_t i = 0; i < batch.size(); ++i) {
     plans[i] = *planGpuGemm(w_, space_, batch[i]);
-    GpuCompileRequest r = gpuCompileRequest(w_, space_, batch[i], g_);
+    GpuCompileRequest r = gpuCompileRequest(w_, space_, batch[i], plans[i], g_);
     out[i].schedule = r.schedule;
     r.out_path = o_.work_dir + "/k" + std::to_string(counter_++) + (nvidia ? ".ptx" : ".hsaco");
     comp[i].kernel_path = r.out_path;

@@ -55,11 +55,20 @@ Built build(const std::string& target, const std::string& key, const std::string
   if (!c.ok()) return b;
   EXPECT_TRUE(s.isValid(*c)) << knobs;
   b.plan = *planGpuGemm(*w, s, *c);
-  GpuCompileRequest r = gpuCompileRequest(*w, s, *c, *g);
+  GpuCompileRequest r = gpuCompileRequest(*w, s, *c, b.plan, *g);
   b.path = r.out_path = tmpPath(std::to_string(rand()) + (r.nvidia ? ".ptx" : ".hsaco"));
   b.out = compileGpuGemm(r, b.info);
   if (b.out.ok) b.object = slurp(b.path);
   return b;
+}
+
+// A gfx942 code object disassembled with LLVM 22's objdump (empty, with a failure, if that fails).
+std::string gfx942Disassembly(const Built& b) {
+  std::string dis = b.path + ".s";
+  EXPECT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
+  std::string isa = slurp(dis);
+  std::filesystem::remove(dis);
+  return isa;
 }
 
 void checkPtxas(const Built& b, const std::string& arch) {
@@ -153,14 +162,11 @@ TEST(GpuCodegen, Gfx942CodeObjectWithLdsAndMetadata) {
   EXPECT_FALSE(readAmdgpuMetadata("not an elf").ok());
   // The ISA itself, disassembled with LLVM 22's objdump: FMAs on the SIMDs, LDS reads and writes
   // (the promoted tiles), workgroup barriers.
-  std::string dis = b.path + ".s";
-  ASSERT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
-  std::string isa = slurp(dis);
+  std::string isa = gfx942Disassembly(b);
   EXPECT_GT(count(isa, "v_pk_fma_f32") + count(isa, "v_fma_f32") + count(isa, "v_fmac_f32"), 4 * 4 * 8);
   EXPECT_GT(count(isa, "ds_write") + count(isa, "ds_store"), 0);
   EXPECT_GT(count(isa, "ds_read") + count(isa, "ds_load"), 0);
   EXPECT_GT(count(isa, "s_barrier"), 0);
-  std::filesystem::remove(dis);
 }
 
 // MFMA on gfx942, one candidate per intrinsic and operand type: the disassembled code object holds
@@ -191,9 +197,7 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
     ASSERT_TRUE(b.out.ok) << c.knobs << ": " << b.out.stage << ": " << b.out.message.substr(0, 2000);
     const GpuPlan& p = b.plan;
     ASSERT_EQ(p.mfma.name(), c.mnemonic);
-    std::string dis = b.path + ".s";
-    ASSERT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
-    std::string isa = slurp(dis);
+    std::string isa = gfx942Disassembly(b);
     // Per wave and K chunk: (warp_m / m) x (warp_n / n) tiles x (block_k / k) steps; the K loop over
     // 256 / block_k chunks may be unrolled, so the whole kernel holds a multiple of it.
     const int64_t per_chunk = (p.warp_m / p.mfma.m) * (p.warp_n / p.mfma.n) * (p.block_k / p.mfma.k);
@@ -207,7 +211,6 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
     GpuResources r = fromAmdgpuMetadata(b.info.stats);
     EXPECT_GE(r.agprs, 0);
     EXPECT_TRUE(preflightCheck(*g, r, p.threads).ok);
-    std::filesystem::remove(dis);
   }
   // lds_k_major: the strided operand (B in NN, A in TN) is stored with K innermost, so every
   // operand read of the kernel is one 64-bit LDS load and none is a 16-bit one.
@@ -216,14 +219,7 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
         "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=1,swizzle=0";
     Built plain = build("mi300", key, knobs), kmajor = build("mi300", key, knobs + ",lds_k_major=1");
     ASSERT_TRUE(plain.out.ok && kmajor.out.ok) << kmajor.out.message.substr(0, 2000);
-    auto disasm = [](const Built& b) {
-      std::string dis = b.path + ".s";
-      EXPECT_EQ(system((std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d --mcpu=gfx942 " + b.path + " > " + dis).c_str()), 0);
-      std::string isa = slurp(dis);
-      std::filesystem::remove(dis);
-      return isa;
-    };
-    std::string a = disasm(plain), k = disasm(kmajor);
+    std::string a = gfx942Disassembly(plain), k = gfx942Disassembly(kmajor);
     EXPECT_GT(count(a, "ds_read_u16"), 0) << key;
     EXPECT_EQ(count(k, "ds_read_u16"), 0) << key;
     // The same MFMAs per K chunk (4 here); LLVM may unroll the K loop differently.
@@ -311,13 +307,17 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         EXPECT_EQ(p->grid[0] * p->block_n, w.n);
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
         if (g->target.kind == TargetKind::Nvidia) {
-          if (p->mma) EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+          if (p->mma) {
+            EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+          }
         } else {
           // gfx942: every f16/bf16 candidate uses the matrix cores, f32 the FMA route.
           EXPECT_EQ(p->mma, w.a_type != DType::F32) << key;
           EXPECT_EQ(p->mfma.m > 0, p->mma);
-          if (p->mma) EXPECT_TRUE(p->warp_m % p->mfma.m == 0 && p->warp_n % p->mfma.n == 0);
-          if (p->mma) EXPECT_LE(p->threads, 8 * 64);
+          if (p->mma) {
+            EXPECT_TRUE(p->warp_m % p->mfma.m == 0 && p->warp_n % p->mfma.n == 0);
+            EXPECT_LE(p->threads, 8 * 64);
+          }
         }
         if (p->pipeline > 1) {
           EXPECT_TRUE(g->has_cp_async);

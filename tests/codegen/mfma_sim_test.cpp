@@ -372,7 +372,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   if (!s.isValid(*cand)) throw std::runtime_error("invalid candidate " + c.knobs);
   GpuPlan p = *planGpuGemm(w, s, *cand);
   if (p.mfma.m == 0) throw std::runtime_error("not an MFMA candidate");
-  GpuCompileRequest r = gpuCompileRequest(w, s, *cand, *g);
+  GpuCompileRequest r = gpuCompileRequest(w, s, *cand, p, *g);
   r.keep_ir = true;
   r.out_path = ::testing::TempDir() + "/mfma_sim_" + std::to_string(getpid()) + ".hsaco";
   GpuKernelInfo info;

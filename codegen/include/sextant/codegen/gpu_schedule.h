@@ -54,9 +54,9 @@ Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Can
 Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
                                            int64_t align_bits);
 
-// Everything compileGpuGemm needs for candidate c but the output path: the payload, the stage
-// scripts and the plan's code-generation choices (the one place that copies them).
-GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c,
+// Everything compileGpuGemm needs for candidate c (whose plan is p) but the output path: the
+// payload, the stage scripts and the plan's code-generation choices (the one place that copies them).
+GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c, const GpuPlan& p,
                                     const GpuTargetInfo& g);
 
 // The untuned default: 64x64x32 blocks; tensor cores where available with 32x32 warp tiles;
