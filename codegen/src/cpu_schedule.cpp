@@ -52,24 +52,46 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
                               int64_t cols = (v[4] + vw - 1) / vw;
                               return v[3] * cols + cols <= nregs;
                             }});
-  if (threads > 1) {
+  if (threads > 1)
     knobs.push_back({"threads", {threads}, "OpenMP threads running the forall of cache blocks (tune --threads)"});
-    // At least as many blocks as threads, or as many as the smallest tiles make (tiny shapes).
-    const int64_t m = w.m, n = w.n;
-    const int64_t most = ((m + knobs[0].values.front() - 1) / knobs[0].values.front()) *
-                         ((n + knobs[1].values.front() - 1) / knobs[1].values.front());
-    const int64_t need = std::min<int64_t>(threads, most);
-    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1}, [m, n, need](const std::vector<int64_t>& v) {
-                                return ((m + v[0] - 1) / v[0]) * ((n + v[1] - 1) / v[1]) >= need;
-                              }});
-  }
   // Packing of the B panel (issue #14): each K chunk's tile_k x tile_n panel of B copied into a
   // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN and TN
   // (B is K x N in both; NT stores B transposed); records from before the knob read as 0 (B read
   // in place, as before).
   knobs.push_back({"pack_b", w.layout != Layout::NT ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
                    "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 0: read B in place", 0});
+  // The loops above the K chunks (issue #14): 0 = a forall over (tile_m x tile_n) blocks (as
+  // before); 1 = a forall over tile_m row blocks, the K chunks, then a loop over tile_n (the A
+  // block is reused across it: pack_a packs it once per K chunk); 2 = a forall over tile_n column
+  // blocks, the K chunks, then a loop over tile_m (BLIS/GotoBLAS order: the B panel is reused
+  // across it, pack_b packs it once per K chunk). Batched GEMMs are emitted as 0 whatever the knob.
+  knobs.push_back({"outer_order", {0, 1, 2},
+                   "loops above the K chunks: 0 forall over (m, n) blocks; 1 forall over m, then K, then n; "
+                   "2 forall over n, then K, then m",
+                   0});
+  const int order_i = int(knobs.size()) - 1;
+  if (threads > 1) {
+    // At least as many forall iterations as threads, or as many as the smallest tiles make (tiny
+    // shapes).
+    const int64_t m = w.m, n = w.n;
+    const int64_t most = ((m + knobs[0].values.front() - 1) / knobs[0].values.front()) *
+                         ((n + knobs[1].values.front() - 1) / knobs[1].values.front());
+    const int64_t need = std::min<int64_t>(threads, most);
+    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1, order_i},
+                              [m, n, need, order_i](const std::vector<int64_t>& v) {
+                                return cpuParallelBlocks(m, n, v[0], v[1], v[size_t(order_i)]) >= need;
+                              }});
+  }
+  // Packing of the A block (issue #14): each K chunk's tile_m x tile_k block of A copied into a
+  // contiguous buffer (row stride tile_k instead of K). NN and NT (A is M x K in both).
+  knobs.push_back({"pack_a", w.layout != Layout::TN ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+                   "1: copy each K chunk's A block (tile_m x tile_k) into a contiguous buffer first; 0: read A in place", 0});
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
+}
+
+int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order) {
+  const int64_t bm = (m + tile_m - 1) / tile_m, bn = (n + tile_n - 1) / tile_n;
+  return outer_order == 1 ? bm : outer_order == 2 ? bn : bm * bn;
 }
 
 Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted) {
@@ -111,23 +133,33 @@ static std::string knobOp(const Knob& k, int64_t selected) {
   return o.str();
 }
 
-// Rows of the B panel copied per vector step (the copy is tiled by rows, each step one
-// rows x tile_n vector).
-static int64_t packRows(int64_t tile_k) { return tile_k % 4 == 0 ? 4 : tile_k % 2 == 0 ? 2 : 1; }
+// Rows of a panel copied per vector step (the copy is tiled by rows, each step one rows x width
+// vector).
+static int64_t packRows(int64_t rows) { return rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1; }
 
-// The B panel of the K chunk (%t2) copied into a contiguous buffer: a nofold pad of B, rewritten
-// as a linalg.copy into a fresh tensor and tiled by rows (vectorized at the end). The matmul on
-// the copy is %t2p.
-static std::string packB(const std::string& ind, int64_t tile_k) {
+// One operand of the matmul %op copied into a contiguous buffer: a nofold pad of that operand
+// (A: 0, B: 1), rewritten as a linalg.copy into a fresh tensor and tiled by rows (vectorized at
+// the end of the script, see emitCpuGemmActions). The matmul on the copy is %<name>p; the copy's
+// handle, rows and width go to `copies`.
+struct PanelCopy {
+  std::string handle;
+  int64_t rows, width;
+};
+static std::string packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
+                               int64_t rows, int64_t width, std::vector<PanelCopy>& copies) {
   const std::string H = "!transform.any_op";
   std::ostringstream o;
-  o << ind << "// pack_b: this K chunk's B panel copied into a contiguous buffer.\n"
-    << ind << "%t2p, %padb, %unused_copy = transform.structured.pad %t2 {padding_values = [0.0 : f32, 0.0 : f32, "
-    << "0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = [0, 1, 0], copy_back_op = \"none\"} : (" << H
-    << ") -> (" << H << ", " << H << ", " << H << ")\n"
-    << ind << "%bpanel = transform.structured.rewrite_in_destination_passing_style %padb : (" << H << ") -> " << H << "\n"
-    << ind << "%bcopy, %bcopy_loop = transform.structured.tile_using_for %bpanel tile_sizes [" << packRows(tile_k)
-    << ", 0] : (" << H << ") -> (" << H << ", " << H << ")\n";
+  o << ind << "// " << name << ": this K chunk's " << (operand == 0 ? "A block" : "B panel")
+    << " copied into a contiguous buffer.\n"
+    << ind << "%" << name << "p, %" << name << "_pad, %" << name << "_unused = transform.structured.pad " << op
+    << " {padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = ["
+    << (operand == 0 ? "1, 0" : "0, 1") << ", 0], copy_back_op = \"none\"} : (" << H << ") -> (" << H << ", " << H
+    << ", " << H << ")\n"
+    << ind << "%" << name << "_panel = transform.structured.rewrite_in_destination_passing_style %" << name
+    << "_pad : (" << H << ") -> " << H << "\n"
+    << ind << "%" << name << "_copy, %" << name << "_copy_loop = transform.structured.tile_using_for %" << name
+    << "_panel tile_sizes [" << packRows(rows) << ", 0] : (" << H << ") -> (" << H << ", " << H << ")\n";
+  copies.push_back({"%" + name + "_copy", rows, width});
   return o.str();
 }
 
@@ -138,23 +170,48 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   std::ostringstream o;
   const bool threaded = space.knobIndex("threads") >= 0;
-  const int pack_index = space.knobIndex("pack_b");
-  const bool pack_b = pack_index >= 0 && v[pack_index] == 1 && !batched;
+  auto knob = [&](const char* name) {
+    int i = space.knobIndex(name);
+    return i >= 0 ? v[size_t(i)] : 0;
+  };
+  // Batched GEMMs: one batch element per forall iteration, no packing, order 0.
+  const bool pack_a = knob("pack_a") == 1 && !batched, pack_b = knob("pack_b") == 1 && !batched;
+  const int64_t order = batched ? 0 : knob("outer_order");
+  const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
   // tiled) in the other tile sizes, 1 in the vector sizes.
   const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
-  const std::string order = batched ? " interchange = [0, 2, 1, 3]" : " interchange = [1, 0, 2]";
+  const std::string interchange = batched ? " interchange = [0, 2, 1, 3]" : " interchange = [1, 0, 2]";
+  const std::string forall_sizes = order == 1 ? "%tile_m, 0" : order == 2 ? "0, %tile_n" : "%tile_m, %tile_n";
   o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << "%tile_m, %tile_n]"
-    << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ")\n"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << forall_sizes << "]"
+    << " : (" << H << ", " << P << (order == 0 ? ", " + P : std::string()) << ") -> (" << H << ", " << H << ")\n"
     << (threaded ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
                  : std::string())
     << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, %tile_k]"
-    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << (pack_b ? packB(ind, v[2]) : std::string())
-    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %" << (pack_b ? "t2p" : "t2") << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
-    << (n_outer ? order : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
+    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";
+  // Each operand is packed at the outermost level where its panel no longer changes: A above the
+  // loop over n (order 1), B above the loop over m (order 2), otherwise in the K chunk's block.
+  std::vector<PanelCopy> copies;
+  std::string cur = "%t2";
+  auto pack = [&](int operand) {
+    o << (operand == 0 ? packOperand(ind, cur, 0, "pa", tile_m, tile_k, copies)
+                       : packOperand(ind, cur, 1, "pb", tile_k, tile_n, copies));
+    cur = operand == 0 ? "%pap" : "%pbp";
+  };
+  if (order == 1 && pack_a) pack(0);
+  if (order == 2 && pack_b) pack(1);
+  if (order == 1 || order == 2) {
+    o << ind << "%t2i, %inner = transform.structured.tile_using_for " << cur << " tile_sizes ["
+      << (order == 1 ? "0, %tile_n" : "%tile_m, 0") << ", 0] : (" << H << ", " << P << ") -> (" << H << ", " << H
+      << ")\n";
+    cur = "%t2i";
+  }
+  if (order != 1 && pack_a) pack(0);
+  if (order != 2 && pack_b) pack(1);
+  o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
+    << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
     << ", " << H << ", " << H << ")\n"
     << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
@@ -176,11 +233,11 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ind << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
     << ind << "  transform.apply_patterns.vector.lower_outerproduct\n"
     << ind << "} : " << H << "\n";
-  if (pack_b)
-    // Last: vectorized earlier, canonicalization would fold the copy back into a slice
-    // insertion, which bufferizes to a memrefCopy call.
-    o << ind << "transform.structured.vectorize %bcopy vector_sizes [" << packRows(v[2]) << ", " << v[1] << "] : " << H
-      << "\n";
+  // Last: vectorized earlier, canonicalization would fold a copy back into a slice insertion,
+  // which bufferizes to a memrefCopy call.
+  for (const PanelCopy& p : copies)
+    o << ind << "transform.structured.vectorize " << p.handle << " vector_sizes [" << packRows(p.rows) << ", "
+      << p.width << "] : " << H << "\n";
   return o.str();
 }
 

@@ -93,10 +93,13 @@ TEST(Space, KnobsListTheirValuesAndFingerprintIsStable) {
   Space b = buildCpuGemmSpace(gemm(1024, 1024, 1024), avx512());
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
   EXPECT_NE(a.fingerprint(), buildCpuGemmSpace(gemm(96, 1024, 1024), avx512()).fingerprint());
-  ASSERT_EQ(a.knobs().size(), 8u);
+  ASSERT_EQ(a.knobs().size(), 10u);
   EXPECT_EQ(a.knobs()[0].name, "tile_m");
   EXPECT_EQ(a.knobs()[7].name, "pack_b");
   EXPECT_EQ(a.knobs()[7].values, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(a.knobs()[8].name, "outer_order");
+  EXPECT_EQ(a.knobs()[8].values, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(a.knobs()[9].name, "pack_a");
   EXPECT_EQ(a.knobs()[4].values, (std::vector<int64_t>{16, 32, 64}));
 }
 
@@ -167,7 +170,13 @@ TEST(Space, RecordsWithoutANewerKnobReadAsBefore) {
   auto c = s.fromKey(old_key);
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(s.knobMap(*c).at("pack_b"), 0);
-  EXPECT_EQ(s.keyOf(*c), old_key + ",pack_b=0");
+  EXPECT_EQ(s.knobMap(*c).at("outer_order"), 0);
+  EXPECT_EQ(s.knobMap(*c).at("pack_a"), 0);
+  EXPECT_EQ(s.keyOf(*c), old_key + ",pack_b=0,outer_order=0,pack_a=0");
+  // A record of the pack_b era (before outer_order and pack_a) keeps its pack_b.
+  auto packed = s.fromKey(old_key + ",pack_b=1");
+  ASSERT_TRUE(packed.ok()) << packed.error();
+  EXPECT_EQ(s.keyOf(*packed), old_key + ",pack_b=1,outer_order=0,pack_a=0");
   auto missing = s.fromKey("tile_m=128,tile_n=128,tile_k=512,reg_m=8,reg_n=32,unroll_k=1");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("reg_loop_order"), std::string::npos);
@@ -177,4 +186,30 @@ TEST(Space, RecordsWithoutANewerKnobReadAsBefore) {
   nt.layout = Layout::NT;
   Space t = buildCpuGemmSpace(nt, avx512());
   EXPECT_EQ(t.knobs()[t.knobIndex("pack_b")].values, std::vector<int64_t>{0});
+  EXPECT_EQ(t.knobs()[t.knobIndex("pack_a")].values, (std::vector<int64_t>{0, 1}));
+  // A stored transposed (TN): no A packing.
+  GemmWorkload tn = gemm(256, 256, 256);
+  tn.layout = Layout::TN;
+  Space u = buildCpuGemmSpace(tn, avx512());
+  EXPECT_EQ(u.knobs()[u.knobIndex("pack_a")].values, std::vector<int64_t>{0});
+}
+
+// The threaded CPU space: the solver against brute force, and every valid point gives each thread
+// a forall iteration, counted here from the loop order's definition (outer_order 0: m and n
+// blocks, 1: m blocks, 2: n blocks).
+TEST(Space, ThreadedCpuSpaceMatchesBruteForceAndGivesEveryThreadABlock) {
+  for (auto w : {gemm(256, 128, 64), gemm(64, 1024, 96), gemm(1024, 64, 32)}) {
+    Space s = buildCpuGemmSpace(w, avx512(), 2);
+    ASSERT_GT(s.size(), 0u) << w.key();
+    EXPECT_EQ(s.size(), bruteForceSize(s)) << w.key();
+    bool orders[3] = {false, false, false};
+    for (uint64_t i = 0; i < s.size(); ++i) {
+      auto k = s.knobMap(s.at(i));
+      const int64_t bm = w.m / k.at("tile_m"), bn = w.n / k.at("tile_n");
+      const int64_t blocks = k.at("outer_order") == 0 ? bm * bn : k.at("outer_order") == 1 ? bm : bn;
+      EXPECT_GE(blocks, 2) << s.keyOf(s.at(i));
+      orders[k.at("outer_order")] = true;
+    }
+    EXPECT_TRUE(orders[0] && orders[1] && orders[2]) << w.key();
+  }
 }

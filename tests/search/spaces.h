@@ -15,8 +15,16 @@ inline Space avx512Space(int64_t m, int64_t n, int64_t k) {
   cpu.vector_registers = 32;
   return buildCpuGemmSpace(w, cpu);
 }
-// ~20,000 valid candidates: the space the strategy tests search.
-inline Space syntheticSpace() { return avx512Space(256, 512, 128); }
+// ~20,000 valid candidates: the space the strategy tests search, with the eight knobs it had when
+// they were written (the loop order and A packing of issue #14, the last two knobs, dropped; no
+// constraint reads them), so that the space, its optimum and "192 measurements = under 2% of it"
+// stay what the tests expect.
+inline Space syntheticSpace() {
+  Space full = avx512Space(256, 512, 128);
+  std::vector<Knob> knobs = full.knobs();
+  while (!knobs.empty() && (knobs.back().name == "outer_order" || knobs.back().name == "pack_a")) knobs.pop_back();
+  return Space(full.name(), knobs, full.constraints());
+}
 inline GemmWorkload syntheticWorkload() {
   GemmWorkload w;
   w.m = 256, w.n = 512, w.k = 128;

@@ -23,6 +23,9 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads =
 // The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
 // register tile, no K unrolling), snapped to the nearest valid point of the space.
 Candidate defaultCpuCandidate(const Space& space);
+// Iterations of the forall that runs on threads: (m, n) blocks for outer_order 0, row blocks for
+// 1, column blocks for 2.
+int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order);
 // The valid candidate nearest (in knob-index distance) to the given knob values.
 Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted);
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
