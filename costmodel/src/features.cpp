@@ -1,5 +1,6 @@
 #include "sextant/costmodel/features.h"
 
+#include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/hwspec/gpu_target.h"
 
@@ -31,7 +32,9 @@ std::vector<std::string> cpuGemmFeatureNames() {
           "log2 A panel (tile_m x tile_k) bytes / L2", "row of A is a multiple of 4 KiB",
           "row of B is a multiple of 4 KiB", "log2 GFLOP of the workload",
           // the machine (a CPU counterpart of the GPU Blueprint)
-          "log2 L1d KiB", "log2 L2 KiB", "f32 lanes / 16", "vector registers / 32", "log2 cores"};
+          "log2 L1d KiB", "log2 L2 KiB", "f32 lanes / 16", "vector registers / 32", "log2 cores",
+          // version 3: packing and the loops above the K chunks (issue #14)
+          "pack_b", "pack_a", "outer_order=1", "outer_order=2"};
 }
 
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
@@ -71,12 +74,18 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double loads = rm + cols;  // broadcasts of A plus vector loads of B per K step
   // The row length of B as the micro-kernels read it: tile_n with pack_b (a contiguous copy of the
   // panel), N in place.
-  const int pack = space.knobIndex("pack_b");
-  const double b_row = pack >= 0 && v[pack] == 1 ? tn : double(w.n);
+  auto knob = [&](const char* name) {
+    const int i = space.knobIndex(name);
+    return i >= 0 ? v[size_t(i)] : 0;
+  };
+  const double b_row = knob("pack_b") == 1 ? tn : double(w.n);
+  // Likewise A's row with pack_a (tile_k), and the forall's blocks with the outer loop order.
+  const double a_row = knob("pack_a") == 1 ? tk : double(w.k);
+  const double blocks = double(cpuParallelBlocks(w.m, w.n, v[0], v[1], knob("outer_order")));
   return {lg(tm), lg(tn), lg(tk), lg(rm), lg(rn), lg(uk), float(v[6]),
           lg(tm * tk * e / l1), lg(tk * tn * e / l2), lg(tm * tn * 4 / l2), lg((tm * tk + tk * tn) * e + tm * tn * 4) - lg(llc),
           lg(tk * rn * e / l1), float(acc / loads), float(acc / cpu.vector_registers), float(cols),
-          lg(double(w.m) / tm * double(w.n) / tn), lg(double(w.k) / tk), lg(b_row * e), lg(tm / rm * tn / rn),
+          lg(blocks), lg(double(w.k) / tk), lg(b_row * e), lg(tm / rm * tn / rn),
           lg(double(w.m)), lg(double(w.n)), lg(double(w.k)), w.layout == Layout::NT ? 1.f : 0.f,
           w.layout == Layout::TN ? 1.f : 0.f,
           is(rm == 1), is(rm == 2), is(rm == 4), is(rm == 8), is(rm == 16), is(cols == 1), is(cols == 2),
@@ -84,12 +93,14 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           is(tk <= 32), is(tk == 64), is(tk == 128), is(tk == 256), is(tk >= 512),
           // version 2
           lg(tm / double(w.m)), lg(tn / double(w.n)), lg(tk / double(w.k)),
-          lg(double(w.m) / tm * double(w.n) / tn / std::max(1, cpu.logical_cores)),
+          lg(blocks / std::max(1, cpu.logical_cores)),
           lg(2 * tm * tn * tk / ((tm * tk + tk * tn) * e + tm * tn * 4)), lg(tk * tn * e / l2), lg(tm * tk * e / l2),
-          is(int64_t(double(w.k) * e) % 4096 == 0), is(int64_t(b_row * e) % 4096 == 0),
+          is(int64_t(a_row * e) % 4096 == 0), is(int64_t(b_row * e) % 4096 == 0),
           lg(2.0 * double(w.m) * double(w.n) * double(w.k) / 1e9),
           lg(l1 / 1024), lg(l2 / 1024), float(vw / 16), float(cpu.vector_registers / 32.0),
-          lg(double(std::max(1, cpu.logical_cores)))};
+          lg(double(std::max(1, cpu.logical_cores))),
+          // version 3
+          is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2)};
 }
 
 std::vector<std::string> gpuGemmFeatureNames() {

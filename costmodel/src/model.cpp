@@ -67,6 +67,13 @@ struct CostModel::Impl {
       // A (nearly) constant feature is centred, not scaled (see model.h).
       auto sd = X.size(0) > 1 ? X.std(0) : torch::zeros({nf});
       scale = torch::where(sd < 0.05, torch::ones_like(sd), sd);
+      // ... and starts with no weight in the first layer (its input is 0 throughout this fit, so
+      // the weight would stay at its random start): the model is neutral about a value it has
+      // never seen vary (another workload's size, a knob value absent from the training data)
+      // until later updates show its effect.
+      torch::NoGradGuard no_grad;
+      auto fixed = (sd < 0.05).to(torch::kFloat32);
+      for (auto& m : members) m->l1->weight.mul_(1 - fixed.unsqueeze(0));
     }
     X = (X - mean) / scale;
     // Targets: throughput normalised by the best of its workload.

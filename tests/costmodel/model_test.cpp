@@ -130,6 +130,19 @@ TEST(Features, KnownCandidate) {
   EXPECT_FLOAT_EQ(f[13], 16.f / 32.f);      // accumulators / registers
   EXPECT_FLOAT_EQ(f[15], std::log2(8.f * 2.f));  // 8 x 2 blocks
   EXPECT_FLOAT_EQ(f[19], 10);               // log2 M
+  const size_t v3 = 58;                     // version 3: pack_b, pack_a, outer_order=1, =2
+  ASSERT_EQ(f.size(), v3 + 4);
+  EXPECT_EQ(std::vector<float>(f.begin() + v3, f.end()), (std::vector<float>{0, 0, 0, 0}));
+  // The loop order changes what runs in parallel (outer_order 2: only the 2 column blocks), pack_a
+  // the row of A as read (tile_k = 128 floats: not a multiple of 4 KiB; K = 1024 floats is).
+  EXPECT_FLOAT_EQ(f[50], 1);  // row of A is a multiple of 4 KiB
+  auto c2 = s.fromMap({{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 128}, {"reg_m", 4}, {"reg_n", 64},
+                       {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"pack_a", 1}, {"outer_order", 2}});
+  ASSERT_TRUE(c2.ok()) << c2.error();
+  auto g = cpuGemmFeatures(w, s, *c2, cpu);
+  EXPECT_EQ(std::vector<float>(g.begin() + v3, g.end()), (std::vector<float>{1, 1, 0, 1}));
+  EXPECT_FLOAT_EQ(g[15], 1);  // log2 2 blocks
+  EXPECT_FLOAT_EQ(g[50], 0);
 }
 
 // Issue #11 item 0: a feature constant in the fitted data (the workload's sizes when one workload
@@ -146,10 +159,24 @@ TEST(CostModel, AFeatureConstantInTheFitIsCentredNotBlownUp) {
     same.push_back(s.x), same.back().push_back(9.0f);
     other.push_back(s.x), other.back().push_back(10.0f);  // the next workload: log2 M one larger
   }
-  for (auto& q : m.predict(other)) {
-    ASSERT_TRUE(std::isfinite(q.mean));
-    EXPECT_LT(std::fabs(q.mean), 5.f) << "normalised throughput predictions must stay near [0, 1]";
+  auto ps = m.predict(same), po = m.predict(other);
+  for (size_t i = 0; i < po.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(po[i].mean));
+    EXPECT_LT(std::fabs(po[i].mean), 5.f) << "normalised throughput predictions must stay near [0, 1]";
+    // Never seen to vary, the feature has no weight yet: the model is neutral about its value.
+    EXPECT_FLOAT_EQ(po[i].mean, ps[i].mean);
   }
+  // Once the data show its effect, the update learns it.
+  auto shifted = synthetic(300, 13);
+  for (auto& s : shifted) s.x.push_back(10.0f), s.gflops *= 0.5f, s.group = 0;
+  for (auto& s : train) s.group = 0;
+  std::vector<Sample> both = train;
+  both.insert(both.end(), shifted.begin(), shifted.end());
+  m.update(both);
+  auto ps2 = m.predict(same), po2 = m.predict(other);
+  double lower = 0;
+  for (size_t i = 0; i < po2.size(); ++i) lower += po2[i].mean < ps2[i].mean;
+  EXPECT_GT(lower, 0.8 * double(po2.size()));
 }
 
 TEST(CostModel, RankingPairsComeOnlyFromTheMembersResampleAndStayWithinAGroup) {

@@ -14,8 +14,9 @@ namespace sextant {
 
 // Version of the CPU features: a saved model trained on other features is refused. Version 2 adds
 // features relative to the workload (tile / size, blocks per core) and the machine (L1d, L2,
-// lanes, registers, cores), so that one model serves every shape and CPU.
-constexpr int kCpuFeatureVersion = 2;
+// lanes, registers, cores), so that one model serves every shape and CPU. Version 3 adds the
+// packing and loop-order knobs of issue #14 (pack_b, pack_a, outer_order 1 and 2).
+constexpr int kCpuFeatureVersion = 3;
 std::vector<std::string> cpuGemmFeatureNames();
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu);
 // The CPU that records measured on `llvm_cpu` (LLVM's host CPU name, the records' `device`)

@@ -65,7 +65,8 @@ class CostModel {
   // (mean, standard deviation) is computed by fit and kept by update, since the weights depend
   // on it; a feature that is (nearly) constant in the fitted data (std < 0.05: the workload's
   // sizes when one workload was seen) is centred but not scaled, so that other values of it
-  // later (another workload) reach the networks as differences of a few units, not 1e6.
+  // later (another workload) reach the networks as differences of a few units, not 1e6, and its
+  // first-layer weights start at 0: the model is neutral about it until updates show its effect.
   void fit(const std::vector<Sample>& data);
   void update(const std::vector<Sample>& data);
   std::vector<Prediction> predict(const std::vector<std::vector<float>>& x) const;
