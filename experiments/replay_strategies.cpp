@@ -154,11 +154,11 @@ int main(int argc, char** argv) {
     for (auto& wd : ds->workloads) all.push_back({f, wd});
   }
   {
-    for (const auto& [f, wd] : all) {
+    for (const auto& [f, wd0] : all) {
       // Leave-one-out prior for glimpse: every other workload's recorded candidates.
       std::vector<PriorRecord> prior;
       for (const auto& [f2, other] : all) {
-        if (other.workload.key() == wd.workload.key() || other.best_gflops <= 0) continue;
+        if (other.workload.key() == wd0.workload.key() || other.best_gflops <= 0) continue;
         for (const auto& [key, e] : other.by_candidate) {
           if (!e.ok) continue;
           PriorRecord p;
@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
           prior.push_back(std::move(p));
         }
       }
-      Space full = buildCpuGemmSpace(wd.workload, hostCpu());
+      Space full = buildCpuGemmSpace(wd0.workload, hostCpu());
+      const ReplayWorkload wd = withSpaceKeys(wd0, full);  // records older than a knob read "as before"
       Space space = restrictToDataset(full, wd);
       printf("\n%s (%s): %llu recorded candidates of a space of %llu, best %.1f GFLOP/s\n", wd.workload.key().c_str(),
              f.c_str(), (unsigned long long)space.size(), (unsigned long long)full.size(), wd.best_gflops);

@@ -226,7 +226,10 @@ int main(int argc, char** argv) {
   for (const ReplayWorkload* hw : all) {
     if (!hold_out.empty() && replayName(*hw).find(hold_out) == std::string::npos) continue;
     Held h{hw, cpuOfRecords(hw->device, to.host_llvm_cpu, hostCpu()), Space("", {}, {})};
-    h.space = restrictToDataset(buildCpuGemmSpace(hw->workload, h.cpu), *hw);
+    const Space full = buildCpuGemmSpace(hw->workload, h.cpu);
+    const ReplayWorkload keyed = withSpaceKeys(*hw, full);  // records older than a knob read "as before"
+    h.w = &keyed;
+    h.space = restrictToDataset(full, keyed);
     printf("\n%s: %llu recorded candidates, best %.1f GFLOP/s\n", replayName(*hw).c_str(),
            (unsigned long long)h.space.size(), hw->best_gflops);
     json wj;

@@ -86,6 +86,14 @@ Result<ReplayDataset> loadReplayDataset(const std::string& path, const std::stri
   return out;
 }
 
+ReplayWorkload withSpaceKeys(const ReplayWorkload& w, const Space& space) {
+  ReplayWorkload out = w;
+  out.by_candidate.clear();
+  for (const auto& [key, e] : w.by_candidate)
+    if (auto c = space.fromKey(key)) out.by_candidate[space.keyOf(*c)] = e;
+  return out;
+}
+
 Space restrictToDataset(const Space& space, const ReplayWorkload& w) {
   std::set<std::vector<int64_t>> allowed;
   for (const auto& [key, e] : w.by_candidate) {

@@ -112,6 +112,41 @@ TEST(Sampling, NeverReturnsMeasuredDuplicateOrUnusableCandidates) {
 
 #include "sextant/search/replay.h"
 
+// A dataset recorded before the space's newer knobs (the committed replay datasets predate
+// pack_b, outer_order and pack_a): its keys name fewer knobs. Re-keyed by the space, every record
+// is found by a search over that space; looked up by the new keys as they are, none is.
+TEST(Replay, RecordsOlderThanTheSpacesKnobsAreFound) {
+  GemmWorkload w = testing_spaces::syntheticWorkload();
+  Space full = testing_spaces::avx512Space(w.m, w.n, w.k);
+  ASSERT_GE(full.knobIndex("pack_a"), 0);
+  ReplayWorkload data{w, "cpu:x", {}, 0};
+  std::vector<Candidate> recorded;
+  std::mt19937_64 rng(3);
+  const std::string now = ",pack_b=0,outer_order=0,pack_a=0";
+  while (recorded.size() < 20) {
+    Candidate c = full.sample(rng);
+    std::string key = full.keyOf(c);
+    if (key.size() < now.size() || key.compare(key.size() - now.size(), now.size(), now) != 0) continue;
+    // Half from before pack_b (7 knobs), half from the pack_b era (8 knobs).
+    key.resize(key.size() - now.size() + (recorded.size() % 2 ? std::string(",pack_b=0").size() : 0));
+    if (data.by_candidate.count(key)) continue;
+    data.by_candidate[key] = ReplayEntry{true, 1.0 + double(recorded.size()), {0.1}};
+    recorded.push_back(c);
+  }
+  std::atomic<bool> stop{false};
+  ReplayEvaluator as_recorded(full, data);
+  for (const auto& e : as_recorded.evaluate(recorded, stop, nullptr)) EXPECT_EQ(e.status, "replay_miss");
+  const ReplayWorkload keyed = withSpaceKeys(data, full);
+  EXPECT_EQ(restrictToDataset(full, keyed).size(), recorded.size());
+  ReplayEvaluator ev(full, keyed);
+  auto out = ev.evaluate(recorded, stop, nullptr);
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].status, "ok") << full.keyOf(recorded[i]);
+    EXPECT_DOUBLE_EQ(out[i].measurement.gflops, 1.0 + double(i));
+  }
+  EXPECT_EQ(ev.misses(), 0);
+}
+
 TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
   GemmWorkload w = testing_spaces::syntheticWorkload();
   Space full = testing_spaces::syntheticSpace();

@@ -40,6 +40,11 @@ struct ReplayDataset {
 // Only measured records count; a candidate measured several times keeps its best ok result.
 Result<ReplayDataset> loadReplayDataset(const std::string& path, const std::string& target_key = "");
 
+// The records keyed by `space`'s canonical keys (Space::keyOf of Space::fromKey: knobs that a
+// record predates read as their "as before" value), so that a search over the space finds records
+// made before its newer knobs existed. Keys the space cannot read are dropped.
+ReplayWorkload withSpaceKeys(const ReplayWorkload& w, const Space& space);
+
 // The space restricted to the dataset's candidates (searching a recorded uniform sample of a
 // space = searching that sample).
 Space restrictToDataset(const Space& space, const ReplayWorkload& w);
