@@ -33,7 +33,10 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
                    "K chunk per block (the packed-panel depth in BLIS terms)"});
   std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};
   if (w.n % vw != 0) reg_n = {1, 2, 4, 8};
-  knobs.push_back({"reg_m", {1, 2, 4, 8, 16}, "rows of the register tile"});
+  // 6, 12, 14: the row counts that fill 32 AVX-512 registers (6 x 4 vectors, 12-14 x 2) or 16 AVX2
+  // ones (6 x 2); they divide no power-of-two tile, so the register loop over M is peeled (full
+  // tiles, then a masked remainder).
+  knobs.push_back({"reg_m", {1, 2, 4, 6, 8, 12, 14, 16}, "rows of the register tile (a remainder that tile_m leaves is peeled)"});
   knobs.push_back({"reg_n", reg_n, "columns of the register tile (multiples of the vector width)"});
   knobs.push_back({"unroll_k", {1, 2, 4, 8}, "K steps per micro-kernel iteration (unrolled FMAs)"});
   knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles row-major (m outer), 1: n outer"});
@@ -42,7 +45,7 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
     return Constraint{name, {a, b}, [a, b](const std::vector<int64_t>& v) { return v[b] % v[a] == 0; }};
   };
   std::vector<Constraint> cons;
-  cons.push_back(divides(3, 0, "reg_m divides tile_m"));
+  cons.push_back(Constraint{"reg_m at most tile_m", {0, 3}, [](const std::vector<int64_t>& v) { return v[3] <= v[0]; }});
   cons.push_back(divides(4, 1, "reg_n divides tile_n"));
   cons.push_back(divides(5, 2, "unroll_k divides tile_k"));
   // Accumulators (reg_m vectors per reg_n/vw column group) plus one row of B vectors must fit in
@@ -163,6 +166,27 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
   return o.str();
 }
 
+// The register tiles (%t4) vectorized with the register tile's sizes. `peel`: the register loop
+// over M (that handle), whose last tile is partial, is peeled first (transform.loop.peel): the
+// main loop's tiles are full and vectorize unmasked, the remainder's masked (upstream:
+// mlir/test/Dialect/Linalg/transform-op-peel-and-vectorize.mlir).
+static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel) {
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
+  auto vectorize = [&](const std::string& h) {
+    return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, %reg_n, %unroll_k] : " + H +
+           ", " + P + ", " + P + ", " + P + "\n";
+  };
+  if (peel.empty()) return vectorize("%t4");
+  std::ostringstream o;
+  o << ind << "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n"
+    << ind << "%mloop = transform.cast " << peel << " : " << H << " to " << F << "\n"
+    << ind << "%full, %partial = transform.loop.peel %mloop : (" << F << ") -> (" << H << ", " << H << ")\n"
+    << ind << "%t4_full = transform.structured.match interface{LinalgOp} in %full : (" << H << ") -> " << H << "\n"
+    << ind << "%t4_partial = transform.structured.match interface{LinalgOp} in %partial : (" << H << ") -> " << H << "\n"
+    << vectorize("%t4_full") << vectorize("%t4_partial");
+  return o.str();
+}
+
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
   auto v = space.values(c);
   const auto& k = space.knobs();
@@ -215,8 +239,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ", " << H << ", " << H << ")\n"
     << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %t4 vector_sizes [" << b1 << "%reg_m, %reg_n, %unroll_k] : " << H << ", " << P
-    << ", " << P << ", " << P << "\n"
+    << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 ? (n_outer ? "%r2" : "%r1") : "")
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"

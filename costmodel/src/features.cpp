@@ -33,8 +33,10 @@ std::vector<std::string> cpuGemmFeatureNames() {
           "row of B is a multiple of 4 KiB", "log2 GFLOP of the workload",
           // the machine (a CPU counterpart of the GPU Blueprint)
           "log2 L1d KiB", "log2 L2 KiB", "f32 lanes / 16", "vector registers / 32", "log2 cores",
-          // version 3: packing and the loops above the K chunks (issue #14)
-          "pack_b", "pack_a", "outer_order=1", "outer_order=2"};
+          // version 3: packing, the loops above the K chunks, and register tiles whose rows do not
+          // divide the block (peeled) (issue #14)
+          "pack_b", "pack_a", "outer_order=1", "outer_order=2", "reg_m=6", "reg_m=12", "reg_m=14",
+          "register loop over M peeled"};
 }
 
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
@@ -100,7 +102,8 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(l1 / 1024), lg(l2 / 1024), float(vw / 16), float(cpu.vector_registers / 32.0),
           lg(double(std::max(1, cpu.logical_cores))),
           // version 3
-          is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2)};
+          is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2),
+          is(rm == 6), is(rm == 12), is(rm == 14), is(v[0] % v[3] != 0)};
 }
 
 std::vector<std::string> gpuGemmFeatureNames() {

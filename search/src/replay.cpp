@@ -96,16 +96,31 @@ ReplayWorkload withSpaceKeys(const ReplayWorkload& w, const Space& space) {
 
 Space restrictToDataset(const Space& space, const ReplayWorkload& w) {
   std::set<std::vector<int64_t>> allowed;
+  std::vector<std::set<int64_t>> seen(space.knobs().size());
   for (const auto& [key, e] : w.by_candidate) {
     auto c = space.fromKey(key);
-    if (c && space.isValid(*c)) allowed.insert(space.values(*c));
+    if (!c || !space.isValid(*c)) continue;
+    auto v = space.values(*c);
+    for (size_t i = 0; i < v.size(); ++i) seen[i].insert(v[i]);
+    allowed.insert(std::move(v));
+  }
+  // Each knob keeps the values recorded: a knob the dataset predates (one value, "as before") is
+  // no choice in the replay, as it was none when the records were made, so no step of a search
+  // is spent on it.
+  std::vector<Knob> knobs = space.knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    if (seen[i].empty()) continue;
+    std::vector<int64_t> kept;
+    for (int64_t x : knobs[i].values)
+      if (seen[i].count(x)) kept.push_back(x);
+    knobs[i].values = std::move(kept);
   }
   std::vector<Constraint> cons = space.constraints();
   std::vector<int> all;
   for (size_t i = 0; i < space.knobs().size(); ++i) all.push_back(int(i));
   cons.push_back({"recorded in the replay dataset", all,
                   [allowed](const std::vector<int64_t>& v) { return allowed.count(v) > 0; }});
-  return Space(space.name(), space.knobs(), std::move(cons));
+  return Space(space.name(), std::move(knobs), std::move(cons));
 }
 
 std::vector<Evaluation> ReplayEvaluator::evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,

@@ -230,6 +230,53 @@ TEST(Compiler, OuterOrdersAndPackedABlockCompileAndVerify) {
   }
 }
 
+// reg_m 6, 12 and 14 divide no power-of-two block: the register loop over M is peeled (full tiles,
+// then a masked remainder). Verified against the reference with rows outer and inner, K unrolled,
+// B packed, on 2 threads and with A transposed.
+TEST(Compiler, PeeledRegisterTilesCompileAndVerify) {
+  struct Case {
+    int64_t tile_m, reg_m, reg_n, order;
+    int threads = 1;
+    Layout layout = Layout::NN;
+  };
+  const std::vector<Case> cases = {{32, 6, 16, 0}, {32, 6, 16, 1}, {64, 14, 32, 0}, {16, 12, 32, 1},
+                                   {32, 6, 32, 0, 2}, {32, 6, 16, 0, 1, Layout::TN}};
+  for (const auto& cs : cases) {
+    GemmWorkload w;
+    w.m = 64, w.n = 128, w.k = 96;
+    w.layout = cs.layout;
+    Space s = buildCpuGemmSpace(w, hostCpu(), cs.threads);
+    std::map<std::string, int64_t> want = {{"tile_m", cs.tile_m}, {"tile_n", 64},   {"tile_k", 32},
+                                           {"reg_m", cs.reg_m},   {"reg_n", cs.reg_n}, {"unroll_k", 2},
+                                           {"reg_loop_order", cs.order}, {"pack_b", cs.layout == Layout::NN}};
+    if (cs.threads > 1) want["threads"] = cs.threads;
+    auto found = s.fromMap(want);
+    ASSERT_TRUE(found.ok()) << found.error();
+    ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
+    const std::string name = s.keyOf(*found) + " " + layoutName(cs.layout);
+    const std::string script = emitCpuGemmSchedule(w, s, *found);
+    EXPECT_NE(script.find("transform.loop.peel"), std::string::npos) << name;
+    std::string so = tmpPath("peel-" + std::to_string(&cs - cases.data()) + ".so");
+    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
+    ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
+    auto p = GemmProblem::create(w);
+    ASSERT_TRUE(p.ok()) << p.error();
+    MeasureOptions mo;
+    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+    Measurement m = measureSharedObject(*p, so, mo);
+    EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;
+    std::filesystem::remove(so);
+  }
+  // A dividing reg_m is not peeled.
+  GemmWorkload w;
+  w.m = 64, w.n = 128, w.k = 96;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  auto c = s.fromMap({{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 4}, {"reg_n", 16}, {"unroll_k", 2},
+                      {"reg_loop_order", 0}});
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(emitCpuGemmSchedule(w, s, *c).find("transform.loop.peel"), std::string::npos);
+}
+
 TEST(Compiler, TransposedLayoutsCompileAndVerify) {
   for (Layout l : {Layout::NT, Layout::TN}) {
     GemmWorkload w;

@@ -137,7 +137,11 @@ TEST(Replay, RecordsOlderThanTheSpacesKnobsAreFound) {
   ReplayEvaluator as_recorded(full, data);
   for (const auto& e : as_recorded.evaluate(recorded, stop, nullptr)) EXPECT_EQ(e.status, "replay_miss");
   const ReplayWorkload keyed = withSpaceKeys(data, full);
-  EXPECT_EQ(restrictToDataset(full, keyed).size(), recorded.size());
+  const Space replay = restrictToDataset(full, keyed);
+  EXPECT_EQ(replay.size(), recorded.size());
+  // The knobs the records predate are no choice in the replay: one value each.
+  for (const char* k : {"pack_b", "outer_order", "pack_a"})
+    EXPECT_EQ(replay.knobs()[size_t(replay.knobIndex(k))].values, std::vector<int64_t>{0}) << k;
   ReplayEvaluator ev(full, keyed);
   auto out = ev.evaluate(recorded, stop, nullptr);
   for (size_t i = 0; i < out.size(); ++i) {

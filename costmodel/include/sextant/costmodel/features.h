@@ -15,7 +15,8 @@ namespace sextant {
 // Version of the CPU features: a saved model trained on other features is refused. Version 2 adds
 // features relative to the workload (tile / size, blocks per core) and the machine (L1d, L2,
 // lanes, registers, cores), so that one model serves every shape and CPU. Version 3 adds the
-// packing and loop-order knobs of issue #14 (pack_b, pack_a, outer_order 1 and 2).
+// packing, loop-order and register-tile knobs of issue #14 (pack_b, pack_a, outer_order 1 and 2,
+// reg_m 6/12/14, a peeled register loop).
 constexpr int kCpuFeatureVersion = 3;
 std::vector<std::string> cpuGemmFeatureNames();
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu);

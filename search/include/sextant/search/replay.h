@@ -46,7 +46,7 @@ Result<ReplayDataset> loadReplayDataset(const std::string& path, const std::stri
 ReplayWorkload withSpaceKeys(const ReplayWorkload& w, const Space& space);
 
 // The space restricted to the dataset's candidates (searching a recorded uniform sample of a
-// space = searching that sample).
+// space = searching that sample); each knob keeps only the values recorded.
 Space restrictToDataset(const Space& space, const ReplayWorkload& w);
 
 class ReplayEvaluator : public Evaluator {
