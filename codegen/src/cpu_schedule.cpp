@@ -198,7 +198,9 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     int i = space.knobIndex(name);
     return i >= 0 ? v[size_t(i)] : 0;
   };
-  // Batched GEMMs: one batch element per forall iteration, no packing, order 0.
+  // Batched GEMMs: one batch element per forall iteration, no packing, order 0, and a partial
+  // register tile is not peeled but masked in every iteration (peeling leaves the batched main
+  // loop's sizes dynamic in MLIR 22, so it would be masked anyway).
   const bool pack_a = knob("pack_a") == 1 && !batched, pack_b = knob("pack_b") == 1 && !batched;
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
@@ -239,7 +241,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ", " << H << ", " << H << ")\n"
     << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 ? (n_outer ? "%r2" : "%r1") : "")
+    << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 && !batched ? (n_outer ? "%r2" : "%r1") : "")
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
