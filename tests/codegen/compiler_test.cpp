@@ -26,6 +26,25 @@ std::string commandOutput(const std::string& cmd) {
   pclose(f);
   return text;
 }
+
+// Compiles `script` for `w` into a shared object, checks that no memrefCopy runtime call is left
+// (panel copies must be vector code) and that the kernel's result matches the reference.
+void expectCompilesAndVerifies(const GemmWorkload& w, const std::string& script, const std::string& name,
+                               const std::string& file) {
+  std::string so = tmpPath(file);
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
+  ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
+  EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c memrefCopy"),
+            "0\n")
+      << name;
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+  Measurement m = measureSharedObject(*p, so, mo);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;
+  std::filesystem::remove(so);
+}
 }  // namespace
 
 TEST(Compiler, CompilesAVerifiedKernelForTheHost) {
@@ -158,19 +177,8 @@ TEST(Compiler, PackedBPanelCompilesAndVerifies) {
     ASSERT_TRUE(s.isValid(c)) << s.keyOf(c);
     const std::string script = emitCpuGemmSchedule(w, s, c);
     EXPECT_NE(script.find("rewrite_in_destination_passing_style %pb_pad"), std::string::npos);
-    std::string so = tmpPath("packb-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + layoutName(cs.layout) + ".so");
-    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
-    ASSERT_TRUE(out.ok) << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
-    // No runtime copy helper: the panel copy is vector code.
-    EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c memrefCopy"),
-              "0\n");
-    auto p = GemmProblem::create(w);
-    ASSERT_TRUE(p.ok()) << p.error();
-    MeasureOptions mo;
-    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-    Measurement m = measureSharedObject(*p, so, mo);
-    EXPECT_EQ(m.status, MeasureStatus::Ok) << s.keyOf(c) << ": " << m.message;
-    std::filesystem::remove(so);
+    expectCompilesAndVerifies(w, script, s.keyOf(c),
+                              "packb-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + layoutName(cs.layout) + ".so");
   }
 }
 
@@ -214,19 +222,7 @@ TEST(Compiler, OuterOrdersAndPackedABlockCompileAndVerify) {
     EXPECT_EQ(pb != std::string::npos, cs.pack_b == 1) << name;
     if (cs.pack_a && cs.order != 0) EXPECT_EQ(pa < inner, cs.order == 1) << name;
     if (cs.pack_b && cs.order != 0) EXPECT_EQ(pb < inner, cs.order == 2) << name;
-    std::string so = tmpPath("order-" + std::to_string(&cs - cases.data()) + ".so");
-    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
-    ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
-    EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c memrefCopy"),
-              "0\n")
-        << name;
-    auto p = GemmProblem::create(w);
-    ASSERT_TRUE(p.ok()) << p.error();
-    MeasureOptions mo;
-    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-    Measurement m = measureSharedObject(*p, so, mo);
-    EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;
-    std::filesystem::remove(so);
+    expectCompilesAndVerifies(w, script, name, "order-" + std::to_string(&cs - cases.data()) + ".so");
   }
 }
 
@@ -256,16 +252,7 @@ TEST(Compiler, PeeledRegisterTilesCompileAndVerify) {
     const std::string name = s.keyOf(*found) + " " + layoutName(cs.layout);
     const std::string script = emitCpuGemmSchedule(w, s, *found);
     EXPECT_NE(script.find("transform.loop.peel"), std::string::npos) << name;
-    std::string so = tmpPath("peel-" + std::to_string(&cs - cases.data()) + ".so");
-    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
-    ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
-    auto p = GemmProblem::create(w);
-    ASSERT_TRUE(p.ok()) << p.error();
-    MeasureOptions mo;
-    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-    Measurement m = measureSharedObject(*p, so, mo);
-    EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;
-    std::filesystem::remove(so);
+    expectCompilesAndVerifies(w, script, name, "peel-" + std::to_string(&cs - cases.data()) + ".so");
   }
   // A dividing reg_m is not peeled.
   GemmWorkload w;
