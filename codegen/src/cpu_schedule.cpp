@@ -198,9 +198,9 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     int i = space.knobIndex(name);
     return i >= 0 ? v[size_t(i)] : 0;
   };
-  // Batched GEMMs: one batch element per forall iteration, no packing, order 0, and a partial
-  // register tile is not peeled but masked in every iteration (peeling leaves the batched main
-  // loop's sizes dynamic in MLIR 22, so it would be masked anyway).
+  // Batched GEMMs (see below) are not packed, keep order 0, and mask a partial register tile in
+  // every iteration instead of peeling it (peeling leaves the batched main loop's sizes dynamic in
+  // MLIR 22, so it would be masked anyway).
   const bool pack_a = knob("pack_a") == 1 && !batched, pack_b = knob("pack_b") == 1 && !batched;
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
