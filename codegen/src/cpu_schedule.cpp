@@ -194,10 +194,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   std::ostringstream o;
   const bool threaded = space.knobIndex("threads") >= 0;
-  auto knob = [&](const char* name) {
-    int i = space.knobIndex(name);
-    return i >= 0 ? v[size_t(i)] : 0;
-  };
+  auto knob = [&](const char* name) { return space.valueOr(c, name, 0); };
   // Batched GEMMs (see below) are not packed, keep order 0, and mask a partial register tile in
   // every iteration instead of peeling it (peeling leaves the batched main loop's sizes dynamic in
   // MLIR 22, so it would be masked anyway).

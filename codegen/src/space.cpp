@@ -33,6 +33,11 @@ int Space::knobIndex(const std::string& name) const {
   return -1;
 }
 
+int64_t Space::valueOr(const Candidate& c, const std::string& name, int64_t absent) const {
+  const int i = knobIndex(name);
+  return i >= 0 ? knobs_[size_t(i)].values[size_t(c[size_t(i)])] : absent;
+}
+
 void Space::enumerate() {
   valid_.clear();
   const size_t n = knobs_.size();

@@ -76,10 +76,7 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double loads = rm + cols;  // broadcasts of A plus vector loads of B per K step
   // The row length of B as the micro-kernels read it: tile_n with pack_b (a contiguous copy of the
   // panel), N in place.
-  auto knob = [&](const char* name) {
-    const int i = space.knobIndex(name);
-    return i >= 0 ? v[size_t(i)] : 0;
-  };
+  auto knob = [&](const char* name) { return space.valueOr(c, name, 0); };
   const double b_row = knob("pack_b") == 1 ? tn : double(w.n);
   // Likewise A's row with pack_a (tile_k), and the forall's blocks with the outer loop order.
   const double a_row = knob("pack_a") == 1 ? tk : double(w.k);

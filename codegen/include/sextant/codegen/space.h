@@ -60,6 +60,8 @@ class Space {
   Candidate decode(uint64_t id) const;
 
   std::vector<int64_t> values(const Candidate& c) const;
+  // The value of knob `name` in c, or `absent` when the space has no such knob.
+  int64_t valueOr(const Candidate& c, const std::string& name, int64_t absent) const;
   std::map<std::string, int64_t> knobMap(const Candidate& c) const;
   // "tile_m=128,tile_n=256,..." in knob order: the canonical candidate key.
   std::string keyOf(const Candidate& c) const;
