@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -44,6 +45,22 @@ void expectCompilesAndVerifies(const GemmWorkload& w, const std::string& script,
   Measurement m = measureSharedObject(*p, so, mo);
   EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;
   std::filesystem::remove(so);
+}
+
+// The valid candidate with these knob values (and `threads` when more than one); a failure says
+// why.
+std::optional<Candidate> candidateOf(const Space& s, std::map<std::string, int64_t> want, int threads) {
+  if (threads > 1) want["threads"] = threads;
+  auto found = s.fromMap(want);
+  if (!found.ok()) {
+    ADD_FAILURE() << found.error();
+    return std::nullopt;
+  }
+  if (!s.isValid(*found)) {
+    ADD_FAILURE() << "not a valid candidate: " << s.keyOf(*found);
+    return std::nullopt;
+  }
+  return *found;
 }
 }  // namespace
 
@@ -204,14 +221,12 @@ TEST(Compiler, OuterOrdersAndPackedABlockCompileAndVerify) {
     w.m = 64, w.n = 128, w.k = 96;
     w.layout = cs.layout;
     Space s = buildCpuGemmSpace(w, hostCpu(), cs.threads);
-    std::map<std::string, int64_t> want = {{"tile_m", 32},  {"tile_n", 64},           {"tile_k", 32},
-                                           {"reg_m", 4},    {"reg_n", 16},            {"unroll_k", 2},
-                                           {"reg_loop_order", 0}, {"pack_b", cs.pack_b}, {"pack_a", cs.pack_a},
-                                           {"outer_order", cs.order}};
-    if (cs.threads > 1) want["threads"] = cs.threads;
-    auto found = s.fromMap(want);
-    ASSERT_TRUE(found.ok()) << found.error();
-    ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
+    auto found = candidateOf(s,
+                             {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 4}, {"reg_n", 16},
+                              {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", cs.pack_b}, {"pack_a", cs.pack_a},
+                              {"outer_order", cs.order}},
+                             cs.threads);
+    ASSERT_TRUE(found);
     const std::string name = s.keyOf(*found) + " " + layoutName(cs.layout);
     const std::string script = emitCpuGemmSchedule(w, s, *found);
     const size_t inner = script.find("%inner =");
@@ -242,13 +257,12 @@ TEST(Compiler, PeeledRegisterTilesCompileAndVerify) {
     w.m = 64, w.n = 128, w.k = 96;
     w.layout = cs.layout;
     Space s = buildCpuGemmSpace(w, hostCpu(), cs.threads);
-    std::map<std::string, int64_t> want = {{"tile_m", cs.tile_m}, {"tile_n", 64},   {"tile_k", 32},
-                                           {"reg_m", cs.reg_m},   {"reg_n", cs.reg_n}, {"unroll_k", 2},
-                                           {"reg_loop_order", cs.order}, {"pack_b", cs.layout == Layout::NN}};
-    if (cs.threads > 1) want["threads"] = cs.threads;
-    auto found = s.fromMap(want);
-    ASSERT_TRUE(found.ok()) << found.error();
-    ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
+    auto found = candidateOf(s,
+                             {{"tile_m", cs.tile_m}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", cs.reg_m},
+                              {"reg_n", cs.reg_n}, {"unroll_k", 2}, {"reg_loop_order", cs.order},
+                              {"pack_b", cs.layout == Layout::NN}},
+                             cs.threads);
+    ASSERT_TRUE(found);
     const std::string name = s.keyOf(*found) + " " + layoutName(cs.layout);
     const std::string script = emitCpuGemmSchedule(w, s, *found);
     EXPECT_NE(script.find("transform.loop.peel"), std::string::npos) << name;
