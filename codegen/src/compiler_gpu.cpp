@@ -135,7 +135,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   if (!r.pipeline_schedule.empty()) {
     if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
       return finish("transform", "pipelining: " + err);
-    if (r.pipeline_depth > 1) {
+    if (r.pipeline_depth > 1 && !r.nvidia) {
+      // AMD (MFMA): no cp.async; LDS double buffering with register prefetch, our own rewrite.
+      if (!doubleBufferLds(mod->getOperation(), err)) return finish("transform", err);
+      if (!runPipeline(*mod, "builtin.module(canonicalize,cse)", err, diags)) return finish("transform", err);
+    } else if (r.pipeline_depth > 1) {
       // Before canonicalization, which folds a one-iteration steady-state loop away.
       info.async_groups_per_iteration = fixAsyncWaitCounts(*mod, r.pipeline_depth);
       if (!applyScript(*mod, kCanonicalizeFuncs, "canonicalize", err, diags)) return finish("transform", err);

@@ -76,6 +76,13 @@ bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& e
 bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std::string& err, bool lds_k_major = false,
                             int64_t lds_pad = 0);
 
+// LDS double buffering for the MFMA route (compiler_lds_pipeline.cpp, knob pipeline = 2): the next
+// K tile's global loads before the current tile's MFMAs, stored into the other half of doubled
+// LDS buffers, one barrier per iteration; false with err on a loop it does not handle. Also the
+// pass "sextant-lds-double-buffer" (registerLdsDoubleBufferPass, called by registerSextantPasses).
+bool doubleBufferLds(mlir::Operation* root, std::string& err);
+void registerLdsDoubleBufferPass();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

@@ -468,6 +468,7 @@ struct VectorToMfmaPass : public PassWrapper<VectorToMfmaPass, OperationPass<>> 
 void sextant::registerSextantPasses() {
   static bool done = [] {
     mlir::PassRegistration<detail::VectorToMfmaPass>();
+    detail::registerLdsDoubleBufferPass();
     return true;
   }();
   (void)done;

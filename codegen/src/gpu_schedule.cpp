@@ -192,7 +192,9 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
 // Stage 3 on the function %f: multi-buffering, cp.async groups, software pipelining (or, for
 // tensor cores without pipelining, the transfers' lowering alone). `scope` holds the launch.
 void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPlan& p, const std::string& scope) {
-  if (p.pipeline <= 1) {
+  // MFMA (AMD): no cp.async; its double buffering is a pass of our own, run afterwards
+  // (sextant-lds-double-buffer, compiler_lds_pipeline.cpp).
+  if (p.pipeline <= 1 || p.mfma.m != 0) {
     o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops");
     return;
   }
@@ -243,7 +245,10 @@ std::string emitGpuPipelineSchedule(const GpuPlan& p) {
   if (p.pipeline <= 1 && !p.mma) return "";
   const std::string I = "    ";
   std::ostringstream o;
-  if (p.pipeline <= 1)  // tensor cores without pipelining: the transfers still have to become 1-D
+  if (p.mfma.m != 0)
+    o << "// Sextant GPU: lower the remaining 2-D transfers" << (p.pipeline > 1 ? " (LDS double buffering follows)" : "")
+      << ".\n";
+  else if (p.pipeline <= 1)  // tensor cores without pipelining: the transfers still have to become 1-D
     o << "// Sextant GPU: lower the remaining 2-D transfers (no pipelining).\n";
   else
     o << "// Sextant GPU pipelining: " << p.pipeline << " shared-memory buffers, cp.async groups, software pipeline.\n"
@@ -310,12 +315,20 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
     pass("cse", "");
   }
   if ((nvidia && p.pipeline > 1) || p.mma) {
-    o << I << "// " << (p.pipeline > 1 ? "cp.async software pipeline" : "The copies' transfers lowered to 1-D")
+    const bool cp_async = nvidia && p.pipeline > 1;
+    o << I << "// " << (cp_async ? "cp.async software pipeline" : "The copies' transfers lowered to 1-D")
       << ".\n"
       << I << "%f = transform.merge_handles %" << f << " {deduplicate} : " << H << "\n";
     emitPipelineStage(o, I, p, "f2");
     f = "f";
-    if (p.pipeline > 1) {
+    if (!cp_async && p.pipeline > 1) {
+      o << I << "// LDS double buffering: the next K tile's global loads before the current tile's MFMAs (Sextant's\n"
+        << I << "// own pass, as sextant-vector-to-mfma).\n";
+      pass("sextant-lds-double-buffer", "");
+      pass("canonicalize", "");
+      pass("cse", "");
+    }
+    if (cp_async) {
       // One commit group per promoted operand (A, B) per iteration (checked: the transform fails
       // otherwise): pipelined waits may leave groups * (depth - 1) groups pending, as
       // fixAsyncWaitCounts in the compiler counts; then canonicalization, as there.

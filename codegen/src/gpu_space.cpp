@@ -100,8 +100,13 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
   k[kTN] = {kNames[kTN], {1, 2, 4, 8}, "columns of C per thread (fma)"};
   k[kCopy] = {kNames[kCopy], {32, 64, 128}, "vector width of the global->shared copies, bits"};
-  k[kPipe] = {kNames[kPipe], g.has_cp_async ? std::vector<int64_t>{1, 2, 3} : std::vector<int64_t>{1},
-              "shared-memory buffers in flight (cp.async software pipeline; 1: none)"};
+  k[kPipe] = {kNames[kPipe],
+              g.has_cp_async ? std::vector<int64_t>{1, 2, 3}
+              : amd && mfma_ok ? std::vector<int64_t>{1, 2}
+                               : std::vector<int64_t>{1},
+              amd ? "MFMA: 2: double-buffered LDS, the next K tile's global loads issued before the current tile's "
+                    "MFMAs (one barrier per K step); 1: single buffer"
+                  : "shared-memory buffers in flight (cp.async software pipeline; 1: none)"};
   k[kSwz] = {kNames[kSwz], nvidia && mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
              "1: XOR-swizzled shared memory (against ldmatrix bank conflicts)"};
   k[kLds] = {kNames[kLds], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
@@ -125,6 +130,9 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                   [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
   cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
                   [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] != 0 && v[kPipe] >= 2); }});
+  if (amd)
+    cons.push_back({"LDS double buffering only with MFMA", {kMma, kPipe},
+                    [](const std::vector<int64_t>& v) { return v[kPipe] == 1 || v[kMma] != 0; }});
   cons.push_back({"LDS operand layout and padding only with MFMA", {kMma, kLds, kPad},
                   [](const std::vector<int64_t>& v) { return (v[kLds] == 0 && v[kPad] == 0) || v[kMma] != 0; }});
   cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},

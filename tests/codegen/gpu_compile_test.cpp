@@ -56,10 +56,36 @@ Built build(const std::string& target, const std::string& key, const std::string
   EXPECT_TRUE(s.isValid(*c)) << knobs;
   b.plan = *planGpuGemm(*w, s, *c);
   GpuCompileRequest r = gpuCompileRequest(*w, s, *c, b.plan, *g);
+  r.keep_ir = true;
   b.path = r.out_path = tmpPath(std::to_string(rand()) + (r.nvidia ? ".ptx" : ".hsaco"));
   b.out = compileGpuGemm(r, b.info);
   if (b.out.ok) b.object = slurp(b.path);
   return b;
+}
+
+// The stretches of a disassembled kernel between barriers that issue MFMAs: how many, and how
+// many of them also load from global memory and store to LDS (the next K tile's copy overlapping
+// the MFMAs: LLVM may unroll the K loop and interleave the instructions, but not across a barrier).
+std::pair<int, int> mfmaStretchesWithCopies(const std::string& isa) {
+  int with_mfma = 0, overlapped = 0;
+  size_t from = 0;
+  while (from < isa.size()) {
+    size_t to = isa.find("s_barrier", from);
+    std::string seg = isa.substr(from, to == std::string::npos ? std::string::npos : to - from);
+    if (seg.find("v_mfma") != std::string::npos) {
+      ++with_mfma;
+      overlapped += seg.find("global_load") != std::string::npos && seg.find("ds_write") != std::string::npos;
+    }
+    if (to == std::string::npos) break;
+    from = to + 9;
+  }
+  return {with_mfma, overlapped};
+}
+
+// The body of the (first) scf.for of a scheduled IR, as text.
+std::string forBody(const std::string& ir) {
+  size_t a = ir.find("scf.for"), b = ir.find("scf.yield", a);
+  return a == std::string::npos || b == std::string::npos ? "" : ir.substr(a, b - a);
 }
 
 // A gfx942 code object disassembled with LLVM 22's objdump (empty, with a failure, if that fails).
@@ -236,6 +262,32 @@ TEST(GpuCodegen, Gfx942MfmaCodeObjects) {
     EXPECT_EQ(b.plan.smem_bytes, 2 * 64 * (32 + 4) * 2);
     EXPECT_EQ(b.info.stats.at("group_segment_fixed_size"), b.plan.smem_bytes);
   }
+  // pipeline = 2 (double-buffered LDS): twice the LDS in the code object, the same MFMAs, and in
+  // the K loop the next tile's global loads come before the MFMAs and its LDS stores after them,
+  // with one barrier per iteration instead of two or more.
+  {
+    const std::string knobs =
+        "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,swizzle=0";
+    Built one = build("mi300", "gemm:NN:256x256x256:f16*f16->f32", knobs + ",pipeline=1"),
+          two = build("mi300", "gemm:NN:256x256x256:f16*f16->f32", knobs + ",pipeline=2");
+    ASSERT_TRUE(one.out.ok && two.out.ok) << two.out.message.substr(0, 2000);
+    EXPECT_EQ(two.info.stats.at("group_segment_fixed_size"), 2 * one.info.stats.at("group_segment_fixed_size"));
+    // The scheduled IR's K loop: global loads (of the next tile), MFMAs, LDS stores, one barrier.
+    std::string loop1 = forBody(one.info.scheduled_ir), loop2 = forBody(two.info.scheduled_ir);
+    EXPECT_GE(count(loop1, "gpu.barrier"), 2) << loop1;
+    EXPECT_EQ(count(loop2, "gpu.barrier"), 1) << loop2;
+    EXPECT_LT(loop2.find("vector.load %arg"), loop2.find("amdgpu.mfma")) << loop2;
+    EXPECT_GT(loop2.rfind("vector.store"), loop2.rfind("amdgpu.mfma")) << loop2;
+    EXPECT_LT(loop1.find("vector.store"), loop1.find("amdgpu.mfma")) << "single buffer: stored, then read";
+    // The code object: LLVM unrolls this K loop (8 steps) and interleaves, but no instruction
+    // crosses a barrier: each stretch between barriers with MFMAs also loads the next tile from
+    // global memory and stores it to LDS (the last step's may be folded away).
+    std::string isa2 = gfx942Disassembly(two);
+    EXPECT_EQ(count(isa2, "v_mfma") % 4, 0);
+    auto [stretches, overlapped] = mfmaStretchesWithCopies(isa2);
+    EXPECT_GE(stretches, 1);
+    EXPECT_GE(overlapped, std::max(1, stretches - 1)) << isa2;
+  }
   // Pre-flight with AGPRs: past the 512 unified registers a lane has, rejected with the reason.
   GpuResources r;
   r.registers = 520, r.agprs = 256, r.smem_bytes = 16384;
@@ -319,8 +371,8 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
             EXPECT_LE(p->threads, 8 * 64);
           }
         }
-        if (p->pipeline > 1) {
-          EXPECT_TRUE(g->has_cp_async);
+        if (p->pipeline > 1) {  // cp.async pipelines on NVIDIA; double-buffered LDS with MFMA on gfx942
+          EXPECT_TRUE(g->has_cp_async || (p->mfma.m > 0 && p->pipeline == 2)) << key;
         }
       }
     }

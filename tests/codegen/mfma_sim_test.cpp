@@ -34,19 +34,34 @@ namespace {
 using namespace mlir;
 using Vec = std::vector<double>;
 
+// Per element of an LDS buffer, for the race check: the barrier epoch and thread of the last
+// write, and of the reads since (reader -2: several threads).
+struct Shadow {
+  std::vector<int64_t> w_epoch, w_thread, r_epoch, reader;
+  explicit Shadow(size_t n) : w_epoch(n, -1), w_thread(n, -1), r_epoch(n, -1), reader(n, -1) {}
+};
+
 struct Buf {
   std::shared_ptr<Vec> data;
+  std::shared_ptr<Shadow> shadow;  // LDS (workgroup) buffers only
   std::vector<int64_t> shape, strides;
   int64_t offset = 0;
-  double& at(const std::vector<int64_t>& idx) {
+  int64_t flat(const std::vector<int64_t>& idx) const {
     int64_t o = offset;
     for (size_t d = 0; d < idx.size(); ++d) {
       if (idx[d] < 0 || idx[d] >= shape[d]) throw std::runtime_error("out-of-bounds access");
       o += idx[d] * strides[d];
     }
-    return (*data)[o];
+    return o;
   }
+  double& at(const std::vector<int64_t>& idx) { return (*data)[flat(idx)]; }
 };
+
+bool isLds(Type t) {
+  auto m = llvm::dyn_cast<MemRefType>(t);
+  auto s = m ? llvm::dyn_cast_or_null<gpu::AddressSpaceAttr>(m.getMemorySpace()) : nullptr;
+  return s && s.getValue() == gpu::AddressSpace::Workgroup;
+}
 
 Buf makeBuf(std::vector<int64_t> shape) {
   Buf b;
@@ -75,6 +90,34 @@ struct Interp {
   llvm::DenseMap<Value, std::vector<Vec>> vals;  // per thread
   llvm::DenseMap<Value, Buf> bufs;
   std::map<std::string, Buf> globals;
+  // The race check: barriers counted; an LDS element one thread wrote and another thread reads or
+  // writes (or one read and another writes) with no barrier between them is a data race, which the
+  // lock-step execution would otherwise hide (every thread finishes each op before the next).
+  int64_t epoch = 0;
+
+  Buf ldsBuf(Type t) {
+    Buf b = makeBuf(llvm::cast<MemRefType>(t).getShape().vec());
+    if (isLds(t)) b.shadow = std::make_shared<Shadow>(b.data->size());
+    return b;
+  }
+  void touch(Operation* op, Buf& b, const std::vector<int64_t>& idx, int64_t t, bool write) {
+    if (!b.shadow) return;
+    Shadow& s = *b.shadow;
+    int64_t o = b.flat(idx);
+    auto race = [&](const char* what, int64_t other) {
+      fail(op, std::string("LDS race: thread ") + std::to_string(t) + " " + what + " thread " +
+                   std::to_string(other) + " with no barrier between");
+    };
+    if (s.w_epoch[o] == epoch && s.w_thread[o] != t) race(write ? "overwrites an element written by" : "reads an element written by", s.w_thread[o]);
+    if (write) {
+      if (s.r_epoch[o] == epoch && s.reader[o] != t) race("overwrites an element read by", s.reader[o]);
+      s.w_epoch[o] = epoch, s.w_thread[o] = t;
+    } else if (s.r_epoch[o] != epoch) {
+      s.r_epoch[o] = epoch, s.reader[o] = t;
+    } else if (s.reader[o] != t) {
+      s.reader[o] = -2;
+    }
+  }
 
   [[noreturn]] void fail(Operation* op, const std::string& why) {
     std::string s;
@@ -140,6 +183,7 @@ struct Interp {
           rest /= shape[d];
           if (auto de = llvm::dyn_cast<AffineDimExpr>(perm.getResult(unsigned(d)))) idx[de.getPosition()] += vi;
         }
+        touch(op, b, idx, t, !read);
         if (read) out[t][e] = b.at(idx);
         else b.at(idx) = get(op->getOperand(0))[t][e];
       }
@@ -153,7 +197,7 @@ struct Interp {
     if (op.getBlocks() != 1 || op.getCbsz() != 0 || op.getAbid() != 0 || op.getBlgp() != amdgpu::MFMAPermB::none)
       fail(op, "only plain single-block MFMA is modelled");
     if (threads % 64) fail(op, "threads are not whole waves");
-    auto &a = get(op.getSourceA()), &b = get(op.getSourceB()), &c = get(op.getDestC());
+    std::vector<Vec> a = get(op.getSourceA()), b = get(op.getSourceB()), c = get(op.getDestC());  // copies: see intBinary
     std::vector<Vec> d(threads);
     for (int64_t w = 0; w < threads / 64; ++w) {
       std::vector<Vec> wa(a.begin() + 64 * w, a.begin() + 64 * w + 64), wb(b.begin() + 64 * w, b.begin() + 64 * w + 64),
@@ -181,7 +225,8 @@ struct Interp {
   }
 
   void intBinary(Operation* op, const std::function<int64_t(int64_t, int64_t)>& f) {
-    auto &x = get(op->getOperand(0)), &y = get(op->getOperand(1));
+    // Copies: get() may run a constant and grow `vals`, which moves its entries.
+    std::vector<Vec> x = get(op->getOperand(0)), y = get(op->getOperand(1));
     std::vector<Vec> out(threads);
     for (int64_t t = 0; t < threads; ++t) {
       out[t].resize(x[t].size());
@@ -218,10 +263,12 @@ struct Interp {
       return setAll(bid, {double(block_id[int(bid.getDimension())])});
     if (auto bd = llvm::dyn_cast<gpu::BlockDimOp>(op)) return setAll(bd, {double(block[int(bd.getDimension())])});
     if (auto gd = llvm::dyn_cast<gpu::GridDimOp>(op)) return setAll(gd, {double(grid[int(gd.getDimension())])});
-    if (llvm::isa<gpu::BarrierOp, gpu::TerminatorOp, memref::DeallocOp>(op)) return;  // lock-step: barriers hold
+    if (llvm::isa<gpu::BarrierOp>(op)) return void(++epoch);
+    if (llvm::isa<gpu::TerminatorOp, memref::DeallocOp>(op)) return;
     if (name == "arith.addi") return intBinary(op, [](int64_t a, int64_t b) { return a + b; });
     if (name == "arith.subi") return intBinary(op, [](int64_t a, int64_t b) { return a - b; });
     if (name == "arith.muli") return intBinary(op, [](int64_t a, int64_t b) { return a * b; });
+    if (name == "arith.minsi" || name == "arith.minui") return intBinary(op, [](int64_t a, int64_t b) { return std::min(a, b); });
     if (name == "arith.divui" || name == "arith.divsi") return intBinary(op, [](int64_t a, int64_t b) { return a / b; });
     if (name == "arith.remui" || name == "arith.remsi") return intBinary(op, [](int64_t a, int64_t b) { return a % b; });
     if (name == "arith.floordivsi")
@@ -238,11 +285,11 @@ struct Interp {
       vals[ap] = out;
       return;
     }
-    if (auto a = llvm::dyn_cast<memref::AllocOp>(op)) return void(bufs[a] = makeBuf(a.getType().getShape().vec()));
-    if (auto a = llvm::dyn_cast<memref::AllocaOp>(op)) return void(bufs[a] = makeBuf(a.getType().getShape().vec()));
+    if (auto a = llvm::dyn_cast<memref::AllocOp>(op)) return void(bufs[a] = ldsBuf(a.getType()));
+    if (auto a = llvm::dyn_cast<memref::AllocaOp>(op)) return void(bufs[a] = ldsBuf(a.getType()));
     if (auto g = llvm::dyn_cast<memref::GetGlobalOp>(op)) {
       auto it = globals.find(g.getName().str());
-      if (it == globals.end()) it = globals.emplace(g.getName().str(), makeBuf(g.getType().getShape().vec())).first;
+      if (it == globals.end()) it = globals.emplace(g.getName().str(), ldsBuf(g.getType())).first;
       bufs[g] = it->second;
       return;
     }
@@ -262,7 +309,7 @@ struct Interp {
       std::vector<Vec> out(threads, Vec(n));
       for (int64_t t = 0; t < threads; ++t) {
         auto idx = indices(op->getOperands().drop_front(), t);
-        for (int64_t e = 0; e < n; ++e, ++idx.back()) out[t][e] = b.at(idx);
+        for (int64_t e = 0; e < n; ++e, ++idx.back()) touch(op, b, idx, t, false), out[t][e] = b.at(idx);
       }
       vals[op->getResult(0)] = out;
       return;
@@ -272,7 +319,7 @@ struct Interp {
       for (int64_t t = 0; t < threads; ++t) {
         auto idx = indices(op->getOperands().drop_front(2), t);
         const Vec& v = get(op->getOperand(0))[t];
-        for (size_t e = 0; e < v.size(); ++e, ++idx.back()) b.at(idx) = v[e];
+        for (size_t e = 0; e < v.size(); ++e, ++idx.back()) touch(op, b, idx, t, true), b.at(idx) = v[e];
       }
       return;
     }
@@ -320,7 +367,7 @@ struct Interp {
     if (auto s = llvm::dyn_cast<vector::InsertStridedSliceOp>(op)) {
       if (s.getSourceVectorType().getRank() != 1 || s.getDestVectorType().getRank() != 1) fail(op, "rank > 1");
       int64_t off = llvm::cast<IntegerAttr>(s.getOffsets()[0]).getInt();
-      auto &src = get(s.getValueToStore()), &dst = get(s.getDest());
+      std::vector<Vec> src = get(s.getValueToStore()), dst = get(s.getDest());  // copies: see intBinary
       std::vector<Vec> out = dst;
       for (int64_t t = 0; t < threads; ++t)
         for (size_t e = 0; e < src[t].size(); ++e) out[t][off + e] = src[t][e];
@@ -362,7 +409,8 @@ struct Case {
 
 // Compiles `c` for mi300 as the tuner does, runs the scheduled kernel on the interpreter, and
 // returns the largest |C - A x B|; throws on anything the interpreter cannot run.
-double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr) {
+// drop_loop_barriers: the negative control of the race check (the K loop's barriers erased).
+double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr, bool drop_loop_barriers = false) {
   auto t = resolveTarget("mi300");
   auto g = gpuTargetInfo(*t);
   auto w = *parseWorkloadKey(c.key);
@@ -379,6 +427,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   CompileOutcome out = compileGpuGemm(r, info);
   if (!out.ok) throw std::runtime_error("compile failed at " + out.stage + ": " + out.message);
   if (mfma_seen) *mfma_seen = info.scheduled_ir;
+  if (std::getenv("MFMA_SIM_DUMP")) fprintf(stderr, "%s\n", info.scheduled_ir.c_str());
 
   DialectRegistry reg;
   registerAllDialects(reg);
@@ -393,6 +442,14 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   gpu::LaunchOp launch;
   fn.walk([&](gpu::LaunchOp l) { launch = l; });
   if (!launch) throw std::runtime_error("no gpu.launch");
+  if (drop_loop_barriers) {
+    std::vector<gpu::BarrierOp> drop;
+    launch.walk([&](gpu::BarrierOp b) {
+      if (b->getParentOfType<scf::ForOp>()) drop.push_back(b);
+    });
+    if (drop.empty()) throw std::runtime_error("no barrier in the K loop");
+    for (auto b : drop) b.erase();
+  }
 
   // Operands with the payload's layouts, small integers (exact in f16/bf16 and in f32 sums).
   std::mt19937 rng(7);
@@ -477,6 +534,19 @@ const std::vector<Case> kCases = {
     {"gemm:TN:64x64x64:f16*f16->f32",
      "block_m=64,block_n=32,block_k=64,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=64,pipeline=1,swizzle=0,"
      "lds_pad=1"},
+    // Double-buffered LDS (pipeline = 2): 2 and 4 K steps, both intrinsics, with the K-major
+    // transposing copies and padding, NN / NT / TN.
+    {"gemm:NN:64x64x64:f16*f16->f32",
+     "block_m=64,block_n=64,block_k=32,mma=1,warp_m=32,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,pipeline=2,swizzle=0"},
+    {"gemm:NT:128x64x64:bf16*bf16->f32",
+     "block_m=128,block_n=64,block_k=16,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,copy_bits=128,pipeline=2,swizzle=0,"
+     "lds_k_major=1"},
+    {"gemm:TN:64x64x64:bf16*bf16->f32",
+     "block_m=64,block_n=32,block_k=16,mma=2,warp_m=16,warp_n=32,thread_m=2,thread_n=1,copy_bits=32,pipeline=2,swizzle=0,"
+     "lds_k_major=1,lds_pad=1"},
+    {"gemm:NN:64x128x48:f16*f16->f32",
+     "block_m=32,block_n=128,block_k=16,mma=2,warp_m=32,warp_n=64,thread_m=2,thread_n=1,copy_bits=64,pipeline=2,swizzle=0,"
+     "lds_pad=1"},
 };
 
 TEST(MfmaSim, KernelsComputeTheProductOnTheInstructionModel) {
@@ -492,6 +562,20 @@ TEST(MfmaSim, KernelsComputeTheProductOnTheInstructionModel) {
     EXPECT_EQ(err, 0.0) << c.key << " " << c.knobs;
     EXPECT_NE(ir.find("amdgpu.mfma"), std::string::npos) << c.key;
     EXPECT_EQ(ir.find("vector.contract"), std::string::npos) << c.key;
+  }
+}
+
+// The double-buffered kernels (pipeline = 2) pass the race check above with one barrier per K
+// step; without it, the next step's operand reads meet the other threads' stores.
+TEST(MfmaSim, AMissingBarrierIsCaughtAsARace) {
+  for (const auto& c : kCases) {
+    if (c.knobs.find("pipeline=2") == std::string::npos) continue;
+    try {
+      runCase(c, false, nullptr, true);
+      ADD_FAILURE() << "no race found without the K loop's barrier: " << c.key << " " << c.knobs;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("LDS race"), std::string::npos) << e.what();
+    }
   }
 }
 

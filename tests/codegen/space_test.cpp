@@ -139,6 +139,7 @@ TEST(Space, DefaultCandidateIsValid) {
 TEST(Space, Gfx942MfmaSpaceMatchesBruteForceAndTheRules) {
   auto g = gpuTargetInfo(*resolveTarget("mi300"));
   ASSERT_TRUE(g.ok());
+  int64_t pipelined = 0;
   for (const char* key : {"gemm:NN:512x512x256:f16*f16->f32", "gemm:NT:128x1024x512:bf16*bf16->f32",
                           "gemm:TN:32x2048x256:f16*f16->f32"}) {
     auto w = *parseWorkloadKey(key);
@@ -158,8 +159,18 @@ TEST(Space, Gfx942MfmaSpaceMatchesBruteForceAndTheRules) {
       EXPECT_EQ(p->threads, 64 * waves);
       EXPECT_LE(p->smem_bytes, 64 * 1024);
       EXPECT_EQ(p->block_k % p->mfma.k, 0);
+      // Double-buffered LDS: both halves within the 64 KiB, at least two K steps.
+      ASSERT_TRUE(p->pipeline == 1 || p->pipeline == 2);
+      if (p->pipeline == 2) EXPECT_GE(w.k / p->block_k, 2);
+      pipelined += p->pipeline == 2;
     }
+    EXPECT_GT(pipelined, 0) << key;
+    pipelined = 0;
   }
+  // f32 keeps the FMA route, single-buffered.
+  auto f32 = *parseWorkloadKey("gemm:NN:512x512x256:f32*f32->f32");
+  Space s = buildGpuGemmSpace(f32, *g);
+  for (uint64_t i = 0; i < s.size(); ++i) EXPECT_EQ(planGpuGemm(f32, s, s.at(i))->pipeline, 1);
 }
 
 // Records and datasets from before a knob existed read as its "as before" value; a required knob
