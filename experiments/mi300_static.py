@@ -78,6 +78,18 @@ def analyse(bundle):
         body, is_loop = k_loop(insns, symbols)
         body = body or insns
         n_mfma = sum(1 for x in body if x[1].startswith("v_mfma"))
+        # Barrier-free stretches of the loop: does one issue global loads among its MFMAs (the next
+        # K tile in flight while the matrix cores work: pipeline = 2)?
+        stretches, cur = [], []
+        for x in body:
+            if x[1] == "s_barrier":
+                stretches.append(cur)
+                cur = []
+            else:
+                cur.append(x[1])
+        stretches.append(cur)
+        overlap = any(any(o.startswith("v_mfma") for o in st) and any(o.startswith("global_load") for o in st)
+                      for st in stretches)
         n_scalar = sum(1 for x in body if x[1].startswith("s_"))
         n_other = len(body) - n_mfma - n_scalar
         cyc = 2 * shape[0] * shape[1] * shape[2] / FLOPS_PER_SIMD_CLOCK if shape else 0
@@ -89,6 +101,7 @@ def analyse(bundle):
             "mfma_in_code": sorted(mfma_ops), "mfma_ok": planned is not None and mfma_ops == {planned} and fma == 0,
             "loop_found": is_loop, "loop_mfma": n_mfma, "loop_other_vector": n_other, "loop_scalar": n_scalar,
             "loop_ds_read": sum(1 for x in body if x[1].startswith("ds_read")),
+            "loop_barriers": sum(1 for x in body if x[1] == "s_barrier"), "loads_overlap_mfma": overlap,
             "mfma_cycles": mf, "other_cycles": other,
             "estimate_low": mf / (mf + other) if mf + other else 0.0,
             "estimate_high": mf / max(mf, other) if mf else 0.0,
@@ -112,13 +125,14 @@ def main():
           f"(32x32x8: {2*32*32*8/FLOPS_PER_SIMD_CLOCK:.0f}, 16x16x16: {2*16*16*16/FLOPS_PER_SIMD_CLOCK:.0f} cycles)")
     print("# ESTIMATES from instruction counts, not measurements (no AMD GPU was used)")
     print(f"{'workload':40} {'intrinsic':26} {'ok':3} {'wg':>7} {'wave':>6} {'bk':>3} {'loopMFMA':>8} "
-          f"{'other':>6} {'dsrd':>5} {'kmaj':>4} {'VGPR':>5} {'AGPR':>5} {'LDS':>6} {'occ':>4} {'est. MFMA share':>16}")
+          f"{'other':>6} {'dsrd':>5} {'kmaj':>4} {'pipe':>4} {'bar':>3} {'VGPR':>5} {'AGPR':>5} {'LDS':>6} {'occ':>4} {'est. MFMA share':>16}")
     for r in rows:
         kn = r["knobs"]
         occ = r["occupancy"].get("blocks_per_cu", "")
         print(f"{r['workload']:40} {str(r['planned']):26} {'yes' if r['mfma_ok'] else 'NO':3} "
               f"{kn['block_m']}x{kn['block_n']:<4} {kn['warp_m']}x{kn['warp_n']:<3} {kn['block_k']:>3} "
-              f"{r['loop_mfma']:>8} {r['loop_other_vector']:>6} {r['loop_ds_read']:>5} {kn.get('lds_k_major', 0):>4} {str(r['vgprs']):>5} "
+              f"{r['loop_mfma']:>8} {r['loop_other_vector']:>6} {r['loop_ds_read']:>5} {kn.get('lds_k_major', 0):>4} "
+              f"{kn.get('pipeline', 1):>4} {r['loop_barriers']:>3} {str(r['vgprs']):>5} "
               f"{str(r['agprs']):>5} {str(r['lds']):>6} {str(occ):>4} "
               f"{100*r['estimate_low']:5.1f}%-{100*r['estimate_high']:5.1f}%")
     # LDS reads per MFMA in the K loop, by operand layout in LDS (the knob lds_k_major).
@@ -127,6 +141,14 @@ def main():
         if sel:
             per = sum(r["loop_ds_read"] / r["loop_mfma"] for r in sel) / len(sel)
             print(f"# lds_k_major={kmaj}: {len(sel)} kernels, mean LDS reads per MFMA in the K loop {per:.2f}")
+    # Barriers per K loop and loads in flight during the MFMAs, by LDS buffering (the knob pipeline).
+    for pipe in (1, 2):
+        sel = [r for r in rows if r["knobs"].get("pipeline", 1) == pipe and r["loop_found"]]
+        if sel:
+            bars = sum(r["loop_barriers"] for r in sel) / len(sel)
+            ov = sum(r["loads_overlap_mfma"] for r in sel)
+            print(f"# pipeline={pipe}: {len(sel)} kernels with a K loop, mean barriers per loop {bars:.2f}, "
+                  f"{ov} with global loads between MFMAs in a barrier-free stretch")
     ok = sum(r["mfma_ok"] for r in rows)
     print(f"# {ok}/{len(rows)} kernels hold exactly the planned MFMA instruction and no FMA")
     by_wl = {}
@@ -136,7 +158,7 @@ def main():
         best = max(rs, key=lambda r: r["estimate_high"])
         print(f"# {wl}: best estimated MFMA share {100*best['estimate_low']:.1f}%-{100*best['estimate_high']:.1f}% "
               f"({best['planned']}, {best['knobs']['block_m']}x{best['knobs']['block_n']}x{best['knobs']['block_k']}, "
-              f"wave {best['knobs']['warp_m']}x{best['knobs']['warp_n']}, lds_k_major {best['knobs'].get('lds_k_major', 0)}) = {PEAK_TFLOPS*best['estimate_low']:.0f}-"
+              f"wave {best['knobs']['warp_m']}x{best['knobs']['warp_n']}, lds_k_major {best['knobs'].get('lds_k_major', 0)}, pipeline {best['knobs'].get('pipeline', 1)}) = {PEAK_TFLOPS*best['estimate_low']:.0f}-"
               f"{PEAK_TFLOPS*best['estimate_high']:.0f} TFLOP/s if nothing but the loop's issue counted (estimate)")
     if out_json:
         json.dump(rows, open(out_json, "w"), indent=1)
