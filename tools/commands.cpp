@@ -223,8 +223,8 @@ int cmdExport(const ExportArgs& a) {
   for (const auto& e : entries)
     std::cout << "  " << e.workload.key() << "  " << e.provenance.at("gflops") << " GFLOP/s  (record "
               << e.provenance.at("record") << ", " << e.source << ")\n";
-  const bool own_pass = lib->find("sextant-vector-to-mfma") != std::string::npos;  // MFMA: needs sextant-opt
-  std::cout << "apply with: " << (own_pass ? "sextant-opt (mlir-opt with Sextant's MFMA pass; a stock mlir-opt lacks it)" : "mlir-opt") << " IN.mlir --transform-preload-library=transform-library-paths=" << a.out << " --transform-interpreter\n";
+  const bool own_pass = lib->find("\"sextant-") != std::string::npos;  // MFMA, bf16 mma.sync: needs sextant-opt
+  std::cout << "apply with: " << (own_pass ? "sextant-opt (mlir-opt with Sextant's passes; a stock mlir-opt lacks them)" : "mlir-opt") << " IN.mlir --transform-preload-library=transform-library-paths=" << a.out << " --transform-interpreter\n";
   if (target->isGpu()) {
     auto g = gpuTargetInfo(*target);
     if (g) {

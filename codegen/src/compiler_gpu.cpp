@@ -125,8 +125,10 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   auto mod = mlir::parseSourceString<mlir::ModuleOp>(r.payload, ctx.get(), "payload");
   if (!mod) return finish("parse_payload", diags.text);
   if (!applyScript(*mod, r.schedule, "schedule", err, diags)) return finish("transform", err);
+  // bf16 contractions are retyped to f16 first (a no-op for f16): compiler_bf16_mma.cpp.
   if (r.mma && r.nvidia &&
-      !runPipeline(*mod, "builtin.module(convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)", err, diags))
+      !runPipeline(*mod, "builtin.module(sextant-bf16-mma-as-f16,convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)",
+                   err, diags))
     return finish("transform", "vector to nvgpu: " + err);
   if (r.mma && !r.nvidia) {
     if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err, r.lds_k_major, r.lds_pad)) return finish("transform", err);
@@ -149,6 +151,10 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     return finish("transform", "swizzle: " + err);
   workgroupAllocsToAllocas(*mod);
   if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
+  bool bf16_mma = false;
+  mod->walk([&](mlir::gpu::LaunchOp l) { bf16_mma |= l->hasAttr("sextant.bf16_mma"); });
+  if (bf16_mma && !runPipeline(*mod, "builtin.module(convert-nvgpu-to-nvvm,sextant-nvvm-mma-bf16)", err, diags))
+    return finish("transform", "bf16 mma.sync: " + err);
   if (r.keep_ir) {
     llvm::raw_string_ostream os(info.scheduled_ir);
     mod->print(os);
@@ -173,7 +179,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     } else if (auto c = constantIndex(v)) {
       info.args.push_back("i64:" + std::to_string(*c));
     } else {
-      return finish("lower", "a kernel argument is neither an operand buffer nor a constant");
+      std::string what;
+      llvm::raw_string_ostream os(what);
+      if (mlir::Operation* def = v.getDefiningOp()) os << def->getName() << " at " << def->getLoc();
+      else os << "a block argument of type " << v.getType();
+      return finish("lower", "a kernel argument is neither an operand buffer nor a constant: " + what);
     }
   }
   mlir::Value dims[6] = {launch.getGridSizeX(),  launch.getGridSizeY(),  launch.getGridSizeZ(),

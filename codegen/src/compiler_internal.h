@@ -83,6 +83,14 @@ bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std:
 bool doubleBufferLds(mlir::Operation* root, std::string& err);
 void registerLdsDoubleBufferPass();
 
+// bf16 tensor cores on NVIDIA (compiler_bf16_mma.cpp): launches whose contractions read bf16
+// retyped to f16 of the same bits and marked (before convert-vector-to-gpu), then their
+// nvvm.mma.sync made bf16 (after convert-nvgpu-to-nvvm). Also the passes
+// "sextant-bf16-mma-as-f16" and "sextant-nvvm-mma-bf16" (registerBf16MmaPasses).
+bool bf16MmaAsF16(mlir::Operation* root, std::string& err);
+bool nvvmMmaToBf16(mlir::Operation* root, std::string& err);
+void registerBf16MmaPasses();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

@@ -469,6 +469,7 @@ void sextant::registerSextantPasses() {
   static bool done = [] {
     mlir::PassRegistration<detail::VectorToMfmaPass>();
     detail::registerLdsDoubleBufferPass();
+    detail::registerBf16MmaPasses();
     return true;
   }();
   (void)done;

@@ -300,7 +300,13 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
       << H << "\n";
     f = next;
   };
+  const bool bf16_mma = p.mma && nvidia && w.a_type == DType::BF16;
   if (p.mma && nvidia) {
+    if (bf16_mma) {
+      o << I << "// bf16: the kernel retyped to f16 of the same bits for MLIR 22's f16 tensor-core route (Sextant's\n"
+        << I << "// own pass, with sextant-nvvm-mma-bf16 below: tune compile and sextant-opt have them).\n";
+      pass("sextant-bf16-mma-as-f16", "");
+    }
     o << I << "// Tensor-core fragments: vector -> nvgpu (ldmatrix, mma.sync).\n";
     pass("convert-vector-to-gpu", "\"use-nvgpu\" = true");
     pass("canonicalize", "");
@@ -355,6 +361,11 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
     << " : (" << H << ") -> !transform.op<\"memref.alloca\">\n"
     << I << "%gg, %glob = transform.memref.alloca_to_global %allocas : (!transform.op<\"memref.alloca\">) -> (" << H
     << ", " << H << ")\n";
+  if (bf16_mma) {
+    o << I << "// bf16: nvgpu -> nvvm here, then each mma.sync of the retyped kernel becomes .bf16.\n";
+    pass("convert-nvgpu-to-nvvm", "");
+    pass("sextant-nvvm-mma-bf16", "");
+  }
   return o.str();
 }
 

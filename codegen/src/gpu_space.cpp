@@ -72,9 +72,9 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
 
 Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   const bool nvidia = g.target.kind == TargetKind::Nvidia;
-  // Tensor cores: f16 inputs with f32 accumulation in the NN layout (the route of
-  // ../shared/notes/recipes/tensorcore; bf16 needs an nvvm.mma pattern of our own and is not done).
-  const bool mma_ok = g.has_mma_sync && w.a_type == DType::F16 && w.b_type == DType::F16 &&
+  // Tensor cores: f16 or bf16 inputs with f32 accumulation in the NN layout (the route of
+  // ../shared/notes/recipes/tensorcore; bf16 through our own retyping, compiler_bf16_mma.cpp).
+  const bool mma_ok = g.has_mma_sync && w.a_type == w.b_type && (w.a_type == DType::F16 || w.a_type == DType::BF16) &&
                       w.c_type == DType::F32 && w.layout == Layout::NN;
   // MFMA (gfx942): f16 or bf16 inputs, f32 accumulation, any layout (the per-lane reads follow
   // the operands' layout in LDS: compiler_mfma.cpp).

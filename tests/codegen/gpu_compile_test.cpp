@@ -137,6 +137,33 @@ TEST(GpuCodegen, TensorCoresWithCpAsyncPipelineOnSm90) {
   checkPtxas(b, "sm_90");
 }
 
+// bf16 on the tensor cores (compiler_bf16_mma.cpp): the f16 route's kernel (ldmatrix, cp.async,
+// swizzle) with every mma.sync of the bf16 form, A/B passed as the bf16 buffers themselves, and
+// ptxas-clean on sm_90 and sm_80.
+TEST(GpuCodegen, Bf16TensorCoresOnSm90AndSm80) {
+  struct Case {
+    std::string target, arch, knobs;
+  };
+  for (const Case& c : {Case{"h100", "sm_90",
+                             "block_m=128,block_n=128,block_k=32,mma=1,warp_m=64,warp_n=32,thread_m=2,thread_n=1,"
+                             "copy_bits=128,pipeline=3,swizzle=0"},
+                        Case{"a100", "sm_80",
+                             "block_m=64,block_n=128,block_k=32,mma=1,warp_m=32,warp_n=64,thread_m=2,thread_n=1,"
+                             "copy_bits=128,pipeline=2,swizzle=1"}}) {
+    Built b = build(c.target, "gemm:NN:512x1024x256:bf16*bf16->f32", c.knobs);
+    ASSERT_TRUE(b.out.ok) << b.out.stage << ": " << b.out.message.substr(0, 3000) << "\n" << b.info.scheduled_ir;
+    EXPECT_GT(count(b.object, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 0) << c.target;
+    EXPECT_EQ(count(b.object, ".f16.f16"), 0) << "an f16 mma.sync left in a bf16 kernel";
+    EXPECT_GT(count(b.object, "ldmatrix.sync.aligned"), 0);
+    EXPECT_GT(count(b.object, "cp.async.cg.shared.global"), 0);
+    EXPECT_EQ(ptxSharedBytes(b.object), b.plan.smem_bytes);
+    std::vector<std::string> args = b.info.args;
+    std::sort(args.begin(), args.end());
+    EXPECT_EQ(args, (std::vector<std::string>{"A", "B", "C"}));
+    checkPtxas(b, c.arch);
+  }
+}
+
 TEST(GpuCodegen, FmaWithoutPipelineHasNoAsyncCopiesOnSm80) {
   Built b = build("a100", "gemm:NN:256x256x128:f32*f32->f32",
                   "block_m=64,block_n=64,block_k=16,mma=0,warp_m=16,warp_n=8,thread_m=4,thread_n=4,"
@@ -360,7 +387,7 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
         if (g->target.kind == TargetKind::Nvidia) {
           if (p->mma) {
-            EXPECT_TRUE(g->has_mma_sync && w.a_type == DType::F16);
+            EXPECT_TRUE(g->has_mma_sync && (w.a_type == DType::F16 || w.a_type == DType::BF16));
           }
         } else {
           // gfx942: every f16/bf16 candidate uses the matrix cores, f32 the FMA route.
@@ -377,9 +404,9 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
       }
     }
   }
-  // No NVIDIA tensor cores for bf16 yet (mma.sync bf16 needs our own pattern); MFMA on gfx942 for both.
+  // Tensor cores for bf16 on NVIDIA (our retyping, compiler_bf16_mma.cpp) and MFMA on gfx942.
   auto bf = *parseWorkloadKey("gemm:NN:1024x1024x1024:bf16*bf16->f32");
-  EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, std::vector<int64_t>{0});
+  EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(buildGpuGemmSpace(bf, mi300).knobs()[3].values, (std::vector<int64_t>{1, 2}));
   // Sizes that are not multiples of 16 leave no valid schedule.
   auto odd = *parseWorkloadKey("gemm:NN:1000x1000x1000:f16*f16->f32");

@@ -34,9 +34,11 @@ json fixtureResult(const json& kernel, const std::string& status, double gflops,
 
 // Bundles `trials` kernels of a workload (h100 unless named) and imports fixture results for them
 // (all correct, GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
-// prefer_pipeline2: kernels with knob pipeline = 2 get the best figures (10000 GFLOP/s more).
+// prefer_knob: kernels whose knob prefer_knob has prefer_value get the best figures (10000 GFLOP/s
+// more).
 void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials,
-                       const std::string& target = "h100", bool prefer_pipeline2 = false) {
+                       const std::string& target = "h100", const std::string& prefer_knob = "",
+                       int64_t prefer_value = 0) {
   std::string dir = tmp("bundle-" + shape);
   std::filesystem::remove_all(dir);
   Outcome r = tune("--op gemm --target " + target + " --dtype " + dtype + " --shape " + shape + " --trials " +
@@ -47,7 +49,7 @@ void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const st
   json res = fixtureResultsHeader(target == "mi300"), results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
-    const bool preferred = prefer_pipeline2 && k["knobs"].value("pipeline", 1) == 2;
+    const bool preferred = !prefer_knob.empty() && k["knobs"].value(prefer_knob, int64_t(-1)) == prefer_value;
     results.push_back(fixtureResult(k, "ok", g + (preferred ? 10000 : 0), {1e-3}, 1e-3, 0.0, 64));
     g += 50;
   }
@@ -340,7 +342,7 @@ TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
   const std::string db = tmp("mi300-export.db"), lib = tmp("mi300-lib.mlir"), out = tmp("mi300-model.mlir");
   const std::string tools = SEXTANT_LLVM_TOOLS, lowered = tmp("mi300-lowered.mlir"), proj = tmp("mi300-proj.mlir");
   removeDb(db);
-  fixtureTunedGpuDb(db, "f16", "256x256x128", 8, "mi300", true);
+  fixtureTunedGpuDb(db, "f16", "256x256x128", 8, "mi300", "pipeline", 2);
   Outcome ex = tune("export --db " + db + " --target mi300 --format transform -o " + lib);
   ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
   EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
@@ -379,5 +381,42 @@ TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
   EXPECT_NE(stock.code, 0);
   EXPECT_NE(stock.err.find("sextant-vector-to-mfma"), std::string::npos) << stock.err;
   for (const std::string& f : {lib, out, lowered, proj, out + ".proj.hsaco"}) std::filesystem::remove(f);
+  removeDb(db);
+}
+
+// bf16 on H100 tensor cores: the exported library names Sextant's bf16 passes, sextant-opt applies
+// it and the printed pipeline lowers it to the PTX tune compile writes: bf16 mma.sync, no f16 one.
+TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
+  const std::string db = tmp("bf16-export.db"), lib = tmp("bf16-lib.mlir"), out = tmp("bf16-model.mlir");
+  const std::string lowered = tmp("bf16-lowered.mlir"), proj = tmp("bf16-proj.mlir");
+  removeDb(db);
+  fixtureTunedGpuDb(db, "bf16", "256x256x128", 6, "h100", "mma", 1);
+  Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
+  EXPECT_NE(slurp(lib).find("\"sextant-bf16-mma-as-f16\""), std::string::npos) << "no mma = 1 among the trials?";
+  EXPECT_NE(slurp(lib).find("\"sextant-nvvm-mma-bf16\""), std::string::npos);
+  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
+  size_t lp = ex.out.find(marker);
+  ASSERT_NE(lp, std::string::npos) << ex.out;
+  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  {
+    std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
+    text = text.substr(0, text.find("func.func @small"));  // @proj, as bf16
+    std::ofstream(proj) << std::regex_replace(text, std::regex("xf16"), "xbf16");
+  }
+  Outcome c = tune("compile " + proj + " --db " + db + " --target h100 -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:256x256x128:bf16*bf16->f32 tuned (record"), std::string::npos) << c.out;
+  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
+                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
+                   lowered + ")");
+  ASSERT_EQ(low.code, 0) << low.err;
+  EXPECT_FALSE(binaryOf(slurp(out), "proj").empty());
+  EXPECT_TRUE(binaryOf(slurp(out), "proj") == binaryOf(slurp(lowered), "proj")) << "tune compile and sextant-opt differ";
+  std::string ptx = slurp(out + ".proj.ptx");
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
+  EXPECT_EQ(ptx.find(".f16.f16"), std::string::npos);
+  for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
   removeDb(db);
 }
