@@ -149,6 +149,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   }
   if (r.swizzle && !runPipeline(*mod, "builtin.module(func.func(nvgpu-optimize-shared-memory))", err, diags))
     return finish("transform", "swizzle: " + err);
+  if (r.dynamic_smem) {
+    auto bytes = workgroupBuffersToDynamicSharedMemory(mod->getOperation());
+    if (!bytes.ok()) return finish("transform", bytes.error());
+    info.dynamic_smem_bytes = *bytes;
+  }
   workgroupAllocsToAllocas(*mod);
   if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
   bool bf16_mma = false;

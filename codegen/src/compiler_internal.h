@@ -91,6 +91,12 @@ bool bf16MmaAsF16(mlir::Operation* root, std::string& err);
 bool nvvmMmaToBf16(mlir::Operation* root, std::string& err);
 void registerBf16MmaPasses();
 
+// Dynamic shared memory (compiler_dynamic_smem.cpp): every workgroup buffer of each gpu.launch
+// becomes a view of one extern shared array, the launch's dynamic size set; the largest size.
+// Also the pass "sextant-dynamic-shared-memory" (registerDynamicSmemPass).
+Result<int64_t> workgroupBuffersToDynamicSharedMemory(mlir::Operation* root);
+void registerDynamicSmemPass();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

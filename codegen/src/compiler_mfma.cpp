@@ -470,6 +470,7 @@ void sextant::registerSextantPasses() {
     mlir::PassRegistration<detail::VectorToMfmaPass>();
     detail::registerLdsDoubleBufferPass();
     detail::registerBf16MmaPasses();
+    detail::registerDynamicSmemPass();
     return true;
   }();
   (void)done;

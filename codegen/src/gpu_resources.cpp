@@ -17,6 +17,7 @@ std::map<std::string, int64_t> GpuResources::toMap() const {
                                    {"stack_bytes", stack_bytes}, {"smem_bytes", smem_bytes}};
   if (sgprs >= 0) m["sgprs"] = sgprs;
   if (agprs >= 0) m["agprs"] = agprs;
+  if (dynamic_smem_bytes > 0) m["dynamic_smem_bytes"] = dynamic_smem_bytes;
   return m;
 }
 
@@ -119,7 +120,8 @@ GpuResources fromAmdgpuMetadata(const std::map<std::string, int64_t>& md) {
 
 Preflight preflightCheck(const GpuTargetInfo& g, const GpuResources& r, int64_t threads) {
   Preflight p;
-  p.occupancy = estimateOccupancy(g, threads, r.registers, std::max<int64_t>(0, r.smem_bytes));
+  const int64_t smem = std::max<int64_t>(0, r.smem_bytes) + r.dynamic_smem_bytes;
+  p.occupancy = estimateOccupancy(g, threads, r.registers, smem);
   std::ostringstream why;
   if (threads > g.max_threads_per_block)
     why << threads << " threads per block > " << g.max_threads_per_block;
@@ -128,6 +130,9 @@ Preflight preflightCheck(const GpuTargetInfo& g, const GpuResources& r, int64_t 
         << " > " << g.max_regs_per_thread;
   else if (r.smem_bytes > g.smem_per_block_static_bytes)
     why << r.smem_bytes << " bytes of static shared memory > " << g.smem_per_block_static_bytes;
+  else if (smem > g.smem_per_block_bytes)
+    why << smem << " bytes of shared memory (" << r.dynamic_smem_bytes << " dynamic) > the " << g.smem_per_block_bytes
+        << " a block may opt in to";
   else if (p.occupancy.blocks_per_cu == 0)
     why << "no block fits on a " << (g.target.kind == TargetKind::Amd ? "CU" : "SM") << " (" << p.occupancy.limiter
         << ")";

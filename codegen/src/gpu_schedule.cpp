@@ -355,6 +355,10 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
     o << I << "// XOR-swizzled shared-memory addresses against ldmatrix bank conflicts.\n";
     pass("nvgpu-optimize-shared-memory", "");
   }
+  if (p.dynamic_smem) {
+    o << I << "// Over 48 KiB: the tiles become views of one extern dynamic shared array (Sextant's own pass).\n";
+    pass("sextant-dynamic-shared-memory", "");
+  }
   o << I << "// Workgroup buffers become static shared memory / LDS.\n";
   pass("promote-buffers-to-stack", "\"max-alloc-size-in-bytes\" = 16777216");
   o << I << "%allocas = transform.structured.match ops{[\"memref.alloca\"]} in %" << f

@@ -163,7 +163,8 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   cons.push_back({"copies, fill and shared memory map onto the block", all,
                   [w, g, amd](const std::vector<int64_t>& v) {
                     auto p = planFromValues(w, v, amd);
-                    return p.ok() && p->smem_bytes <= g.smem_per_block_static_bytes;
+                    // NVIDIA: up to the opt-in maximum (dynamic shared memory past 48 KiB); AMD: the LDS.
+                    return p.ok() && p->smem_bytes <= (amd ? g.smem_per_block_static_bytes : g.smem_per_block_bytes);
                   }});
   std::string name = std::string("gpu_gemm_v1_") + (g.target.kind == TargetKind::Nvidia ? "nvidia" : "amd");
   return Space(name, std::move(k), std::move(cons));
@@ -215,6 +216,9 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.smem_bytes = ((p.block_m * p.block_k / a_row) * (a_row + p.lds_pad) * dtypeBytes(w.a_type) +
                   (p.block_k * p.block_n / b_row) * (b_row + p.lds_pad) * dtypeBytes(w.b_type)) *
                  p.pipeline;
+  // ptxas refuses more than 48 KiB of static shared memory on every NVIDIA architecture; beyond
+  // that (up to the device's opt-in maximum, a space constraint) the tiles go to dynamic shared memory.
+  p.dynamic_smem = !amd && p.smem_bytes > 48 * 1024;
   p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
   return p;
 }
@@ -237,6 +241,7 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
   r.lds_k_major = p.lds_k_major;
   r.lds_pad = p.lds_pad;
   r.swizzle = p.swizzle;
+  r.dynamic_smem = p.dynamic_smem;
   r.nvidia = g.target.kind == TargetKind::Nvidia;
   r.chip = g.chip;
   r.features = g.features;

@@ -108,7 +108,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       json j{{"ok", c.ok}, {"stage", c.stage}, {"message", c.message}, {"seconds", c.seconds}};
       if (!c.ok) return j.dump();
       j["kernel"] = {{"name", info.name}, {"args", info.args}, {"grid", info.grid}, {"block", info.block},
-                     {"async_groups", info.async_groups_per_iteration}};
+                     {"async_groups", info.async_groups_per_iteration}, {"dynamic_smem", info.dynamic_smem_bytes}};
       GpuResources res;
       std::string res_error;
       if (!r.nvidia) {
@@ -117,14 +117,17 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
         auto p = runPtxas(ptxas, r.out_path, arch, r.out_path + ".cubin");
         if (p) res = *p;
         else res_error = p.error();
+        res.dynamic_smem_bytes = info.dynamic_smem_bytes;
       } else {
         res.source = "ptx text (no ptxas: registers unknown)";
         res.smem_bytes = ptxSharedBytes(slurp(r.out_path));
+        res.dynamic_smem_bytes = info.dynamic_smem_bytes;
       }
       if (res_error.empty())
         j["resources"] = {{"source", res.source},           {"registers", res.registers}, {"sgprs", res.sgprs},
                           {"spill_bytes", res.spill_bytes}, {"stack_bytes", res.stack_bytes},
-                          {"smem_bytes", res.smem_bytes}, {"agprs", res.agprs}};
+                          {"smem_bytes", res.smem_bytes}, {"agprs", res.agprs},
+                          {"dynamic_smem_bytes", res.dynamic_smem_bytes}};
       else
         j["resources_error"] = res_error;
       return j.dump();
@@ -156,11 +159,13 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     c.info.args = k["args"].get<std::vector<std::string>>();
     for (int d = 0; d < 3; ++d) c.info.grid[d] = k["grid"][d], c.info.block[d] = k["block"][d];
     c.info.async_groups_per_iteration = k.value("async_groups", 0);
+    c.info.dynamic_smem_bytes = k.value("dynamic_smem", int64_t(0));
     if (j.contains("resources")) {
       const json& r = j["resources"];
       c.res.source = r["source"];
       c.res.registers = r["registers"], c.res.sgprs = r["sgprs"], c.res.spill_bytes = r["spill_bytes"];
       c.res.stack_bytes = r["stack_bytes"], c.res.smem_bytes = r["smem_bytes"], c.res.agprs = r.value("agprs", -1);
+      c.res.dynamic_smem_bytes = r.value("dynamic_smem_bytes", int64_t(0));
       c.have_res = true;
     } else {
       c.res_error = j.value("resources_error", std::string());
@@ -250,6 +255,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       else k.args.push_back(KernelArg::buf(a[0]));
     }
     for (int d = 0; d < 3; ++d) k.grid[d] = uint32_t(c.info.grid[d]), k.block[d] = uint32_t(c.info.block[d]);
+    k.dynamic_shared_bytes = uint32_t(c.info.dynamic_smem_bytes);
     k.knobs = json(space_.knobMap(batch[i]));
     k.static_stats = stats;
     manifest.kernels.erase(std::remove_if(manifest.kernels.begin(), manifest.kernels.end(),

@@ -164,6 +164,50 @@ TEST(GpuCodegen, Bf16TensorCoresOnSm90AndSm80) {
   }
 }
 
+// Tiles over 48 KiB (compiler_dynamic_smem.cpp): the buffers live in one extern dynamic shared
+// array, the launch carries its size, ptxas sees no static shared memory, and the pre-flight
+// counts the dynamic bytes against the device's opt-in maximum.
+TEST(GpuCodegen, DynamicSharedMemoryPast48KiB) {
+  for (const char* knobs : {"block_m=128,block_n=256,block_k=64,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,"
+                            "copy_bits=128,pipeline=3,swizzle=1",
+                            "block_m=128,block_n=128,block_k=64,mma=0,warp_m=16,warp_n=8,thread_m=8,thread_n=4,"
+                            "copy_bits=128,pipeline=3,swizzle=0"}) {
+    Built b = build("h100", "gemm:NN:512x1024x256:f16*f16->f32", knobs);
+    ASSERT_TRUE(b.out.ok) << b.out.stage << ": " << b.out.message.substr(0, 3000);
+    EXPECT_TRUE(b.plan.dynamic_smem) << knobs;
+    EXPECT_GT(b.plan.smem_bytes, 48 * 1024);
+    EXPECT_EQ(b.info.dynamic_smem_bytes, b.plan.smem_bytes) << knobs;
+    EXPECT_NE(b.object.find(".extern .shared .align 128 .b8 sextant_dyn_smem[]"), std::string::npos) << knobs;
+    EXPECT_EQ(ptxSharedBytes(b.object), 0) << "a static shared array beside the dynamic one";
+    EXPECT_GT(count(b.object, "cp.async.cg.shared.global"), 0);
+    std::string ptxas = findPtxas();
+    if (ptxas.empty()) continue;
+    auto r = runPtxas(ptxas, b.path, "sm_90", b.path + ".cubin");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->smem_bytes, 0);
+    GpuResources res = *r;
+    res.dynamic_smem_bytes = b.info.dynamic_smem_bytes;
+    Preflight pf = preflightCheck(*gpuTargetInfo(*resolveTarget("h100")), res, b.plan.threads);
+    EXPECT_TRUE(pf.ok) << pf.reason;
+    EXPECT_EQ(pf.occupancy.blocks_per_cu, 1);  // 144 KiB + 1 KiB reserved: one block per SM
+    std::filesystem::remove(b.path + ".cubin");
+  }
+  // Within 48 KiB nothing changes: static shared memory, as before.
+  Built s = build("h100", "gemm:NN:512x1024x256:f16*f16->f32",
+                  "block_m=128,block_n=128,block_k=32,mma=1,warp_m=64,warp_n=32,thread_m=2,thread_n=1,copy_bits=128,"
+                  "pipeline=3,swizzle=0");
+  ASSERT_TRUE(s.out.ok);
+  EXPECT_FALSE(s.plan.dynamic_smem);
+  EXPECT_EQ(s.info.dynamic_smem_bytes, 0);
+  EXPECT_EQ(s.object.find("sextant_dyn_smem"), std::string::npos);
+  // Pre-flight: past the opt-in maximum (163 KiB on an A100) a kernel is rejected with the reason.
+  GpuResources r;
+  r.registers = 64, r.smem_bytes = 0, r.dynamic_smem_bytes = 200 * 1024;
+  Preflight pf = preflightCheck(*gpuTargetInfo(*resolveTarget("a100")), r, 256);
+  EXPECT_FALSE(pf.ok);
+  EXPECT_NE(pf.reason.find("dynamic"), std::string::npos) << pf.reason;
+}
+
 TEST(GpuCodegen, FmaWithoutPipelineHasNoAsyncCopiesOnSm80) {
   Built b = build("a100", "gemm:NN:256x256x128:f32*f32->f32",
                   "block_m=64,block_n=64,block_k=16,mma=0,warp_m=16,warp_n=8,thread_m=4,thread_n=4,"
@@ -382,7 +426,8 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         ASSERT_TRUE(p.ok());
         EXPECT_LE(p->threads, g->max_threads_per_block);
         EXPECT_EQ(p->threads % g->warp_size, 0);
-        EXPECT_LE(p->smem_bytes, g->smem_per_block_static_bytes);
+        EXPECT_LE(p->smem_bytes, g->target.kind == TargetKind::Nvidia ? g->smem_per_block_bytes : g->smem_per_block_static_bytes);
+        EXPECT_EQ(p->dynamic_smem, g->target.kind == TargetKind::Nvidia && p->smem_bytes > 48 * 1024);
         EXPECT_EQ(p->grid[0] * p->block_n, w.n);
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
         if (g->target.kind == TargetKind::Nvidia) {

@@ -1,5 +1,6 @@
 // GPU tuning as a user runs it on a machine without a GPU: compile-only runs, a bundle for
 // tune-runner, the runner's "no device" answer, and the import of a results file.
+#include <functional>
 #include <algorithm>
 #include <regex>
 #include <gtest/gtest.h>
@@ -34,11 +35,9 @@ json fixtureResult(const json& kernel, const std::string& status, double gflops,
 
 // Bundles `trials` kernels of a workload (h100 unless named) and imports fixture results for them
 // (all correct, GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
-// prefer_knob: kernels whose knob prefer_knob has prefer_value get the best figures (10000 GFLOP/s
-// more).
+// prefer: kernels (manifest entries) it accepts get the best figures (10000 GFLOP/s more).
 void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials,
-                       const std::string& target = "h100", const std::string& prefer_knob = "",
-                       int64_t prefer_value = 0) {
+                       const std::string& target = "h100", const std::function<bool(const json&)>& prefer = nullptr) {
   std::string dir = tmp("bundle-" + shape);
   std::filesystem::remove_all(dir);
   Outcome r = tune("--op gemm --target " + target + " --dtype " + dtype + " --shape " + shape + " --trials " +
@@ -49,7 +48,7 @@ void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const st
   json res = fixtureResultsHeader(target == "mi300"), results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
-    const bool preferred = !prefer_knob.empty() && k["knobs"].value(prefer_knob, int64_t(-1)) == prefer_value;
+    const bool preferred = prefer && prefer(k);
     results.push_back(fixtureResult(k, "ok", g + (preferred ? 10000 : 0), {1e-3}, 1e-3, 0.0, 64));
     g += 50;
   }
@@ -342,7 +341,7 @@ TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
   const std::string db = tmp("mi300-export.db"), lib = tmp("mi300-lib.mlir"), out = tmp("mi300-model.mlir");
   const std::string tools = SEXTANT_LLVM_TOOLS, lowered = tmp("mi300-lowered.mlir"), proj = tmp("mi300-proj.mlir");
   removeDb(db);
-  fixtureTunedGpuDb(db, "f16", "256x256x128", 8, "mi300", "pipeline", 2);
+  fixtureTunedGpuDb(db, "f16", "256x256x128", 8, "mi300", [](const json& k) { return k["knobs"]["pipeline"] == 2; });
   Outcome ex = tune("export --db " + db + " --target mi300 --format transform -o " + lib);
   ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
   EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
@@ -390,7 +389,7 @@ TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
   const std::string db = tmp("bf16-export.db"), lib = tmp("bf16-lib.mlir"), out = tmp("bf16-model.mlir");
   const std::string lowered = tmp("bf16-lowered.mlir"), proj = tmp("bf16-proj.mlir");
   removeDb(db);
-  fixtureTunedGpuDb(db, "bf16", "256x256x128", 6, "h100", "mma", 1);
+  fixtureTunedGpuDb(db, "bf16", "256x256x128", 6, "h100", [](const json& k) { return k["knobs"]["mma"] == 1; });
   Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
   ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
   EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
@@ -417,6 +416,39 @@ TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
   std::string ptx = slurp(out + ".proj.ptx");
   EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
   EXPECT_EQ(ptx.find(".f16.f16"), std::string::npos);
+  for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
+  removeDb(db);
+}
+
+// Tiles over 48 KiB on H100: the exported library names sextant-dynamic-shared-memory, and
+// sextant-opt + the printed pipeline give the PTX tune compile writes, with the extern dynamic array.
+TEST(GpuExport, H100DynamicSharedMemoryLibraryThroughSextantOptIsTuneCompile) {
+  const std::string db = tmp("dsm-export.db"), lib = tmp("dsm-lib.mlir"), out = tmp("dsm-model.mlir");
+  const std::string lowered = tmp("dsm-lowered.mlir"), proj = tmp("dsm-proj.mlir");
+  removeDb(db);
+  fixtureTunedGpuDb(db, "f16", "256x256x128", 16, "h100", [](const json& k) {
+    return k["dynamic_shared_bytes"].get<int64_t>() > 48 * 1024;
+  });
+  Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(slurp(lib).find("\"sextant-dynamic-shared-memory\""), std::string::npos) << "no tile over 48 KiB among the trials?";
+  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
+  size_t lp = ex.out.find(marker);
+  ASSERT_NE(lp, std::string::npos) << ex.out;
+  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  {
+    std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
+    std::ofstream(proj) << text.substr(0, text.find("func.func @small"));
+  }
+  Outcome c = tune("compile " + proj + " --db " + db + " --target h100 -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
+                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
+                   lowered + ")");
+  ASSERT_EQ(low.code, 0) << low.err;
+  EXPECT_TRUE(binaryOf(slurp(out), "proj") == binaryOf(slurp(lowered), "proj")) << "tune compile and sextant-opt differ";
+  EXPECT_NE(slurp(out + ".proj.ptx").find(".extern .shared .align 128 .b8 sextant_dyn_smem[]"), std::string::npos);
+  EXPECT_NE(slurp(out).find("dynamic_shared_memory_size"), std::string::npos) << "the host launch lacks the size";
   for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
   removeDb(db);
 }

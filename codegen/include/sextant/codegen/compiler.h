@@ -55,6 +55,7 @@ struct GpuCompileRequest {
   bool lds_k_major = false;       // AMD with mma: LDS operands stored with K innermost
   int64_t lds_pad = 0;            // AMD with mma: elements of padding per LDS operand row
   bool swizzle = false;           // run nvgpu-optimize-shared-memory
+  bool dynamic_smem = false;      // NVIDIA: workgroup buffers in dynamic shared memory (> 48 KiB)
   bool nvidia = true;             // else AMD
   std::string chip;               // sm_90, sm_80, gfx942
   std::string features;           // +ptx80 ...
@@ -67,6 +68,7 @@ struct GpuKernelInfo {
   std::vector<std::string> args;    // in launch order: "A", "B", "C" (bare pointers) or "i64:N"
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int64_t async_groups_per_iteration = 0;  // cp.async commit groups per steady-state iteration
+  int64_t dynamic_smem_bytes = 0;          // the launch's dynamic shared memory (0: static only)
   std::map<std::string, int64_t> stats;    // AMD: code-object metadata (vgpr_count, ...)
   std::string scheduled_ir;                // with keep_ir: the module after every schedule and rewrite,
                                            // before outlining and lowering (gpu.launch in the host function)

@@ -22,6 +22,7 @@ struct GpuResources {
   int64_t spill_bytes = 0;     // NVIDIA spill stores + loads; AMD spilled VGPRs + SGPRs (count)
   int64_t stack_bytes = 0;     // NVIDIA stack frame / AMD private segment
   int64_t smem_bytes = -1;     // static shared memory / LDS per block
+  int64_t dynamic_smem_bytes = 0;  // NVIDIA: the launch's dynamic shared memory (from the compiler, not ptxas)
   std::map<std::string, int64_t> toMap() const;
 };
 

@@ -44,6 +44,8 @@ struct GpuPlan {
   std::array<int64_t, 2> copy_tile_a{}, copy_tile_b{};  // per-thread copy tiles (vector sizes)
   std::array<int64_t, 2> fill_tile{};     // per-thread tile of the C initialisation
   int64_t smem_bytes = 0;                 // A + B tiles times pipeline depth
+  bool dynamic_smem = false;              // NVIDIA, over the 48 KiB ptxas allows statically: the tiles
+                                          // live in dynamic shared memory (compiler_dynamic_smem.cpp)
 };
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c);
 
