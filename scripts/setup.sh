@@ -17,6 +17,8 @@ PACKAGES=(
   libomp-dev
   # schedule database, JSON, command line
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
+  # PostgreSQL: the client library (--db postgresql://...), and the server the tests start
+  libpq-dev postgresql pkg-config
   # tests
   libgtest-dev libgmock-dev
   # experiment scripts

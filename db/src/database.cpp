@@ -1,12 +1,13 @@
 #include "sextant/db/database.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <sqlite3.h>
 #include <thread>
-#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+
+#include "sql_engine.h"
 
 namespace sextant {
 namespace {
@@ -58,44 +59,30 @@ ALTER TABLE records ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
+// A prepared statement of the database's engine, used by value.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  ~Stmt() { sqlite3_finalize(s_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, double v) {
-    sqlite3_bind_double(s_, i, v);
+  Stmt(const std::unique_ptr<dbengine::Conn>& c, const std::string& sql) : p_(c->prepare(sql)) {}
+  bool ok() const { return p_->ok(); }
+  template <typename T>
+  Stmt& bind(int i, const T& v) {
+    p_->bind(i, v);
     return *this;
   }
   Stmt& bindNull(int i) {
-    sqlite3_bind_null(s_, i);
+    p_->bindNull(i);
     return *this;
   }
-  int step() { return rc_ = sqlite3_step(s_); }
-  bool row() { return step() == SQLITE_ROW; }
-  bool done() { int r = step(); return r == SQLITE_DONE || r == SQLITE_ROW; }
-  std::string text(int c) const {
-    auto p = sqlite3_column_text(s_, c);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
-  double f64(int c) const { return sqlite3_column_double(s_, c); }
-  std::string error() const { return sqlite3_errmsg(db_); }
-  // After a `while (q.row())` loop: true if it stopped on an error rather than at the end.
-  bool failed() const { return rc_ != SQLITE_DONE && rc_ != SQLITE_ROW && rc_ != SQLITE_OK; }
+  bool row() { return p_->row(); }
+  bool done() { return p_->done(); }
+  std::string text(int c) const { return p_->text(c); }
+  int64_t i64(int c) const { return p_->i64(c); }
+  double f64(int c) const { return p_->f64(c); }
+  std::string error() const { return p_->error(); }
+  bool failed() const { return p_->failed(); }
 
  private:
-  sqlite3* db_;
-  sqlite3_stmt* s_ = nullptr;
-  int rc_;
+  std::unique_ptr<dbengine::Stmt> p_;
 };
 
 std::string timesJson(const std::vector<double>& t) { return nlohmann::json(t).dump(); }
@@ -103,19 +90,6 @@ std::vector<double> timesFrom(const std::string& s) {
   auto j = nlohmann::json::parse(s, nullptr, false);
   if (!j.is_array()) return {};
   return j.get<std::vector<double>>();
-}
-
-// Turns the blunt SQLite messages into ones a user can act on.
-std::string explain(const std::string& path, const std::string& msg) {
-  if (msg.find("file is not a database") != std::string::npos)
-    return path + ": not a SQLite database (the file exists but is something else, or is corrupt)";
-  if (msg.find("readonly") != std::string::npos || msg.find("read-only") != std::string::npos)
-    return path + ": the database is not writable (" + msg + ")";
-  if (msg.find("unable to open") != std::string::npos)
-    return path + ": cannot open the database file (does its directory exist and is it writable?)";
-  if (msg.find("malformed") != std::string::npos)
-    return path + ": the database is corrupt (" + msg + ")";
-  return path + ": " + msg;
 }
 
 }  // namespace
@@ -130,60 +104,35 @@ std::string nowIso8601() {
   return buf;
 }
 
-Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
-Database& Database::operator=(Database&& o) noexcept {
-  if (this != &o) {
-    if (db_) sqlite3_close(db_);
-    db_ = o.db_;
-    path_ = std::move(o.path_);
-    o.db_ = nullptr;
-  }
-  return *this;
-}
-Database::~Database() {
-  if (db_) sqlite3_close(db_);
-}
+Database::Database() = default;
+Database::Database(Database&& o) noexcept = default;
+Database& Database::operator=(Database&& o) noexcept = default;
+Database::~Database() = default;
 
-Status Database::exec(const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    return Error{explain(path_, msg)};
-  }
-  return okStatus();
+Status Database::exec(const std::string& sql) { return db_->exec(sql); }
+
+const std::string& Database::engine() const {
+  static const std::string sqlite = "sqlite", pg = "postgresql";
+  return db_ && db_->engine() == "postgresql" ? pg : sqlite;
 }
 
 Result<Database> Database::open(const std::string& path, bool create) {
-  struct stat st;
-  bool exists = stat(path.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) return Error{path + ": is a directory, not a database file"};
-  if (!exists && !create) return Error{path + ": no such database"};
   Database d;
-  d.path_ = path;
-  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &d.db_, flags, nullptr) != SQLITE_OK) {
-    std::string msg = d.db_ ? sqlite3_errmsg(d.db_) : "out of memory";
-    return Error{explain(path, msg)};
-  }
-  sqlite3_busy_timeout(d.db_, 30000);
-  // Reading the schema is the first real access: a non-SQLite file fails here.
-  {
-    Stmt q(d.db_, "SELECT count(*) FROM sqlite_master");
-    if (!q.ok() || !q.row()) return Error{explain(path, q.error())};
-  }
+  d.path_ = dbengine::isPostgresUrl(path) ? dbengine::shownUrl(path) : path;
+  auto c = dbengine::isPostgresUrl(path) ? dbengine::openPostgres(path) : dbengine::openSqlite(path, create);
+  if (!c) return Error{c.error()};
+  d.db_ = std::move(*c);
   // Switching a fresh file to WAL, and the first migration, may meet another process doing the
   // same: SQLite can answer "database is locked" at once there (a lock upgrade it will not wait
   // for), so these steps are retried for up to 30 s.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  auto locked = [](const std::string& e) {
-    return e.find("database is locked") != std::string::npos || e.find("busy") != std::string::npos;
-  };
   for (int attempt = 0;; ++attempt) {
-    Status st = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    Status st = d.db_->engine() == "sqlite"
+                    ? d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+                    : okStatus();
     if (st) st = d.migrate();
     if (st) break;
-    if (!locked(st.error()) || std::chrono::steady_clock::now() > deadline) return Error{st.error()};
+    if (!d.db_->retryable(st.error()) || std::chrono::steady_clock::now() > deadline) return Error{st.error()};
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 10 * (attempt % 8)));
   }
   return Result<Database>(std::move(d));
@@ -200,32 +149,32 @@ int Database::schemaVersion() const {
 // or migrating one database at the same moment serialise instead of failing.
 Status Database::migrate() {
   for (;;) {
-    if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+    if (auto s = db_->beginWrite(); !s) return s;
     auto rollback = [&](Status st) {
       exec("ROLLBACK");
       return st;
     };
-    int64_t tables = 0, has_meta = 0;
-    {
-      Stmt q(db_, "SELECT count(*), coalesce(sum(type='table' AND name='meta'), 0) FROM sqlite_master");
-      if (!q.ok() || !q.row()) return rollback(Error{explain(path_, q.error())});
-      tables = q.i64(0), has_meta = q.i64(1);
-    }
+    auto tables = db_->tables();
+    if (!tables) return rollback(Error{tables.error()});
+    const bool has_meta = std::find(tables->begin(), tables->end(), "meta") != tables->end();
     int version = 0;
-    if (tables > 0) {
-      if (has_meta == 0) return rollback(Error{path_ + ": a SQLite database, but not a Sextant schedule database"});
+    if (!tables->empty()) {
+      if (!has_meta)
+        return rollback(Error{db_->explain(std::string("a ") + (db_->engine() == "sqlite" ? "SQLite" : "PostgreSQL") +
+                                           " database, but not a Sextant schedule database")});
       version = schemaVersion();
-      if (version <= 0) return rollback(Error{path_ + ": the Sextant database has no schema version (corrupt?)"});
+      if (version <= 0) return rollback(Error{db_->explain("the Sextant database has no schema version (corrupt?)")});
       if (version > kSchemaVersion)
-        return rollback(Error{path_ + ": schema version " + std::to_string(version) +
-                              " was written by a newer Sextant (this one reads up to " +
-                              std::to_string(kSchemaVersion) + ")"});
+        return rollback(Error{db_->explain("schema version " + std::to_string(version) +
+                                           " was written by a newer Sextant (this one reads up to " +
+                                           std::to_string(kSchemaVersion) + ")")});
     }
     if (version == kSchemaVersion) return exec("COMMIT");
-    if (auto s = exec(kMigrations[version]); !s) return rollback(s);
-    Stmt up(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
+    if (auto s = exec(db_->ddl(kMigrations[version])); !s) return rollback(s);
+    Stmt up(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
+                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
     up.bind(1, std::to_string(version + 1));
-    if (!up.done()) return rollback(Error{explain(path_, up.error())});
+    if (!up.done()) return rollback(Error{db_->explain(up.error())});
     if (auto s = exec("COMMIT"); !s) return s;
   }
 }
@@ -236,7 +185,7 @@ Status Database::upsertWorkload(const WorkloadRow& w) {
          "VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING");
   s.bind(1, w.key).bind(2, w.op).bind(3, w.m).bind(4, w.n).bind(5, w.k).bind(6, w.dtype_a).bind(7, w.dtype_b)
       .bind(8, w.dtype_c).bind(9, w.layout).bind(10, w.flops);
-  if (!s.done()) return Error{explain(path_, s.error())};
+  if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
@@ -245,7 +194,7 @@ Status Database::upsertTarget(const TargetRow& t) {
          "INSERT INTO targets(key, name, arch, device, features) VALUES(?,?,?,?,?) "
          "ON CONFLICT(key) DO UPDATE SET device=excluded.device, features=excluded.features");
   s.bind(1, t.key).bind(2, t.name).bind(3, t.arch).bind(4, t.device).bind(5, t.features);
-  if (!s.done()) return Error{explain(path_, s.error())};
+  if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
@@ -254,12 +203,12 @@ Result<int64_t> Database::beginRun(const RunRow& r) {
          "INSERT INTO runs(workload_id, target_id, strategy, seed, space, space_fingerprint, trials_requested, "
          "status, started_at, args, tool_version, llvm_version, host, owner_pid) "
          "VALUES((SELECT id FROM workloads WHERE key=?), (SELECT id FROM targets WHERE key=?), ?,?,?,?,?, "
-         "'running', ?,?,?,?,?,?)");
+         "'running', ?,?,?,?,?,?) RETURNING id");
   s.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.strategy).bind(4, r.seed).bind(5, r.space)
       .bind(6, r.space_fingerprint).bind(7, r.trials_requested).bind(8, nowIso8601()).bind(9, r.args)
       .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host).bind(13, r.owner_pid);
-  if (!s.done()) return Error{explain(path_, s.error())};
-  return int64_t(sqlite3_last_insert_rowid(db_));
+  if (!s.row()) return Error{db_->explain(s.failed() ? s.error() : "no run id returned")};
+  return s.i64(0);
 }
 
 static const char* kRunColumns =
@@ -313,13 +262,13 @@ Result<std::optional<RunRow>> Database::findUnfinishedRun(const std::string& wor
 Status Database::claimRun(int64_t run_id, const std::string& host, int64_t pid) {
   Stmt s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running' WHERE id=?");
   s.bind(1, host).bind(2, pid).bind(3, run_id);
-  if (!s.done()) return Error{explain(path_, s.error())};
+  if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
 Result<Database::RunClaim> Database::claimOrBeginRun(const RunRow& r, bool resume,
                                                      const std::function<bool(const RunRow&)>& owned_by_live) {
-  if (auto s = exec("BEGIN IMMEDIATE"); !s) return Error{s.error()};
+  if (auto s = db_->beginWrite(); !s) return Error{s.error()};
   auto rollback = [&](const std::string& e) {
     exec("ROLLBACK");
     return Error{e};
@@ -349,26 +298,26 @@ Result<Database::RunClaim> Database::claimOrBeginRun(const RunRow& r, bool resum
 Status Database::finishRun(int64_t run_id, const std::string& status) {
   Stmt s(db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
   s.bind(1, status).bind(2, nowIso8601()).bind(3, run_id);
-  if (!s.done()) return Error{explain(path_, s.error())};
+  if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
 Result<int64_t> Database::scheduleId(const std::string& text) {
   Stmt ins(db_, "INSERT INTO schedules(text) VALUES(?) ON CONFLICT(text) DO NOTHING");
   ins.bind(1, text);
-  if (!ins.done()) return Error{explain(path_, ins.error())};
+  if (!ins.done()) return Error{db_->explain(ins.error())};
   Stmt q(db_, "SELECT id FROM schedules WHERE text=?");
   q.bind(1, text);
-  if (!q.row()) return Error{explain(path_, q.error())};
+  if (!q.row()) return Error{db_->explain(q.error())};
   return q.i64(0);
 }
 
 Status Database::insertRecords(const std::vector<RecordRow>& records) {
   if (records.empty()) return okStatus();
-  if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+  if (auto s = db_->beginWrite(); !s) return s;
   auto fail = [&](const std::string& e) -> Status {
     exec("ROLLBACK");
-    return Error{explain(path_, e)};
+    return Error{db_->explain(e)};
   };
   for (const RecordRow& r : records) {
     int64_t sid = 0;
@@ -408,7 +357,7 @@ Status Database::insertBaseline(const BaselineRow& b) {
       .bind(6, timesJson(b.times_s)).bind(7, b.median_s).bind(8, b.cv).bind(9, b.gflops).bind(10, nowIso8601());
   if (b.record_id) s.bind(11, b.record_id);
   else s.bindNull(11);
-  if (!s.done()) return Error{explain(path_, s.error())};
+  if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
@@ -420,7 +369,7 @@ Result<std::set<std::string>> Database::triedCandidates(const std::string& workl
   q.bind(1, workload_key).bind(2, target_key);
   std::set<std::string> out;
   while (q.row()) out.insert(q.text(0));
-  if (q.failed()) return Error{explain(path_, q.error())};
+  if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
 
@@ -464,11 +413,11 @@ Result<std::vector<RecordRow>> Database::records(const std::string& workload_key
                                                  bool include_schedule) {
   std::string sql = std::string("SELECT ") + kRecordColumns + "WHERE w.key=? AND t.key=? ORDER BY r.id";
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, workload_key).bind(2, target_key);
   std::vector<RecordRow> out;
   while (q.row()) out.push_back(recordFrom(q, include_schedule));
-  if (q.failed()) return Error{explain(path_, q.error())};
+  if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
 
@@ -477,7 +426,7 @@ Result<std::optional<RecordRow>> Database::best(const std::string& workload_key,
                     "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' "
                     "ORDER BY r.gflops DESC, r.id ASC LIMIT 1";
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, workload_key).bind(2, target_key);
   if (q.row()) return std::optional<RecordRow>(recordFrom(q, true));
   return std::optional<RecordRow>();
@@ -486,10 +435,10 @@ Result<std::optional<RecordRow>> Database::best(const std::string& workload_key,
 Result<std::vector<RunRow>> Database::runs() {
   std::string sql = std::string("SELECT ") + kRunColumns + "ORDER BY r.id";
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   std::vector<RunRow> out;
   while (q.row()) out.push_back(runFrom(q));
-  if (q.failed()) return Error{explain(path_, q.error())};
+  if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
 
@@ -514,23 +463,23 @@ Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
     b.record_id = q.i64(10);
     out.push_back(b);
   }
-  if (q.failed()) return Error{explain(path_, q.error())};
+  if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
 
 Result<std::vector<RecordRow>> Database::allRecords(bool include_schedule) {
   std::string sql = std::string("SELECT ") + kRecordColumns + "ORDER BY w.key, t.key, r.candidate, r.created_at, r.id";
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   std::vector<RecordRow> out;
   while (q.row()) out.push_back(recordFrom(q, include_schedule));
-  if (q.failed()) return Error{explain(path_, q.error())};
+  if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
 
 Result<std::optional<WorkloadRow>> Database::workload(const std::string& key) {
   Stmt q(db_, "SELECT key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops FROM workloads WHERE key=?");
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, key);
   if (!q.row()) return std::optional<WorkloadRow>();
   return std::optional<WorkloadRow>(WorkloadRow{q.text(0), q.text(1), q.i64(2), q.i64(3), q.i64(4), q.text(5),
@@ -539,7 +488,7 @@ Result<std::optional<WorkloadRow>> Database::workload(const std::string& key) {
 
 Result<std::optional<TargetRow>> Database::target(const std::string& key) {
   Stmt q(db_, "SELECT key, name, arch, device, features FROM targets WHERE key=?");
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, key);
   if (!q.row()) return std::optional<TargetRow>();
   return std::optional<TargetRow>(TargetRow{q.text(0), q.text(1), q.text(2), q.text(3), q.text(4)});
@@ -551,10 +500,10 @@ Result<int64_t> Database::countSame(const RecordRow& r, bool exact) {
       "WHERE w.key=? AND t.key=? AND r.candidate=? AND r.source=?";
   if (exact) sql += " AND r.times=? AND r.created_at=? AND r.status=?";
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return Error{explain(path_, q.error())};
+  if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.candidate).bind(4, r.source);
   if (exact) q.bind(5, timesJson(r.times_s)).bind(6, r.created_at).bind(7, r.status);
-  if (!q.row()) return Error{explain(path_, q.error())};
+  if (!q.row()) return Error{db_->explain(q.error())};
   return q.i64(0);
 }
 

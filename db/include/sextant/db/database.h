@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <functional>
 #include <optional>
 #include <set>
@@ -13,9 +14,10 @@
 
 #include "sextant/common/result.h"
 
-struct sqlite3;
-
 namespace sextant {
+namespace dbengine {
+class Conn;
+}
 
 constexpr int kSchemaVersion = 2;
 // Records measured into a database of this schema or newer carry schedules this version still
@@ -88,8 +90,10 @@ struct BaselineRow {
 
 class Database {
  public:
-  // Opens (creating if needed) a database. Errors name the file and the problem: not a SQLite
-  // file, not a Sextant database, a newer schema, not writable.
+  // Opens (creating if needed) a database: a SQLite file, or a PostgreSQL database given as
+  // postgresql://USER[:PASSWORD]@HOST[:PORT]/NAME (the same schema, migrations and SQL; issue #17).
+  // Errors name the file or server and the problem: not a SQLite file, not a Sextant database, a
+  // newer schema, not writable, unreachable server, refused login.
   static Result<Database> open(const std::string& path, bool create = true);
   Database(Database&&) noexcept;
   Database& operator=(Database&&) noexcept;
@@ -97,6 +101,7 @@ class Database {
   ~Database();
 
   const std::string& path() const { return path_; }
+  const std::string& engine() const;  // "sqlite" or "postgresql"
   int schemaVersion() const;
 
   Status upsertWorkload(const WorkloadRow& w);
@@ -143,11 +148,11 @@ class Database {
   Result<int64_t> countSame(const RecordRow& r, bool exact);
 
  private:
-  Database() = default;
+  Database();
   Status exec(const std::string& sql);
   Status migrate();
   Result<int64_t> scheduleId(const std::string& text);
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<dbengine::Conn> db_;
   std::string path_;
 };
 
