@@ -80,6 +80,25 @@ int cmdShow(const std::string& db_path) {
     printf("  %s on %s: %.1f GFLOP/s (record %lld, run %lld, cv %.1f%%)\n    %s\n", w.c_str(), t.c_str(), b.gflops,
            (long long)b.id, (long long)b.run_id, 100 * b.cv, b.candidate.c_str());
   }
+  // Studies and their workers (tune --workers, tune worker).
+  auto studies = db->studies();
+  if (!studies) return fail(studies.error());
+  if (!studies->empty()) {
+    printf("\nStudies (tune worker joins the open ones):\n");
+    for (const auto& s : *studies)
+      printf("  study %-4lld %-36s %-20s %-10s %lld/%lld records, %lld claimed now\n", (long long)s.id,
+             s.workload_key.c_str(), s.target_key.c_str(), s.status.c_str(), (long long)s.records, (long long)s.trials,
+             (long long)s.claims);
+  }
+  auto workers = db->workers();
+  if (!workers) return fail(workers.error());
+  if (!workers->empty()) {
+    printf("\nWorkers:\n  %-28s %-20s %-6s %-16s %9s %14s\n", "worker", "host", "study", "device", "measured",
+           "last heartbeat");
+    for (const auto& w : *workers)
+      printf("  %-28s %-20s %-6lld %-16s %9lld %12.0f s ago\n", w.name.c_str(), w.host.c_str(), (long long)w.study_id,
+             w.device.c_str(), (long long)w.measured, w.heartbeat_age_s);
+  }
   return 0;
 }
 

@@ -158,6 +158,25 @@ int main(int argc, char** argv) {
                  "kernel launch, 10)")
       ->capture_default_str();
 
+  app.add_option("--workers", ta.workers,
+                 "make this a study that workers tune together (tune worker, on this or other machines, same --db; "
+                 "PostgreSQL for many machines) and run N local workers (0: only make the study)");
+
+  auto* worker = app.add_subcommand(
+      "worker", "join the open studies of a database (tune --workers) and tune them with the other workers; exits "
+                "when no open study is left");
+  WorkerArgs wa;
+  worker->add_option("--db", wa.db, "schedule database: postgresql://USER@HOST[:PORT]/NAME to share it between machines")
+      ->capture_default_str();
+  worker->add_option("--study", wa.study, "only this study (0: every open one)")->capture_default_str();
+  worker->add_option("--target", wa.target, "only studies of this target");
+  worker->add_option("--jobs", wa.jobs, "parallel compilations (0: one per core)")->capture_default_str();
+  worker->add_option("--lease", wa.lease, "seconds a claimed candidate stays this worker's without a heartbeat")
+      ->capture_default_str();
+  worker->add_option("--heartbeat", wa.heartbeat, "seconds between heartbeats (renewing the leases)")
+      ->capture_default_str();
+  worker->add_flag("--quiet,-q", wa.quiet, "no progress output");
+
   auto* show = app.add_subcommand("show", "list tuning runs and the best schedule per workload and target");
   std::string show_db = "sextant.db";
   show->add_option("--db", show_db, "schedule database")->capture_default_str();
@@ -281,6 +300,7 @@ int main(int argc, char** argv) {
     std::cerr << "tune: error: " << e.what() << " (see tune --help)\n";
     return 2;
   }
+  if (*worker) return cmdWorker(wa);
   if (*show) return cmdShow(show_db);
   if (*bestc) return cmdBest(bw);
   if (*exp) return cli::cmdExport(ea);
@@ -311,5 +331,6 @@ int main(int argc, char** argv) {
   json args;
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   if (!ta.suite.empty()) return cmdTuneSuite(ta, args.dump());
+  if (ta.workers >= 0) return cmdMakeStudy(ta, args.dump());
   return cmdTune(ta, args.dump());
 }

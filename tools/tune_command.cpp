@@ -215,6 +215,10 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   };
 
   TuneOptions o;
+  if (a.study > 0) {  // one worker of a study (tune worker)
+    o.study_id = a.study, o.worker = a.worker_name, o.db_path = a.w.db;
+    o.lease_s = a.lease, o.heartbeat_s = a.heartbeat;
+  }
   o.strategy = a.strategy;
   o.seed = a.seed;
   o.trials = a.trials;
@@ -354,9 +358,15 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
            sum->best->gflops, (long long)sum->best->id, (long long)sum->best->run_id);
   printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", a.w.db.c_str(), a.w.db.c_str(),
          a.w.db.c_str());
-  printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
-         "operands flushed from the caches before each call, every result verified against OpenBLAS; best,\n"
-         "default and reference were re-measured side by side in the final comparison.\n");
+  if (a.study > 0)
+    printf("All figures are measurements on this machine by this worker of study %lld: medians of repeated\n"
+           "calls with the operands flushed from the caches, every result verified against OpenBLAS (workers\n"
+           "run no final comparison).\n",
+           (long long)a.study);
+  else
+    printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
+           "operands flushed from the caches before each call, every result verified against OpenBLAS; best,\n"
+           "default and reference were re-measured side by side in the final comparison.\n");
   return sum->interrupted ? 130 : 0;
 }
 

@@ -56,7 +56,25 @@ struct TuneArgs {
   std::string out;
   std::string suite;  // tune every workload of this suite file
   std::string pretrained = "default";  // --pretrained PATH|none|default
+  int workers = -1;                    // --workers N: make a study (and run N local workers); -1: a plain run
+  // Worker mode (set by tune worker): one worker of this study.
+  int64_t study = 0;
+  std::string worker_name;
+  double lease = 30, heartbeat = 5;
 };
+
+// tune worker: joins open studies of the database and tunes them with the other workers.
+struct WorkerArgs {
+  std::string db = "sextant.db";
+  int64_t study = 0;  // 0: every open study, in turn, until none is left
+  std::string target;  // only studies of this target
+  int jobs = 0;
+  double lease = 30, heartbeat = 5;
+  bool quiet = false;
+};
+int cmdWorker(const WorkerArgs& a);
+// tune --workers N: the study for a's workload (and N local workers, waited for).
+int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json);
 
 int cmdTune(const TuneArgs& a, const std::string& argv_json);
 int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json);

@@ -56,34 +56,29 @@ CREATE TABLE baselines(
     R"sql(
 ALTER TABLE records ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
 )sql",
+    // v3 (issue #17): studies that workers join, the workers, and their leased claims on candidates
+    // (studies.cpp). Times of leases and heartbeats are seconds since the epoch (REAL).
+    R"sql(
+ALTER TABLE runs ADD COLUMN study_id INTEGER;
+CREATE TABLE studies(
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  strategy TEXT NOT NULL, trials INTEGER NOT NULL, args TEXT NOT NULL, status TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE workers(
+  id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  device TEXT NOT NULL, study_id INTEGER, started_at TEXT NOT NULL, heartbeat REAL NOT NULL,
+  measured INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE claims(
+  id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id), candidate TEXT NOT NULL,
+  worker TEXT NOT NULL, expires REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 1,
+  UNIQUE(study_id, candidate));
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
-// A prepared statement of the database's engine, used by value.
-class Stmt {
- public:
-  Stmt(const std::unique_ptr<dbengine::Conn>& c, const std::string& sql) : p_(c->prepare(sql)) {}
-  bool ok() const { return p_->ok(); }
-  template <typename T>
-  Stmt& bind(int i, const T& v) {
-    p_->bind(i, v);
-    return *this;
-  }
-  Stmt& bindNull(int i) {
-    p_->bindNull(i);
-    return *this;
-  }
-  bool row() { return p_->row(); }
-  bool done() { return p_->done(); }
-  std::string text(int c) const { return p_->text(c); }
-  int64_t i64(int c) const { return p_->i64(c); }
-  double f64(int c) const { return p_->f64(c); }
-  std::string error() const { return p_->error(); }
-  bool failed() const { return p_->failed(); }
-
- private:
-  std::unique_ptr<dbengine::Stmt> p_;
-};
+using dbengine::Query;
 
 std::string timesJson(const std::vector<double>& t) { return nlohmann::json(t).dump(); }
 std::vector<double> timesFrom(const std::string& s) {
@@ -139,7 +134,7 @@ Result<Database> Database::open(const std::string& path, bool create) {
 }
 
 int Database::schemaVersion() const {
-  Stmt q(db_, "SELECT value FROM meta WHERE key='schema_version'");
+  Query q(db_, "SELECT value FROM meta WHERE key='schema_version'");
   if (!q.ok() || !q.row()) return 0;
   return std::atoi(q.text(0).c_str());
 }
@@ -171,7 +166,7 @@ Status Database::migrate() {
     }
     if (version == kSchemaVersion) return exec("COMMIT");
     if (auto s = exec(db_->ddl(kMigrations[version])); !s) return rollback(s);
-    Stmt up(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
+    Query up(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
                  "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
     up.bind(1, std::to_string(version + 1));
     if (!up.done()) return rollback(Error{db_->explain(up.error())});
@@ -180,7 +175,7 @@ Status Database::migrate() {
 }
 
 Status Database::upsertWorkload(const WorkloadRow& w) {
-  Stmt s(db_,
+  Query s(db_,
          "INSERT INTO workloads(key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops) "
          "VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING");
   s.bind(1, w.key).bind(2, w.op).bind(3, w.m).bind(4, w.n).bind(5, w.k).bind(6, w.dtype_a).bind(7, w.dtype_b)
@@ -190,7 +185,7 @@ Status Database::upsertWorkload(const WorkloadRow& w) {
 }
 
 Status Database::upsertTarget(const TargetRow& t) {
-  Stmt s(db_,
+  Query s(db_,
          "INSERT INTO targets(key, name, arch, device, features) VALUES(?,?,?,?,?) "
          "ON CONFLICT(key) DO UPDATE SET device=excluded.device, features=excluded.features");
   s.bind(1, t.key).bind(2, t.name).bind(3, t.arch).bind(4, t.device).bind(5, t.features);
@@ -199,14 +194,16 @@ Status Database::upsertTarget(const TargetRow& t) {
 }
 
 Result<int64_t> Database::beginRun(const RunRow& r) {
-  Stmt s(db_,
+  Query s(db_,
          "INSERT INTO runs(workload_id, target_id, strategy, seed, space, space_fingerprint, trials_requested, "
-         "status, started_at, args, tool_version, llvm_version, host, owner_pid) "
+         "status, started_at, args, tool_version, llvm_version, host, owner_pid, study_id) "
          "VALUES((SELECT id FROM workloads WHERE key=?), (SELECT id FROM targets WHERE key=?), ?,?,?,?,?, "
-         "'running', ?,?,?,?,?,?) RETURNING id");
+         "'running', ?,?,?,?,?,?,?) RETURNING id");
   s.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.strategy).bind(4, r.seed).bind(5, r.space)
       .bind(6, r.space_fingerprint).bind(7, r.trials_requested).bind(8, nowIso8601()).bind(9, r.args)
       .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host).bind(13, r.owner_pid);
+  if (r.study_id) s.bind(14, r.study_id);
+  else s.bindNull(14);
   if (!s.row()) return Error{db_->explain(s.failed() ? s.error() : "no run id returned")};
   return s.i64(0);
 }
@@ -221,7 +218,7 @@ static const char* kRunColumns =
     "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'not_measured') "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
 
-static RunRow runFrom(Stmt& q) {
+static RunRow runFrom(Query& q) {
   RunRow r;
   r.id = q.i64(0);
   r.workload_key = q.text(1);
@@ -253,14 +250,14 @@ Result<std::optional<RunRow>> Database::findUnfinishedRun(const std::string& wor
   std::string sql = std::string("SELECT ") + kRunColumns +
                     "WHERE w.key=? AND t.key=? AND r.strategy=? AND r.seed=? AND r.space_fingerprint=? "
                     "AND r.status IN ('running', 'interrupted') ORDER BY r.id DESC LIMIT 1";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   q.bind(1, workload_key).bind(2, target_key).bind(3, strategy).bind(4, seed).bind(5, space_fingerprint);
   if (q.row()) return std::optional<RunRow>(runFrom(q));
   return std::optional<RunRow>();
 }
 
 Status Database::claimRun(int64_t run_id, const std::string& host, int64_t pid) {
-  Stmt s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running' WHERE id=?");
+  Query s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running' WHERE id=?");
   s.bind(1, host).bind(2, pid).bind(3, run_id);
   if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
@@ -296,24 +293,26 @@ Result<Database::RunClaim> Database::claimOrBeginRun(const RunRow& r, bool resum
 }
 
 Status Database::finishRun(int64_t run_id, const std::string& status) {
-  Stmt s(db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
+  Query s(db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
   s.bind(1, status).bind(2, nowIso8601()).bind(3, run_id);
   if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
 }
 
 Result<int64_t> Database::scheduleId(const std::string& text) {
-  Stmt ins(db_, "INSERT INTO schedules(text) VALUES(?) ON CONFLICT(text) DO NOTHING");
+  Query ins(db_, "INSERT INTO schedules(text) VALUES(?) ON CONFLICT(text) DO NOTHING");
   ins.bind(1, text);
   if (!ins.done()) return Error{db_->explain(ins.error())};
-  Stmt q(db_, "SELECT id FROM schedules WHERE text=?");
+  Query q(db_, "SELECT id FROM schedules WHERE text=?");
   q.bind(1, text);
   if (!q.row()) return Error{db_->explain(q.error())};
   return q.i64(0);
 }
 
-Status Database::insertRecords(const std::vector<RecordRow>& records) {
-  if (records.empty()) return okStatus();
+Status Database::insertRecords(const std::vector<RecordRow>& records) { return insertRecords(records, ""); }
+
+Status Database::insertRecords(const std::vector<RecordRow>& records, const std::string& release_worker) {
+  if (records.empty() && release_worker.empty()) return okStatus();
   if (auto s = db_->beginWrite(); !s) return s;
   auto fail = [&](const std::string& e) -> Status {
     exec("ROLLBACK");
@@ -329,7 +328,7 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
       }
       sid = *id;
     }
-    Stmt s(db_,
+    Query s(db_,
            "INSERT INTO records(run_id, workload_id, target_id, candidate, knobs, schedule_id, status, source, "
            "message, times, median_s, cv, gflops, compile_s, max_abs_err, tool_version, llvm_version, "
            "cpu_model, device, created_at, schema_version, stats) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
@@ -346,11 +345,19 @@ Status Database::insertRecords(const std::vector<RecordRow>& records) {
         .bind(22, r.stats.empty() ? std::string("{}") : r.stats);
     if (!s.done()) return fail(s.error());
   }
+  if (!release_worker.empty()) {
+    Query d(db_, "DELETE FROM claims WHERE worker=?");
+    d.bind(1, release_worker);
+    if (!d.done()) return fail(d.error());
+    Query u(db_, "UPDATE workers SET measured = measured + ? WHERE name=?");
+    u.bind(1, int64_t(records.size())).bind(2, release_worker);
+    if (!u.done()) return fail(u.error());
+  }
   return exec("COMMIT");
 }
 
 Status Database::insertBaseline(const BaselineRow& b) {
-  Stmt s(db_,
+  Query s(db_,
          "INSERT INTO baselines(run_id, name, detail, status, message, times, median_s, cv, gflops, created_at, "
          "record_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, b.run_id).bind(2, b.name).bind(3, b.detail).bind(4, b.status).bind(5, b.message)
@@ -363,7 +370,7 @@ Status Database::insertBaseline(const BaselineRow& b) {
 
 Result<std::set<std::string>> Database::triedCandidates(const std::string& workload_key,
                                                         const std::string& target_key) {
-  Stmt q(db_,
+  Query q(db_,
          "SELECT DISTINCT r.candidate FROM records r JOIN workloads w ON w.id=r.workload_id "
          "JOIN targets t ON t.id=r.target_id WHERE w.key=? AND t.key=? AND r.source='measured'");
   q.bind(1, workload_key).bind(2, target_key);
@@ -380,7 +387,7 @@ static const char* kRecordColumns =
     "r.device, r.created_at, coalesce(s.text, ''), r.schema_version, r.stats FROM records r JOIN workloads w ON w.id=r.workload_id "
     "JOIN targets t ON t.id=r.target_id LEFT JOIN schedules s ON s.id=r.schedule_id ";
 
-static RecordRow recordFrom(Stmt& q, bool with_schedule) {
+static RecordRow recordFrom(Query& q, bool with_schedule) {
   RecordRow r;
   r.id = q.i64(0);
   r.run_id = q.i64(1);
@@ -412,7 +419,7 @@ static RecordRow recordFrom(Stmt& q, bool with_schedule) {
 Result<std::vector<RecordRow>> Database::records(const std::string& workload_key, const std::string& target_key,
                                                  bool include_schedule) {
   std::string sql = std::string("SELECT ") + kRecordColumns + "WHERE w.key=? AND t.key=? ORDER BY r.id";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, workload_key).bind(2, target_key);
   std::vector<RecordRow> out;
@@ -425,7 +432,7 @@ Result<std::optional<RecordRow>> Database::best(const std::string& workload_key,
   std::string sql = std::string("SELECT ") + kRecordColumns +
                     "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' "
                     "ORDER BY r.gflops DESC, r.id ASC LIMIT 1";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, workload_key).bind(2, target_key);
   if (q.row()) return std::optional<RecordRow>(recordFrom(q, true));
@@ -434,7 +441,7 @@ Result<std::optional<RecordRow>> Database::best(const std::string& workload_key,
 
 Result<std::vector<RunRow>> Database::runs() {
   std::string sql = std::string("SELECT ") + kRunColumns + "ORDER BY r.id";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   std::vector<RunRow> out;
   while (q.row()) out.push_back(runFrom(q));
@@ -443,7 +450,7 @@ Result<std::vector<RunRow>> Database::runs() {
 }
 
 Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
-  Stmt q(db_,
+  Query q(db_,
          "SELECT run_id, name, detail, status, message, times, coalesce(median_s,0), coalesce(cv,0), "
          "coalesce(gflops,0), created_at, coalesce(record_id,0) FROM baselines WHERE run_id=? ORDER BY id");
   q.bind(1, run_id);
@@ -469,7 +476,7 @@ Result<std::vector<BaselineRow>> Database::baselines(int64_t run_id) {
 
 Result<std::vector<RecordRow>> Database::allRecords(bool include_schedule) {
   std::string sql = std::string("SELECT ") + kRecordColumns + "ORDER BY w.key, t.key, r.candidate, r.created_at, r.id";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   std::vector<RecordRow> out;
   while (q.row()) out.push_back(recordFrom(q, include_schedule));
@@ -478,7 +485,7 @@ Result<std::vector<RecordRow>> Database::allRecords(bool include_schedule) {
 }
 
 Result<std::optional<WorkloadRow>> Database::workload(const std::string& key) {
-  Stmt q(db_, "SELECT key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops FROM workloads WHERE key=?");
+  Query q(db_, "SELECT key, op, m, n, k, dtype_a, dtype_b, dtype_c, layout, flops FROM workloads WHERE key=?");
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, key);
   if (!q.row()) return std::optional<WorkloadRow>();
@@ -487,7 +494,7 @@ Result<std::optional<WorkloadRow>> Database::workload(const std::string& key) {
 }
 
 Result<std::optional<TargetRow>> Database::target(const std::string& key) {
-  Stmt q(db_, "SELECT key, name, arch, device, features FROM targets WHERE key=?");
+  Query q(db_, "SELECT key, name, arch, device, features FROM targets WHERE key=?");
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, key);
   if (!q.row()) return std::optional<TargetRow>();
@@ -499,7 +506,7 @@ Result<int64_t> Database::countSame(const RecordRow& r, bool exact) {
       "SELECT count(*) FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id "
       "WHERE w.key=? AND t.key=? AND r.candidate=? AND r.source=?";
   if (exact) sql += " AND r.times=? AND r.created_at=? AND r.status=?";
-  Stmt q(db_, sql.c_str());
+  Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.candidate).bind(4, r.source);
   if (exact) q.bind(5, timesJson(r.times_s)).bind(6, r.created_at).bind(7, r.status);

@@ -52,6 +52,32 @@ class Conn {
   virtual bool retryable(const std::string& msg) const = 0;
 };
 
+// A prepared statement of the database's engine, used by value.
+class Query {
+ public:
+  Query(const std::unique_ptr<Conn>& c, const std::string& sql) : p_(c->prepare(sql)) {}
+  bool ok() const { return p_->ok(); }
+  template <typename T>
+  Query& bind(int i, const T& v) {
+    p_->bind(i, v);
+    return *this;
+  }
+  Query& bindNull(int i) {
+    p_->bindNull(i);
+    return *this;
+  }
+  bool row() { return p_->row(); }
+  bool done() { return p_->done(); }
+  std::string text(int c) const { return p_->text(c); }
+  int64_t i64(int c) const { return p_->i64(c); }
+  double f64(int c) const { return p_->f64(c); }
+  std::string error() const { return p_->error(); }
+  bool failed() const { return p_->failed(); }
+
+ private:
+  std::unique_ptr<Stmt> p_;
+};
+
 // `path`: a SQLite file; errors name it.
 Result<std::unique_ptr<Conn>> openSqlite(const std::string& path, bool create);
 // `url`: postgresql://USER[:PASSWORD]@HOST[:PORT]/NAME[?param=value...] (libpq's URI form).

@@ -147,6 +147,7 @@ Status claimRun(TuneContext& ctx, const TuneOptions& o, TuneSummary& sum) {
   r.llvm_version = ctx.llvm_version;
   r.host = hostName();
   r.owner_pid = getpid();
+  r.study_id = o.study_id;
   // A run still owned by a live process on this machine is not resumed: two processes on one
   // run would measure the same candidates.
   auto live = [](const RunRow& p) {
@@ -258,6 +259,15 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   int64_t done = sum.resumed_records;
   int64_t done_this_session = 0;
   const double tuning_start = elapsed();
+  if (!o.worker.empty()) {
+    auto ex = workerLoop(ctx, o, **strategy, tried, sum.run_id, stop, [&](int64_t d, int64_t f, double b) {
+      prog.done = d, prog.failures = f, prog.best_gflops = b;
+      emit();
+    });
+    if (!ex) return Error{ex.error()};
+    sum.exhausted = *ex;
+    done = o.trials;  // the study's budget is the workers' together: the loop below does not run
+  }
   while (done < o.trials && !stop.load()) {
     if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) break;
     size_t n = size_t(std::min<int64_t>(o.batch, o.trials - done));
@@ -292,7 +302,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
 
   auto ok_this_run = countRun(ctx, sum);
   if (!ok_this_run) return Error{ok_this_run.error()};
-  if (!stop.load() && o.final_rounds > 0) {
+  if (!stop.load() && o.final_rounds > 0 && o.worker.empty()) {
     prog.phase = "final";
     emit();
     if (auto s = finalComparisonStage(ctx, o, references, confirm, stop, *ok_this_run, sum); !s)

@@ -194,3 +194,60 @@ TEST_F(Postgres, BadInputIsOneClearLineWithin10Seconds) {
   ASSERT_TRUE(server->psql("newer", "UPDATE meta SET value='99' WHERE key='schema_version'"));
   timed(server->url("newer"), "newer Sextant");
 }
+
+// Claims (issue #17): two workers never hold one candidate, a study never takes more than its
+// trials, an expired lease is re-issued, and a candidate that outlived max_attempts leases is given
+// up (the caller records it as a failure). On PostgreSQL, as the workers use it.
+TEST_F(Postgres, ClaimsLeasesAndTheStudyBudget) {
+  auto db = Database::open(freshDb("claims"));
+  ASSERT_TRUE(db.ok()) << db.error();
+  fill(*db, 1);  // registers the workload and target (one record, outside the study)
+  StudyRow st;
+  st.workload_key = kW, st.target_key = kT, st.strategy = "random", st.trials = 5, st.args = "{}";
+  auto sid = db->createStudy(st);
+  ASSERT_TRUE(sid.ok()) << sid.error();
+  auto a = db->claimCandidates(*sid, "w1", 60, 2, {"c1", "c2", "c3"});
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->claimed, (std::vector<std::string>{"c1", "c2", "c3"}));
+  // w2 cannot take what w1 holds, and only 2 trials are left.
+  auto b = db->claimCandidates(*sid, "w2", 60, 2, {"c2", "c4", "c5", "c6"});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->claimed, (std::vector<std::string>{"c4", "c5"}));
+  EXPECT_EQ(db->claimedCandidates(*sid)->size(), 5u);
+  // w1's records release its claims in the same transaction; recorded candidates stay taken.
+  RunRow run;
+  run.workload_key = kW, run.target_key = kT, run.strategy = "random", run.space = "s", run.space_fingerprint = "f";
+  run.tool_version = "t", run.llvm_version = "22", run.host = "h", run.study_id = *sid;
+  auto rid = db->beginRun(run);
+  ASSERT_TRUE(rid.ok()) << rid.error();
+  std::vector<RecordRow> rows;
+  for (const char* c : {"c1", "c2", "c3"}) {
+    RecordRow r;
+    r.run_id = *rid, r.workload_key = kW, r.target_key = kT, r.candidate = c, r.knobs = "{}", r.status = "ok";
+    r.tool_version = r.llvm_version = r.cpu_model = r.device = "x";
+    rows.push_back(r);
+  }
+  ASSERT_TRUE(db->insertRecords(rows, "w1").ok());
+  EXPECT_EQ(db->claimedCandidates(*sid)->size(), 2u);
+  auto c = db->claimCandidates(*sid, "w3", 60, 2, {"c1", "c7"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->claimed.empty()) << "c1 is recorded and the study is full (3 records + 2 claims)";
+  // w2 dies: its leases run out; the next worker gets them back (re-issued), then a third time
+  // they are given up.
+  auto d = db->claimCandidates(*sid, "w4", 0.05, 2, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->reissued.empty()) << "w2's leases have not expired yet";
+  ASSERT_TRUE(db->heartbeat("w2", 0.05).ok());  // a short lease, then silence
+  usleep(150 * 1000);
+  auto e = db->claimCandidates(*sid, "w4", 0.05, 2, {});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->reissued, (std::vector<std::string>{"c4", "c5"}));
+  usleep(150 * 1000);
+  auto f = db->claimCandidates(*sid, "w5", 60, 2, {});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->abandoned, (std::vector<std::string>{"c4", "c5"}));
+  EXPECT_TRUE(db->claimedCandidates(*sid)->empty());
+  auto studies = db->studies();
+  ASSERT_TRUE(studies.ok() && studies->size() == 1u);
+  EXPECT_EQ((*studies)[0].records, 3);
+}

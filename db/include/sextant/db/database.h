@@ -19,9 +19,9 @@ namespace dbengine {
 class Conn;
 }
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 // Records measured into a database of this schema or newer carry schedules this version still
-// reads as they were (v2 only added the stats column).
+// reads as they were (v2 only added the stats column, v3 studies, workers and claims).
 constexpr int kOldestCompatibleSchema = 1;
 
 struct WorkloadRow {
@@ -49,6 +49,7 @@ struct RunRow {
   std::string args;    // JSON of the command line options
   std::string tool_version, llvm_version, host;
   int64_t owner_pid = 0;                // the process running it (on `host`) while status is running
+  int64_t study_id = 0;                 // the study a worker ran it for (0: none)
   int64_t records = 0, ok_records = 0;  // filled by queries (predicted records not counted;
                                         // ok_records: measured and verified)
   int64_t unmeasured = 0;               // GPU kernels compiled but not run (--measure none/bundle)
@@ -86,6 +87,26 @@ struct BaselineRow {
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0;
   std::string created_at;
+};
+
+// A study (issue #17): a workload and target tuned together by workers (tune worker), up to
+// `trials` records in all; the tune command line that made it in `args` (JSON).
+struct StudyRow {
+  int64_t id = 0;
+  std::string workload_key, target_key, strategy, args, status = "open", created_at;
+  int64_t trials = 0;
+  int64_t records = 0, claims = 0;  // filled by queries
+};
+struct WorkerRow {
+  std::string name, host, device, started_at;
+  int64_t pid = 0, study_id = 0, measured = 0;
+  double heartbeat_age_s = 0;  // filled by queries: seconds since its last heartbeat
+};
+// What claimCandidates got: new claims, expired claims of other workers taken over (re-issued),
+// and expired claims given up on (their measurement stopped `max_attempts` workers: to be
+// recorded as failures by the caller).
+struct ClaimResult {
+  std::vector<std::string> claimed, reissued, abandoned;
 };
 
 class Database {
@@ -138,6 +159,21 @@ class Database {
   Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key);
   Result<std::vector<RunRow>> runs();
   Result<std::vector<BaselineRow>> baselines(int64_t run_id);
+
+  // Studies and workers (studies.cpp). Claims are leases on candidates: a worker holds its claims
+  // while it heart-beats; a claim whose lease expired is re-issued to the next worker that asks,
+  // and given up after `max_attempts` workers. A study never has more records + claims than trials.
+  Result<int64_t> createStudy(const StudyRow& s);
+  Result<std::vector<StudyRow>> studies();
+  Status finishStudy(int64_t study_id);
+  Result<ClaimResult> claimCandidates(int64_t study_id, const std::string& worker, double lease_s, int max_attempts,
+                                      const std::vector<std::string>& wanted);
+  Result<std::set<std::string>> claimedCandidates(int64_t study_id);  // held by any worker
+  Status registerWorker(const WorkerRow& w);
+  Status heartbeat(const std::string& worker, double lease_s);  // extends its claims too
+  Result<std::vector<WorkerRow>> workers();
+  // insertRecords, then (same transaction) the worker's claims released and its count raised.
+  Status insertRecords(const std::vector<RecordRow>& records, const std::string& release_worker);
 
   // For export and import.
   Result<std::vector<RecordRow>> allRecords(bool include_schedule);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "sextant/codegen/space.h"
@@ -34,6 +35,15 @@ struct TuneOptions {
   // GPU kernels compiled but never run (earlier --measure none/bundle runs) are proposed again
   // when this run measures on a device; otherwise they count as tried.
   bool measure_unmeasured = false;
+  // Worker mode (issue #17; `worker` not empty): this run is one worker of study `study_id`, whose
+  // `trials` count the records of every worker. Candidates are claimed before they are compiled
+  // (leases of `lease_s`, renewed every `heartbeat_s` by a thread on its own connection to
+  // `db_path`), other workers' records are learnt before each batch, and no final comparison runs.
+  int64_t study_id = 0;
+  std::string worker;
+  std::string db_path;
+  double lease_s = 30, heartbeat_s = 5;
+  int max_attempts = 2;  // a candidate whose lease expired this often is recorded as a failure
 };
 
 struct TuneProgress {
@@ -90,6 +100,12 @@ struct TuneContext {
 // a "custom:" key for a schedule file), `knobs_json` its knob values; machine fields from `ctx`.
 RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const std::string& candidate, const std::string& knobs_json,
                    const Evaluation& e);
+
+// The worker's batch loop (worker.cpp), called by tune() in worker mode; true if the space ran out.
+struct TuneProgress;
+Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& strategy,
+                        std::unordered_set<uint64_t>& tried, int64_t run_id, const std::atomic<bool>& stop,
+                        const std::function<void(int64_t done, int64_t failures, double best)>& progress);
 
 Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
                          const ConfirmFactory& confirm, const std::atomic<bool>& stop,

@@ -1,0 +1,104 @@
+// Workers on a real PostgreSQL server (issue #17): three `tune worker` processes tune one study
+// together; one is killed with -9 while it holds claims. At the end every candidate of the study
+// was measured exactly once, the killed worker's claimed candidates were measured by the others
+// (re-issued when its leases expired), and the records number exactly the trials asked.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include "../db/pg_server.h"
+#include "helpers.h"
+
+using namespace e2e;
+
+namespace {
+
+// psql -At output of one query.
+std::string query(const sextant::pgtest::PgServer& s, const std::string& db, const std::string& sql) {
+  std::string cmd = "psql -At -h 127.0.0.1 -p " + std::to_string(s.port()) + " -U sextant -d " + db + " -c \"" + sql + "\" 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+pid_t startWorker(const std::string& url) {
+  pid_t p = fork();
+  if (p == 0) {
+    setpgid(0, 0);
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execl(TUNE_BIN, "tune", "worker", "--db", url.c_str(), "--lease", "4", "--heartbeat", "0.5", "--jobs", "1", "-q",
+          (char*)nullptr);
+    _exit(127);
+  }
+  return p;
+}
+
+std::string hostName() {
+  char b[256] = {0};
+  gethostname(b, sizeof b - 1);
+  return b;
+}
+
+}  // namespace
+
+TEST(Workers, ThreeWorkersOneKilledEveryCandidateMeasuredOnce) {
+  sextant::pgtest::PgServer server;
+  ASSERT_TRUE(server.error().empty()) << server.error();
+  const std::string url = server.url();
+  const int trials = 24;
+  Outcome st = tune("--op gemm --shape 96x96x96 --trials " + std::to_string(trials) +
+                    " --batch 4 --min-time 0.4 --strategy random --workers 0 --db " + url);
+  ASSERT_EQ(st.code, 0) << st.err << st.out;
+  EXPECT_NE(st.out.find("study 1:"), std::string::npos) << st.out;
+  std::vector<pid_t> w = {startWorker(url), startWorker(url), startWorker(url)};
+  // Kill the first worker as soon as it holds claims (mid-batch).
+  const std::string victim = hostName() + ":" + std::to_string(w[0]);
+  std::set<std::string> held;
+  for (int i = 0; i < 400 && held.empty(); ++i) {
+    std::string out = query(server, "sextant_test", "SELECT candidate FROM claims WHERE worker='" + victim + "'");
+    for (size_t a = 0, b; a < out.size(); a = b + 1) {
+      b = out.find('\n', a);
+      if (b == std::string::npos) b = out.size();
+      if (b > a) held.insert(out.substr(a, b - a));
+    }
+    if (held.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(held.empty()) << "the first worker never claimed anything";
+  kill(w[0], SIGKILL);
+  int status = 0;
+  waitpid(w[0], &status, 0);
+  for (size_t i = 1; i < w.size(); ++i) {
+    waitpid(w[i], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << i;
+  }
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(*) FROM records"), std::to_string(trials));
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(DISTINCT candidate) FROM records"), std::to_string(trials));
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(*) FROM claims"), "0");
+  EXPECT_EQ(query(server, "sextant_test", "SELECT status FROM studies WHERE id=1"), "finished");
+  // What the killed worker held was measured once, by another worker.
+  for (const std::string& c : held) {
+    EXPECT_EQ(query(server, "sextant_test", "SELECT count(*) FROM records WHERE candidate='" + c + "'"), "1") << c;
+    EXPECT_EQ(query(server, "sextant_test",
+                    "SELECT count(*) FROM records r JOIN runs u ON u.id=r.run_id WHERE r.candidate='" + c +
+                        "' AND u.owner_pid=" + std::to_string(w[0])),
+              "0")
+        << c << " was recorded by the killed worker";
+  }
+  // tune show lists the workers.
+  Outcome show = tune("show --db " + url);
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find(victim), std::string::npos) << show.out;
+}
