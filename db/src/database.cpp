@@ -311,7 +311,16 @@ Result<int64_t> Database::scheduleId(const std::string& text) {
 
 Status Database::insertRecords(const std::vector<RecordRow>& records) { return insertRecords(records, ""); }
 
+bool Database::reconnected(const std::string& error) { return db_->lostAndReconnected(error, 300); }
+
 Status Database::insertRecords(const std::vector<RecordRow>& records, const std::string& release_worker) {
+  for (;;) {
+    Status s = insertRecordsOnce(records, release_worker);
+    if (s || !reconnected(s.error())) return s;
+  }
+}
+
+Status Database::insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker) {
   if (records.empty() && release_worker.empty()) return okStatus();
   if (auto s = db_->beginWrite(); !s) return s;
   auto fail = [&](const std::string& e) -> Status {
@@ -418,6 +427,14 @@ static RecordRow recordFrom(Query& q, bool with_schedule) {
 
 Result<std::vector<RecordRow>> Database::records(const std::string& workload_key, const std::string& target_key,
                                                  bool include_schedule) {
+  for (;;) {
+    auto r = recordsOnce(workload_key, target_key, include_schedule);
+    if (r || !reconnected(r.error())) return r;
+  }
+}
+
+Result<std::vector<RecordRow>> Database::recordsOnce(const std::string& workload_key, const std::string& target_key,
+                                                     bool include_schedule) {
   std::string sql = std::string("SELECT ") + kRecordColumns + "WHERE w.key=? AND t.key=? ORDER BY r.id";
   Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};

@@ -2,7 +2,9 @@
 // (issue #17). Parameters travel as text and the server infers their types from the columns.
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <regex>
 
@@ -38,6 +40,7 @@ std::string shownUrl(const std::string& url) {
 namespace {
 
 std::string shown(const std::string& url) { return shownUrl(url); }
+constexpr const char* kLost = "connection lost: ";
 
 class PgStmt : public Stmt {
  public:
@@ -92,8 +95,9 @@ class PgStmt : public Stmt {
     auto st = PQresultStatus(res_);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
       err_ = PQresultErrorMessage(res_);
-      while (!err_.empty() && (err_.back() == '\n' || err_.back() == ' ')) err_.pop_back();
       if (err_.empty()) err_ = PQerrorMessage(c_);
+      while (!err_.empty() && (err_.back() == '\n' || err_.back() == ' ')) err_.pop_back();
+      if (PQstatus(c_) == CONNECTION_BAD) err_ = std::string(kLost) + err_;
       return false;
     }
     return true;
@@ -118,6 +122,8 @@ class PgConn : public Conn {
     auto st = PQresultStatus(r);
     std::string msg = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? "" : PQresultErrorMessage(r);
     PQclear(r);
+    if (msg.empty() && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) msg = PQerrorMessage(c_);
+    if (!msg.empty() && PQstatus(c_) == CONNECTION_BAD) msg = std::string(kLost) + msg;
     if (!msg.empty()) {
       while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
       return Error{explain(msg)};
@@ -138,6 +144,23 @@ class PgConn : public Conn {
   std::string explain(const std::string& msg) const override { return shown(url_) + ": " + msg; }
   bool retryable(const std::string& msg) const override {
     return msg.find("could not serialize") != std::string::npos || msg.find("deadlock") != std::string::npos;
+  }
+  bool lostAndReconnected(const std::string& msg, double wait_s) override {
+    if (msg.find(kLost) == std::string::npos && PQstatus(c_) != CONNECTION_BAD) return false;
+    fprintf(stderr, "sextant: lost the connection to %s; reconnecting (for up to %.0f s)...\n", shown(url_).c_str(),
+            wait_s);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+      PQreset(c_);
+      if (PQstatus(c_) == CONNECTION_OK) {
+        PGresult* r = PQexec(c_, "SET client_min_messages = warning");
+        PQclear(r);
+        fprintf(stderr, "sextant: reconnected to %s\n", shown(url_).c_str());
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return false;
   }
 
  private:

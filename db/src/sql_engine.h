@@ -50,6 +50,10 @@ class Conn {
   virtual std::string explain(const std::string& msg) const = 0;
   // Is this error a lock or serialisation conflict worth retrying?
   virtual bool retryable(const std::string& msg) const = 0;
+  // After an error: was the connection lost (the server restarted or went away)? Then reconnect,
+  // waiting up to `wait_s` with a message on stderr; true once connected again (the transaction
+  // in flight was rolled back by the server: the caller runs it again).
+  virtual bool lostAndReconnected(const std::string& msg, double wait_s) { return false; }
 };
 
 // A prepared statement of the database's engine, used by value.

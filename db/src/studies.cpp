@@ -37,6 +37,13 @@ Result<int64_t> Database::createStudy(const StudyRow& st) {
 }
 
 Result<std::vector<StudyRow>> Database::studies() {
+  for (;;) {
+    auto r = studiesOnce();
+    if (r || !reconnected(r.error())) return r;
+  }
+}
+
+Result<std::vector<StudyRow>> Database::studiesOnce() {
   Query q(db_, std::string("SELECT s.id, w.key, t.key, s.strategy, s.trials, s.args, s.status, s.created_at, ") +
                    kStudyRecords +
                    ", (SELECT count(*) FROM claims c WHERE c.study_id = s.id) FROM studies s "
@@ -62,6 +69,14 @@ Status Database::finishStudy(int64_t study_id) {
 
 Result<ClaimResult> Database::claimCandidates(int64_t study_id, const std::string& worker, double lease_s,
                                               int max_attempts, const std::vector<std::string>& wanted) {
+  for (;;) {
+    auto r = claimCandidatesOnce(study_id, worker, lease_s, max_attempts, wanted);
+    if (r || !reconnected(r.error())) return r;
+  }
+}
+
+Result<ClaimResult> Database::claimCandidatesOnce(int64_t study_id, const std::string& worker, double lease_s,
+                                                  int max_attempts, const std::vector<std::string>& wanted) {
   if (auto s = db_->beginWrite(); !s) return Error{s.error()};
   auto fail = [&](const std::string& e) {
     exec("ROLLBACK");
@@ -118,6 +133,13 @@ Result<ClaimResult> Database::claimCandidates(int64_t study_id, const std::strin
 }
 
 Result<std::set<std::string>> Database::claimedCandidates(int64_t study_id) {
+  for (;;) {
+    auto r = claimedCandidatesOnce(study_id);
+    if (r || !reconnected(r.error())) return r;
+  }
+}
+
+Result<std::set<std::string>> Database::claimedCandidatesOnce(int64_t study_id) {
   Query q(db_, "SELECT candidate FROM claims WHERE study_id=?");
   q.bind(1, study_id);
   std::set<std::string> out;
@@ -137,6 +159,13 @@ Status Database::registerWorker(const WorkerRow& w) {
 }
 
 Status Database::heartbeat(const std::string& worker, double lease_s) {
+  for (;;) {
+    Status s = heartbeatOnce(worker, lease_s);
+    if (s || !reconnected(s.error())) return s;
+  }
+}
+
+Status Database::heartbeatOnce(const std::string& worker, double lease_s) {
   if (auto s = db_->beginWrite(); !s) return s;
   const double now = nowEpoch();
   Query w(db_, "UPDATE workers SET heartbeat=? WHERE name=?");

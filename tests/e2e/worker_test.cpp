@@ -33,12 +33,12 @@ std::string query(const sextant::pgtest::PgServer& s, const std::string& db, con
   return out;
 }
 
-pid_t startWorker(const std::string& url) {
+pid_t startWorker(const std::string& url, const std::string& err = "/dev/null") {
   pid_t p = fork();
   if (p == 0) {
     setpgid(0, 0);
     freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    freopen(err.c_str(), "w", stderr);
     execl(TUNE_BIN, "tune", "worker", "--db", url.c_str(), "--lease", "4", "--heartbeat", "0.5", "--jobs", "1", "-q",
           (char*)nullptr);
     _exit(127);
@@ -101,4 +101,37 @@ TEST(Workers, ThreeWorkersOneKilledEveryCandidateMeasuredOnce) {
   Outcome show = tune("show --db " + url);
   EXPECT_EQ(show.code, 0) << show.err;
   EXPECT_NE(show.out.find(victim), std::string::npos) << show.out;
+}
+
+// The server restarts under running workers: they say so, wait, reconnect and finish the study;
+// nothing is lost or measured twice.
+TEST(Workers, SurviveAServerRestart) {
+  sextant::pgtest::PgServer server;
+  ASSERT_TRUE(server.error().empty()) << server.error();
+  const std::string url = server.url();
+  const int trials = 16;
+  Outcome st = tune("--op gemm --shape 96x96x96 --trials " + std::to_string(trials) +
+                    " --batch 2 --min-time 0.4 --strategy random --workers 0 --db " + url);
+  ASSERT_EQ(st.code, 0) << st.err << st.out;
+  const std::string err0 = tmp("worker0.err"), err1 = tmp("worker1.err");
+  std::vector<pid_t> w = {startWorker(url, err0), startWorker(url, err1)};
+  for (int i = 0; i < 400; ++i) {
+    if (query(server, "sextant_test", "SELECT count(*) FROM records") != "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  server.stop();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(server.start());
+  int status = 0;
+  for (pid_t p : w) {
+    waitpid(p, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(*) FROM records"), std::to_string(trials));
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(DISTINCT candidate) FROM records"), std::to_string(trials));
+  const std::string said = slurp(err0) + slurp(err1);
+  EXPECT_NE(said.find("lost the connection"), std::string::npos) << said;
+  EXPECT_NE(said.find("reconnected"), std::string::npos) << said;
+  std::filesystem::remove(err0);
+  std::filesystem::remove(err1);
 }

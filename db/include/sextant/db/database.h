@@ -188,6 +188,18 @@ class Database {
   Status exec(const std::string& sql);
   Status migrate();
   Result<int64_t> scheduleId(const std::string& text);
+  // PostgreSQL: after a lost connection, reconnects (waiting up to 5 minutes for the server) and
+  // says whether to run the operation again (its transaction was rolled back by the server).
+  bool reconnected(const std::string& error);
+  // The operations workers repeat, each run again after a reconnection (see above).
+  Result<std::vector<RecordRow>> recordsOnce(const std::string& workload_key, const std::string& target_key,
+                                             bool include_schedule);
+  Status insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker);
+  Result<std::vector<StudyRow>> studiesOnce();
+  Result<ClaimResult> claimCandidatesOnce(int64_t study_id, const std::string& worker, double lease_s, int max_attempts,
+                                          const std::vector<std::string>& wanted);
+  Result<std::set<std::string>> claimedCandidatesOnce(int64_t study_id);
+  Status heartbeatOnce(const std::string& worker, double lease_s);
   std::unique_ptr<dbengine::Conn> db_;
   std::string path_;
 };
