@@ -116,9 +116,11 @@ Result<ClaimResult> Database::claimCandidatesOnce(int64_t study_id, const std::s
   }
   for (const std::string& cand : wanted) {
     if (room <= 0) break;
+    // (records by workload, target and candidate: the records' index)
     Query seen(db_,
                "SELECT (SELECT count(*) FROM claims WHERE study_id=? AND candidate=?) + "
-               "(SELECT count(*) FROM records x JOIN runs u ON u.id = x.run_id WHERE u.study_id=? AND x.candidate=?)");
+               "(SELECT count(*) FROM records x JOIN runs u ON u.id = x.run_id JOIN studies s ON s.id = u.study_id "
+               "WHERE s.id=? AND x.workload_id = s.workload_id AND x.target_id = s.target_id AND x.candidate=?)");
     seen.bind(1, study_id).bind(2, cand).bind(3, study_id).bind(4, cand);
     if (!seen.row()) return fail(seen.error());
     if (seen.i64(0) > 0) continue;
