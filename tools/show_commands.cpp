@@ -93,11 +93,11 @@ int cmdShow(const std::string& db_path) {
   auto workers = db->workers();
   if (!workers) return fail(workers.error());
   if (!workers->empty()) {
-    printf("\nWorkers:\n  %-28s %-20s %-6s %-16s %9s %14s\n", "worker", "host", "study", "device", "measured",
-           "last heartbeat");
+    printf("\nWorkers:\n  %-28s %-20s %-6s %-16s %9s %9s %14s\n", "worker", "host", "study", "device", "measured",
+           "per min", "last heartbeat");
     for (const auto& w : *workers)
-      printf("  %-28s %-20s %-6lld %-16s %9lld %12.0f s ago\n", w.name.c_str(), w.host.c_str(), (long long)w.study_id,
-             w.device.c_str(), (long long)w.measured, w.heartbeat_age_s);
+      printf("  %-28s %-20s %-6lld %-16s %9lld %9.1f %12.0f s ago\n", w.name.c_str(), w.host.c_str(),
+             (long long)w.study_id, w.device.c_str(), (long long)w.measured, w.per_minute, w.heartbeat_age_s);
   }
   return 0;
 }
@@ -141,13 +141,20 @@ int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json) {
     t.w.shape = w.shapeString();
     t.w.dtype = dtypeName(w.a_type);
     t.w.layout = layoutName(w.layout);
-    int rc = cmdTune(t, argv_json);
+    if (a.workers >= 0) t.workers = 0;  // one study per workload; the workers below take them in turn
+    int rc = a.workers >= 0 ? cmdMakeStudy(t, argv_json) : cmdTune(t, argv_json);
     if (rc == 130) return rc;
     worst = std::max(worst, rc);
     ++(rc == 0 ? done : failed);
   }
-  fprintf(stderr, "suite %s: %d workloads tuned, %d failed (see above), %d skipped\n", suite->name.c_str(), done,
-          failed, skipped);
+  if (a.workers > 0) {
+    const int bad = runLocalWorkers(a.w.db, a.workers, 0);
+    fprintf(stderr, "suite %s: %d studies tuned by %d local workers%s\n", suite->name.c_str(), done, a.workers,
+            bad ? (" (" + std::to_string(bad) + " stopped with an error)").c_str() : "");
+    return bad ? 1 : worst;
+  }
+  fprintf(stderr, "suite %s: %d workloads %s, %d failed (see above), %d skipped\n", suite->name.c_str(), done,
+          a.workers == 0 ? "made into studies" : "tuned", failed, skipped);
   return worst;
 }
 

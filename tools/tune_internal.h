@@ -75,6 +75,9 @@ struct WorkerArgs {
 int cmdWorker(const WorkerArgs& a);
 // tune --workers N: the study for a's workload (and N local workers, waited for).
 int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json);
+// N local `tune worker` processes on the database (study 0: every open study in turn), waited
+// for; how many failed.
+int runLocalWorkers(const std::string& db, int n, int64_t study_id);
 
 int cmdTune(const TuneArgs& a, const std::string& argv_json);
 int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json);

@@ -34,6 +34,29 @@ std::string hostName() {
 
 }  // namespace
 
+int runLocalWorkers(const std::string& db, int n, int64_t study_id) {
+  // Each compiles on one core: they share this machine.
+  std::vector<pid_t> kids;
+  for (int i = 0; i < n; ++i) {
+    pid_t p = fork();
+    if (p < 0) break;
+    if (p == 0) {
+      std::string study = std::to_string(study_id);
+      const char* argv[] = {"tune", "worker", "--db", db.c_str(), "--study", study.c_str(), "--jobs", "1", "--quiet", nullptr};
+      execv("/proc/self/exe", const_cast<char* const*>(argv));
+      _exit(127);
+    }
+    kids.push_back(p);
+  }
+  int failed = n - int(kids.size());
+  for (pid_t p : kids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return failed;
+}
+
 int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
   if (a.trials <= 0) return fail("--trials must be at least 1");
   auto w = makeWorkload(a.w);
@@ -67,25 +90,7 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
          w->key().c_str(), target->key().c_str(), (long long)a.trials, a.strategy.c_str(), db->path().c_str());
   fflush(stdout);
   if (a.workers <= 0) return 0;
-  // N local workers, each compiling on one core (they share this machine).
-  std::vector<pid_t> kids;
-  for (int i = 0; i < a.workers; ++i) {
-    pid_t p = fork();
-    if (p < 0) return fail("cannot start a worker process");
-    if (p == 0) {
-      std::string study = std::to_string(*id);
-      const char* argv[] = {"tune", "worker", "--db", a.w.db.c_str(), "--study", study.c_str(), "--jobs", "1", "--quiet", nullptr};
-      execv("/proc/self/exe", const_cast<char* const*>(argv));
-      _exit(127);
-    }
-    kids.push_back(p);
-  }
-  int failed = 0;
-  for (pid_t p : kids) {
-    int status = 0;
-    waitpid(p, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  const int failed = runLocalWorkers(a.w.db, a.workers, *id);
   auto studies = db->studies();
   if (!studies) return fail(studies.error());
   for (const auto& s : *studies)

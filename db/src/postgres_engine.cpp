@@ -180,7 +180,7 @@ Result<std::unique_ptr<Conn>> openPostgres(const std::string& url) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);
     for (auto& ch : msg)
-      if (ch == '\n') ch = ' ';
+      if (ch == '\n' || ch == '\t') ch = ' ';
     while (!msg.empty() && msg.back() == ' ') msg.pop_back();
     return Error{shown(url) + ": cannot connect: " + msg};
   }

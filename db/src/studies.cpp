@@ -6,6 +6,7 @@
 // died). The same SQL on both engines (sql_engine.h).
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "sextant/db/database.h"
 #include "sql_engine.h"
@@ -190,6 +191,11 @@ Result<std::vector<WorkerRow>> Database::workers() {
     WorkerRow w;
     w.name = q.text(0), w.host = q.text(1), w.pid = q.i64(2), w.device = q.text(3), w.study_id = q.i64(4);
     w.started_at = q.text(5), w.heartbeat_age_s = now - q.f64(6), w.measured = q.i64(7);
+    std::tm tm{};
+    if (strptime(w.started_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+      double up = std::max(1.0, q.f64(6) - double(timegm(&tm)));  // started -> last heartbeat
+      w.per_minute = 60.0 * double(w.measured) / up;
+    }
     out.push_back(w);
   }
   if (q.failed()) return Error{db_->explain(q.error())};

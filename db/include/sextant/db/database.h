@@ -101,6 +101,7 @@ struct WorkerRow {
   std::string name, host, device, started_at;
   int64_t pid = 0, study_id = 0, measured = 0;
   double heartbeat_age_s = 0;  // filled by queries: seconds since its last heartbeat
+  double per_minute = 0;       // filled by queries: candidates recorded per minute since it started
 };
 // What claimCandidates got: new claims, expired claims of other workers taken over (re-issued),
 // and expired claims given up on (their measurement stopped `max_attempts` workers: to be
