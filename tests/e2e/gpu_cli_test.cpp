@@ -70,6 +70,21 @@ std::string binaryOf(const std::string& module, const std::string& function) {
   return std::regex_replace(line.substr(a), std::regex("alloca(_[0-9]+)?"), "alloca");
 }
 
+// The lowering pipeline `tune export` prints for a GPU library ("" if it prints none).
+std::string printedPipeline(const std::string& out) {
+  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
+  size_t lp = out.find(marker);
+  if (lp == std::string::npos) return "";
+  return out.substr(lp + marker.size(), out.find('\'', lp + marker.size()) - lp - marker.size());
+}
+
+// sextant-opt applies the library to `in`, then lowers the result with `pipeline` into `lowered`.
+Outcome lowerWithSextantOpt(const std::string& in, const std::string& lib, const std::string& pipeline,
+                            const std::string& lowered) {
+  return sh("(" + std::string(SEXTANT_OPT_BIN) + " " + in + " --transform-preload-library=transform-library-paths=" + lib +
+            " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " + lowered + ")");
+}
+
 }  // namespace
 
 TEST(GpuEndToEnd, CompileOnlyRecordsStatisticsAndNeverAMeasurement) {
@@ -347,10 +362,8 @@ TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
   EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
   EXPECT_NE(slurp(lib).find("\"sextant-vector-to-mfma\""), std::string::npos);
   EXPECT_NE(slurp(lib).find("\"sextant-lds-double-buffer\""), std::string::npos) << "no pipeline = 2 among the trials?";
-  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
-  size_t lp = ex.out.find(marker);
-  ASSERT_NE(lp, std::string::npos) << ex.out;
-  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  std::string pipeline = printedPipeline(ex.out);
+  ASSERT_FALSE(pipeline.empty()) << ex.out;
   {
     std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
     std::ofstream(proj) << text.substr(0, text.find("func.func @small"));  // the tuned f16 GEMM alone
@@ -361,9 +374,7 @@ TEST(GpuExport, Mi300MfmaLibraryThroughSextantOptIsTuneCompile) {
   // The printed pipeline names /opt/rocm; here lld 22 sits under the prefix tune compile made.
   const std::string toolkit = (std::filesystem::temp_directory_path() / ("sextant-rocm-" + std::to_string(getuid()))).string();
   pipeline = std::regex_replace(pipeline, std::regex("toolkit=/opt/rocm"), "toolkit=" + toolkit);
-  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
-                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
-                   lowered + ")");
+  Outcome low = lowerWithSextantOpt(proj, lib, pipeline, lowered);
   ASSERT_EQ(low.code, 0) << low.err;
   auto object = [](const std::string& module) {
     size_t p = module.find("gpu.binary @proj_kernel");
@@ -395,10 +406,8 @@ TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
   EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
   EXPECT_NE(slurp(lib).find("\"sextant-bf16-mma-as-f16\""), std::string::npos) << "no mma = 1 among the trials?";
   EXPECT_NE(slurp(lib).find("\"sextant-nvvm-mma-bf16\""), std::string::npos);
-  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
-  size_t lp = ex.out.find(marker);
-  ASSERT_NE(lp, std::string::npos) << ex.out;
-  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  std::string pipeline = printedPipeline(ex.out);
+  ASSERT_FALSE(pipeline.empty()) << ex.out;
   {
     std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
     text = text.substr(0, text.find("func.func @small"));  // @proj, as bf16
@@ -407,9 +416,7 @@ TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
   Outcome c = tune("compile " + proj + " --db " + db + " --target h100 -o " + out);
   ASSERT_EQ(c.code, 0) << c.err << c.out;
   EXPECT_NE(c.out.find("gemm:NN:256x256x128:bf16*bf16->f32 tuned (record"), std::string::npos) << c.out;
-  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
-                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
-                   lowered + ")");
+  Outcome low = lowerWithSextantOpt(proj, lib, pipeline, lowered);
   ASSERT_EQ(low.code, 0) << low.err;
   EXPECT_FALSE(binaryOf(slurp(out), "proj").empty());
   EXPECT_TRUE(binaryOf(slurp(out), "proj") == binaryOf(slurp(lowered), "proj")) << "tune compile and sextant-opt differ";
@@ -432,19 +439,15 @@ TEST(GpuExport, H100DynamicSharedMemoryLibraryThroughSextantOptIsTuneCompile) {
   Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
   ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
   EXPECT_NE(slurp(lib).find("\"sextant-dynamic-shared-memory\""), std::string::npos) << "no tile over 48 KiB among the trials?";
-  const std::string marker = "then lower: mlir-opt OUT.mlir --pass-pipeline='";
-  size_t lp = ex.out.find(marker);
-  ASSERT_NE(lp, std::string::npos) << ex.out;
-  std::string pipeline = ex.out.substr(lp + marker.size(), ex.out.find('\'', lp + marker.size()) - lp - marker.size());
+  std::string pipeline = printedPipeline(ex.out);
+  ASSERT_FALSE(pipeline.empty()) << ex.out;
   {
     std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
     std::ofstream(proj) << text.substr(0, text.find("func.func @small"));
   }
   Outcome c = tune("compile " + proj + " --db " + db + " --target h100 -o " + out);
   ASSERT_EQ(c.code, 0) << c.err << c.out;
-  Outcome low = sh("(" + std::string(SEXTANT_OPT_BIN) + " " + proj + " --transform-preload-library=transform-library-paths=" +
-                   lib + " --transform-interpreter | " + SEXTANT_OPT_BIN + " --pass-pipeline='" + pipeline + "' -o " +
-                   lowered + ")");
+  Outcome low = lowerWithSextantOpt(proj, lib, pipeline, lowered);
   ASSERT_EQ(low.code, 0) << low.err;
   EXPECT_TRUE(binaryOf(slurp(out), "proj") == binaryOf(slurp(lowered), "proj")) << "tune compile and sextant-opt differ";
   EXPECT_NE(slurp(out + ".proj.ptx").find(".extern .shared .align 128 .b8 sextant_dyn_smem[]"), std::string::npos);
