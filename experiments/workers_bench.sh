@@ -4,7 +4,8 @@
 #     committed one at a time and in batches of 16 (tune's default batch);
 #  2. throughput when measurement, not compilation, is the bottleneck: one study of T trials tuned
 #     by 1 worker, then an identical study (new database) by 2 workers (tune --workers N,
-#     --min-time 1: each candidate is timed for a second), wall time of each and the ratio.
+#     --min-time 1 on a 512x512x1024 GEMM: each candidate is timed for about a second, 100 calls at
+#     most), wall time of each and the ratio.
 # Run it on an otherwise idle machine. Results: experiments/results/workers_bench.txt.
 # Usage: experiments/workers_bench.sh [--trials T]
 set -e
@@ -30,11 +31,11 @@ mkdir -p experiments/results
   echo "## coordination overhead (no compilation or measurement: the database's share alone)"
   build/experiments/bench_claims "$(url claims1)" --workers 4 --candidates 192 --batch 1
   build/experiments/bench_claims "$(url claims16)" --workers 4 --candidates 192 --batch 16
-  echo "## throughput, measurement-bound (gemm 64x64x64, --min-time 1, $trials trials, batch 2, strategy random)"
+  echo "## throughput, measurement-bound (gemm 512x512x1024, --min-time 1, $trials trials, batch 2, strategy exhaustive: both runs measure the same candidates)"
   for n in 1 2; do
     u=$(url "through$n")
     t0=$(date +%s.%N)
-    build/tools/tune --op gemm --shape 64x64x64 --trials "$trials" --batch 2 --min-time 1 --strategy random \
+    build/tools/tune --op gemm --shape 512x512x1024 --trials "$trials" --batch 2 --min-time 1 --strategy exhaustive \
       --workers "$n" --db "$u" >/dev/null
     t1=$(date +%s.%N)
     recs=$(psql -At -h 127.0.0.1 -p "$port" -U sextant -d "through$n" -c "SELECT count(*) || ' records, ' || count(DISTINCT candidate) || ' distinct' FROM records")
