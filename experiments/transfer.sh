@@ -25,7 +25,7 @@ run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
   [ "$part" = all ] || [ "$part" = "$name" ] || return 0
   {
     echo "# command: experiments/transfer.sh $*  (part $name: build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out '$hold' --strategies $strategies --variants $variants --cross-strategies sa,model,evolutionary --seeds 10 --budget 256 --batch 16 --threads 2 $*)"
-    echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
+    echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cpu family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
     build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out "$hold" \
       --strategies "$strategies" --variants "$variants" --cross-strategies sa,model,evolutionary --seeds 10 \
       --budget 256 --batch 16 --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"

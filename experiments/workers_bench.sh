@@ -27,7 +27,7 @@ out=experiments/results/workers_bench.txt
 mkdir -p experiments/results
 {
   echo "# command: experiments/workers_bench.sh --trials $trials"
-  echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1; $(date -u +%Y-%m-%d)"
+  echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cpu family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPUs; PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1; $(date -u +%Y-%m-%d)"
   echo "## coordination overhead (no compilation or measurement: the database's share alone)"
   build/experiments/bench_claims "$(url claims1)" --workers 4 --candidates 192 --batch 1
   build/experiments/bench_claims "$(url claims16)" --workers 4 --candidates 192 --batch 16
