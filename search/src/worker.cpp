@@ -102,7 +102,10 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       for (const auto& k : *list)
         if (auto c = ctx.space.fromKey(k); c && ctx.space.isValid(*c)) batch.push_back(*c);
     if (batch.empty()) {
-      if (proposed.empty() && held->empty()) return true;  // the space is exhausted
+      if (proposed.empty() && held->empty()) {  // the space is exhausted: no worker can add to the study
+        if (auto s = ctx.db.finishStudy(o.study_id); !s) return Error{s.error()};
+        return true;
+      }
       // Everything left is held by other workers (or the study is full): wait for them.
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
