@@ -24,16 +24,6 @@ namespace sextant::cli {
 
 using nlohmann::json;
 
-namespace {
-
-std::string hostName() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-}  // namespace
-
 int runLocalWorkers(const std::string& db, int n, int64_t study_id) {
   // Each compiles on one core: they share this machine.
   std::vector<pid_t> kids;
@@ -109,6 +99,12 @@ int cmdWorker(const WorkerArgs& a) {
   auto db = Database::open(a.db, false);
   if (!db) return fail(db.error());
   const std::string name = hostName() + ":" + std::to_string(getpid());
+  std::string target_key;  // studies' target keys start with it (cpu:ARCH-tN for threaded ones)
+  if (!a.target.empty()) {
+    auto t = resolveTarget(a.target);
+    if (!t) return fail(t.error());
+    target_key = t->key();
+  }
   int tuned = 0;
   for (;;) {
     auto studies = db->studies();
@@ -116,8 +112,7 @@ int cmdWorker(const WorkerArgs& a) {
     const StudyRow* pick = nullptr;
     for (const auto& s : *studies) {
       if (a.study && s.id != a.study) continue;
-      if (!a.target.empty() && s.target_key.rfind(resolveTarget(a.target) ? resolveTarget(a.target)->key() : a.target, 0) != 0)
-        continue;
+      if (!target_key.empty() && s.target_key.rfind(target_key, 0) != 0) continue;
       if (s.status == "open" && s.records < s.trials) {
         pick = &s;
         break;

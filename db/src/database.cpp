@@ -106,6 +106,8 @@ Database::~Database() = default;
 
 Status Database::exec(const std::string& sql) { return db_->exec(sql); }
 
+bool Database::isServerUrl(const std::string& path) { return dbengine::isPostgresUrl(path); }
+
 const std::string& Database::engine() const {
   static const std::string sqlite = "sqlite", pg = "postgresql";
   return db_ && db_->engine() == "postgresql" ? pg : sqlite;

@@ -20,7 +20,7 @@ Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Targ
   return db.upsertTarget(TargetRow{t.key(), t.name, t.arch, device, features});
 }
 
-static std::string hostName() {
+std::string hostName() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
   return buf;
@@ -72,7 +72,7 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
 std::string costModelPath(const std::string& db_path, const std::string& target_key, const std::string& workload_key) {
   // A database on a server has no file to keep the model beside: the model is fit from the
   // records (all workers') at the start of each run instead.
-  if (db_path.rfind("postgresql://", 0) == 0 || db_path.rfind("postgres://", 0) == 0) return "";
+  if (Database::isServerUrl(db_path)) return "";
   std::string t = target_key + "." + workload_key;
   for (char& ch : t)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-') ch = '_';

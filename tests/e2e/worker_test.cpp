@@ -34,6 +34,8 @@ std::string query(const sextant::pgtest::PgServer& s, const std::string& db, con
 }
 
 pid_t startWorker(const std::string& url, const std::string& err = "/dev/null") {
+  fflush(stdout);  // the child must not write the test's buffered output again
+  fflush(stderr);
   pid_t p = fork();
   if (p == 0) {
     setpgid(0, 0);

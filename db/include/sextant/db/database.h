@@ -117,6 +117,8 @@ class Database {
   // Errors name the file or server and the problem: not a SQLite file, not a Sextant database, a
   // newer schema, not writable, unreachable server, refused login.
   static Result<Database> open(const std::string& path, bool create = true);
+  // Is `path` a server URL (postgresql://...) rather than a SQLite file?
+  static bool isServerUrl(const std::string& path);
   Database(Database&&) noexcept;
   Database& operator=(Database&&) noexcept;
   Database(const Database&) = delete;

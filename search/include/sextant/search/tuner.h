@@ -124,6 +124,9 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
 // a workload without its own file starts from the pretrained model (--pretrained).
 std::string costModelPath(const std::string& db_path, const std::string& target_key, const std::string& workload_key);
 
+// This machine's host name (runs and workers record it).
+std::string hostName();
+
 // Stores the workload and target rows (idempotent).
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
                                  const std::string& features);
