@@ -13,6 +13,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
@@ -86,6 +87,45 @@ std::optional<int64_t> constantIndex(mlir::Value v) {
   return std::nullopt;
 }
 
+// A kernel argument that is a TMA tensor map made on the host (the wgmma route): "tmap:" and the
+// parameters tune-runner needs for cuTensorMapEncodeTiled, dims and box innermost first:
+// "tmap:A:f16:dims=K,M:stride=BYTES:box=64,BM:swizzle=128".
+std::optional<std::string> tensorMapArg(mlir::Value v, mlir::func::FuncOp host) {
+  auto cast = v.getDefiningOp<mlir::UnrealizedConversionCastOp>();
+  if (!cast || cast->getNumOperands() != 1) return std::nullopt;
+  auto make = cast->getOperand(0).getDefiningOp<mlir::nvgpu::TmaCreateDescriptorOp>();
+  if (!make) return std::nullopt;
+  mlir::Value src = make.getTensor();
+  if (auto c = src.getDefiningOp<mlir::memref::CastOp>()) src = c.getSource();
+  auto ba = llvm::dyn_cast<mlir::BlockArgument>(src);
+  auto mt = ba ? llvm::dyn_cast<mlir::MemRefType>(ba.getType()) : mlir::MemRefType();
+  if (!ba || ba.getOwner()->getParentOp() != host || ba.getArgNumber() > 1 || !mt || mt.getRank() != 2 ||
+      !mt.hasStaticShape())
+    return std::nullopt;
+  auto box0 = constantIndex(make.getBoxDimensions()[0]), box1 = constantIndex(make.getBoxDimensions()[1]);
+  if (!box0 || !box1) return std::nullopt;
+  auto desc = make.getTensorMap().getType();
+  const int64_t bytes = mt.getElementTypeBitWidth() / 8;
+  std::string elem = mt.getElementType().isF16() ? "f16" : mt.getElementType().isBF16() ? "bf16" : "?";
+  int64_t swizzle = 0;
+  switch (desc.getSwizzle()) {
+    case mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE: swizzle = 0; break;
+    case mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_32B: swizzle = 32; break;
+    case mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_64B: swizzle = 64; break;
+    case mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_128B: swizzle = 128; break;
+  }
+  return std::string("tmap:") + (ba.getArgNumber() == 0 ? "A" : "B") + ":" + elem +
+         ":dims=" + std::to_string(mt.getDimSize(1)) + "," + std::to_string(mt.getDimSize(0)) +
+         ":stride=" + std::to_string(mt.getDimSize(1) * bytes) + ":box=" + std::to_string(*box1) + "," +
+         std::to_string(*box0) + ":swizzle=" + std::to_string(swizzle);
+}
+
+bool hasWgmma(mlir::ModuleOp mod) {
+  bool found = false;
+  mod.walk([&](mlir::nvgpu::WarpgroupMmaOp) { found = true; });
+  return found;
+}
+
 }  // namespace
 
 using namespace detail;
@@ -125,8 +165,10 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   auto mod = mlir::parseSourceString<mlir::ModuleOp>(r.payload, ctx.get(), "payload");
   if (!mod) return finish("parse_payload", diags.text);
   if (!applyScript(*mod, r.schedule, "schedule", err, diags)) return finish("transform", err);
+  // wgmma (sm_90a): the schedule's sextant-wgmma-gemm wrote the whole kernel (compiler_wgmma.cpp).
+  const bool wg = r.wgmma;
   // bf16 contractions are retyped to f16 first (a no-op for f16): compiler_bf16_mma.cpp.
-  if (r.mma && r.nvidia &&
+  if (r.mma && r.nvidia && !wg &&
       !runPipeline(*mod, "builtin.module(sextant-bf16-mma-as-f16,convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)",
                    err, diags))
     return finish("transform", "vector to nvgpu: " + err);
@@ -134,7 +176,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err, r.lds_k_major, r.lds_pad)) return finish("transform", err);
     if (!runPipeline(*mod, "builtin.module(canonicalize,cse)", err, diags)) return finish("transform", err);
   }
-  if (!r.pipeline_schedule.empty()) {
+  if (!r.pipeline_schedule.empty() && !wg) {
     if (!applyScript(*mod, r.pipeline_schedule, "pipeline_schedule", err, diags))
       return finish("transform", "pipelining: " + err);
     if (r.pipeline_depth > 1 && !r.nvidia) {
@@ -183,6 +225,8 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
       info.args.push_back(names[ba.getArgNumber()]);
     } else if (auto c = constantIndex(v)) {
       info.args.push_back("i64:" + std::to_string(*c));
+    } else if (auto t = tensorMapArg(v, host)) {
+      info.args.push_back(*t);
     } else {
       std::string what;
       llvm::raw_string_ostream os(what);
@@ -197,6 +241,9 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     auto c = constantIndex(dims[i]);
     if (!c) return finish("lower", "launch dimensions are not constants");
     (i < 3 ? info.grid[i] : info.block[i - 3]) = *c;
+  }
+  if (mlir::Value d = launch.getDynamicSharedMemorySize(); d && info.dynamic_smem_bytes == 0) {
+    if (auto c = constantIndex(d)) info.dynamic_smem_bytes = *c;
   }
 
   const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false);
@@ -251,25 +298,25 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
   });
   if (!left.empty())
     return finish("transform", "not turned into a GPU kernel (it would run on the host on device memory): " + left);
-  mod->walk([&](mlir::gpu::LaunchOp l) {
+  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ")", err, diags))
+    return finish("lower", err);
+  // Kernels as launched (outlined here, or written as kernels by a library: the wgmma route).
+  mod->walk([&](mlir::gpu::LaunchFuncOp l) {
     GpuModuleKernel k;
     if (auto fn = l->getParentOfType<mlir::func::FuncOp>()) k.host_function = fn.getSymName().str();
+    k.name = l.getKernelModuleName().str() + "::" + l.getKernelName().str();
     mlir::Value dims[6] = {l.getGridSizeX(), l.getGridSizeY(), l.getGridSizeZ(),
                            l.getBlockSizeX(), l.getBlockSizeY(), l.getBlockSizeZ()};
     for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
     kernels.push_back(k);
   });
-  if (!runPipeline(*mod, std::string("builtin.module(") + kGpuOutlining + ")", err, diags))
-    return finish("lower", err);
-  size_t i = 0;
-  mod->walk([&](mlir::gpu::LaunchFuncOp l) {
-    if (i < kernels.size()) kernels[i++].name = l.getKernelModuleName().str() + "::" + l.getKernelName().str();
-  });
   mod->walk([&](mlir::func::FuncOp f) {
     if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
   });
   diags.text.clear();
-  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false), err, diags))
+  // wgmma needs the architecture-specific sm_90a (a superset of sm_90).
+  const std::string chip = r.nvidia && r.chip == "sm_90" && hasWgmma(*mod) ? "sm_90a" : r.chip;
+  if (!runPipeline(*mod, gpuLoweringPipeline(r.nvidia, chip, r.features, r.rocm_toolkit, false), err, diags))
     return finish("codegen", err);
   std::map<std::string, std::string> objects;  // gpu.binary name -> object
   mod->walk([&](mlir::gpu::BinaryOp b) {

@@ -97,6 +97,22 @@ void registerBf16MmaPasses();
 Result<int64_t> workgroupBuffersToDynamicSharedMemory(mlir::Operation* root);
 void registerDynamicSmemPass();
 
+// The Hopper route (compiler_wgmma.cpp, knob mma = 2 on sm_90): a function holding one NN
+// linalg.matmul f16/bf16 -> f32 (C = 0, then C += A*B; A, B, C its memref arguments) becomes the
+// host side of one kernel (TMA loads into a ring of `stages` 128B-swizzled shared tiles with an
+// mbarrier each, wgmma.mma_async, the accumulator stored to C): a gpu.module beside the function,
+// the function's body tensor-map creation + gpu.launch_func. Also the pass "sextant-wgmma-gemm"
+// (registerWgmmaPass).
+struct WgmmaParams {
+  int64_t m = 0, n = 0, k = 0;     // read from the function by the rewrite
+  std::string elem = "f16";        // f16 or bf16
+  int64_t block_m = 128, block_n = 128, wg_m = 128, stages = 3;
+};
+Status checkWgmmaParams(const WgmmaParams& p);
+std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname);
+bool rewriteFunctionToWgmma(mlir::Operation* func, const WgmmaParams& opts, std::string& err);
+void registerWgmmaPass();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

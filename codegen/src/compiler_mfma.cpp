@@ -471,6 +471,7 @@ void sextant::registerSextantPasses() {
     detail::registerLdsDoubleBufferPass();
     detail::registerBf16MmaPasses();
     detail::registerDynamicSmemPass();
+    detail::registerWgmmaPass();
     return true;
   }();
   (void)done;

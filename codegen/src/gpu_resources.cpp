@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,7 +80,14 @@ GpuResources parsePtxasOutput(const std::string& text) {
 Result<GpuResources> runPtxas(const std::string& ptxas, const std::string& ptx_path, const std::string& arch,
                               const std::string& cubin_path) {
   std::string out;
-  int rc = runCapture(shellQuote(ptxas) + " -v -arch=" + arch + " " + shellQuote(ptx_path) + " -o " + shellQuote(cubin_path), out);
+  // A kernel built for the architecture-specific sm_90a (wgmma) assembles only as that.
+  std::string target = arch;
+  if (std::ifstream in(ptx_path); in) {
+    std::string head((std::istreambuf_iterator<char>(in)), {});
+    std::smatch m;
+    if (std::regex_search(head, m, std::regex("\\.target\\s+(sm_[0-9]+a)\\b")) && m[1].str() == arch + "a") target = m[1];
+  }
+  int rc = runCapture(shellQuote(ptxas) + " -v -arch=" + target + " " + shellQuote(ptx_path) + " -o " + shellQuote(cubin_path), out);
   if (rc != 0) return Error{"ptxas failed (exit " + std::to_string(rc) + "): " + out.substr(0, 2000)};
   GpuResources r = parsePtxasOutput(out);
   if (r.registers < 0) return Error{"ptxas -v printed no resource usage: " + out.substr(0, 500)};

@@ -25,6 +25,18 @@ std::string knobOp(const Knob& k, int64_t selected) {
 
 const char* H = "!transform.any_op";
 
+// The wgmma route is one pass of our own (compiler_wgmma.cpp) applied to handle %`target`.
+std::string wgmmaPass(const std::string& I, const GpuPlan& p, const std::string& target, const std::string& result) {
+  std::ostringstream o;
+  o << I << "// Hopper: TMA loads (" << p.pipeline << " stages, 128-byte swizzle, mbarriers) + wgmma.mma_async, "
+    << p.threads / 128 << " warpgroup(s) of " << p.warpgroup_m << " rows (Sextant's own pass, sm_90a;\n"
+    << I << "// tune compile and sextant-opt have it, a stock mlir-opt does not).\n"
+    << I << "%" << result << " = transform.apply_registered_pass \"sextant-wgmma-gemm\" with options = { \"block-m\" = "
+    << p.block_m << ", \"block-n\" = " << p.block_n << ", \"warpgroup-m\" = " << p.warpgroup_m << ", \"stages\" = "
+    << p.pipeline << " } to %" << target << " : (" << H << ") -> " << H << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 namespace {
@@ -231,6 +243,13 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: " << H << " {transform.consumed}) {\n";
   for (size_t i = 0; i < space.knobs().size(); ++i) o << I << knobOp(space.knobs()[i], v[i]) << "\n";
+  if (p.wgmma) {
+    o << I << "%func = transform.structured.match ops{[\"func.func\"]} in %root : (" << H << ") -> " << H << "\n"
+      << wgmmaPass(I, p, "func", "kernel") << I << "transform.yield\n"
+      << "  }\n"
+      << "}\n";
+    return o.str();
+  }
   o << I << "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
     << I << "%fill = transform.structured.match ops{[\"linalg.fill\"]} in %root : (" << H << ") -> " << H << "\n";
   emitOpStage(o, I, w, p);
@@ -242,7 +261,7 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 }
 
 std::string emitGpuPipelineSchedule(const GpuPlan& p) {
-  if (p.pipeline <= 1 && !p.mma) return "";
+  if ((p.pipeline <= 1 && !p.mma) || p.wgmma) return "";
   const std::string I = "    ";
   std::ostringstream o;
   if (p.mfma.m != 0)
@@ -269,7 +288,7 @@ std::string emitGpuLibraryActions(const GemmWorkload& w, const Space& space, con
   std::ostringstream o;
   o << I << "%fill = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n"
     << I << "%fn = transform.get_parent_op %mm {op_name = \"func.func\"} : (" << H << ") -> " << H << "\n";
-  emitOpStage(o, I, w, *pr);
+  if (!pr->wgmma) emitOpStage(o, I, w, *pr);
   o << I << "// The rest runs on the whole function (bufferisation, the launch): marked for the lowering.\n"
     << I << "transform.annotate %fn \"" << function_tag << "\" : " << H << "\n";
   return o.str();
@@ -280,7 +299,8 @@ std::string emitGpuLibraryLowering(const GemmWorkload& w, const Space& space, co
   auto pr = planGpuGemm(w, space, c);
   if (!pr) return I + "// invalid GPU candidate: " + pr.error() + "\n";
   std::ostringstream o;
-  emitFunctionStage(o, I, *pr, Form::Library);
+  if (pr->wgmma) o << wgmmaPass(I, *pr, "func", "kernel");
+  else emitFunctionStage(o, I, *pr, Form::Library);
   return o.str();
 }
 
@@ -290,6 +310,7 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
   if (!pr) return I + "// invalid GPU candidate: " + pr.error() + "\n";
   const GpuPlan& p = *pr;
   std::ostringstream o;
+  if (p.wgmma) return I + "// wgmma: the kernel is complete (written by sextant-wgmma-gemm).\n";
   // What the tuner's compiler does between and after its scripts (compileGpuGemm), as transforms.
   o << I << "%f0 = transform.merge_handles %fin {deduplicate} : " << H << "\n";
   std::string f = "f0";

@@ -81,6 +81,8 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   const bool mfma_ok = g.has_mfma && w.a_type == w.b_type && (w.a_type == DType::F16 || w.a_type == DType::BF16) &&
                        w.c_type == DType::F32;
   const bool amd = !nvidia;
+  // Hopper warpgroup MMA (sm_90a): the same operands as mma.sync (compiler_wgmma.cpp).
+  const bool wgmma_ok = nvidia && mma_ok && g.has_wgmma;
   std::vector<Knob> k(kNumKnobs);
   k[kBM] = {kNames[kBM], dividing({16, 32, 64, 128, 256}, w.m), "rows of C per block"};
   k[kBN] = {kNames[kBN], dividing({16, 32, 64, 128, 256}, w.n), "columns of C per block"};
@@ -91,9 +93,13 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
     k[kMma] = {kNames[kMma], mfma_ok ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0},
                "matrix cores: 1: MFMA v_mfma_f32_32x32x8, 2: MFMA 16x16x16 (f16 or bf16 _1k); 0: FMA on the SIMDs"};
   else
-    k[kMma] = {kNames[kMma], mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-               "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 0: FMA on CUDA cores"};
-  k[kWM] = {kNames[kWM], {16, 32, 64}, amd ? "rows of C per wave (mfma)" : "rows of C per warp (mma)"};
+    k[kMma] = {kNames[kMma],
+               wgmma_ok ? std::vector<int64_t>{0, 1, 2} : mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+               "1: tensor cores (mma.sync m16n8k16 + ldmatrix), 2: Hopper warpgroup MMA (wgmma.mma_async fed by TMA, "
+               "sm_90a), 0: FMA on CUDA cores"};
+  k[kWM] = {kNames[kWM], {16, 32, 64},
+            amd ? "rows of C per wave (mfma)"
+                : "rows of C per warp (mma.sync); wgmma: 64: 64 rows of C per warpgroup, 16: min(block_m, 128)"};
   k[kWN] = {kNames[kWN], {8, 16, 32, 64}, amd ? "columns of C per wave (mfma)" : "columns of C per warp (mma)"};
   // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
   // endless loop (seen: compile timeouts and OOM kills).
@@ -101,14 +107,15 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   k[kTN] = {kNames[kTN], {1, 2, 4, 8}, "columns of C per thread (fma)"};
   k[kCopy] = {kNames[kCopy], {32, 64, 128}, "vector width of the global->shared copies, bits"};
   k[kPipe] = {kNames[kPipe],
-              g.has_cp_async ? std::vector<int64_t>{1, 2, 3}
+              wgmma_ok         ? std::vector<int64_t>{1, 2, 3, 4}
+              : g.has_cp_async ? std::vector<int64_t>{1, 2, 3}
               : amd && mfma_ok ? std::vector<int64_t>{1, 2}
                                : std::vector<int64_t>{1},
               amd ? "MFMA: 2: double-buffered LDS, the next K tile's global loads issued before the current tile's "
                     "MFMAs (one barrier per K step); 1: single buffer"
-                  : "shared-memory buffers in flight (cp.async software pipeline; 1: none)"};
+                  : "shared-memory buffers in flight (cp.async software pipeline; 1: none); wgmma: TMA stages"};
   k[kSwz] = {kNames[kSwz], nvidia && mma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-             "1: XOR-swizzled shared memory (against ldmatrix bank conflicts)"};
+             "1: XOR-swizzled shared memory (against ldmatrix bank conflicts; wgmma: always, TMA's 128-byte swizzle)"};
   k[kLds] = {kNames[kLds], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
              "MFMA: 1: A and B stored in LDS with K innermost (one 64-bit read per lane and operand, transposing "
              "copies where the operand's K is not innermost); 0: as the operands are laid out",
@@ -126,10 +133,30 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                   }});
   cons.push_back({"unused warp knobs stay at their first value (fma)", {kMma, kWM, kWN},
                   [](const std::vector<int64_t>& v) { return v[kMma] != 0 || (v[kWM] == 16 && v[kWN] == 8); }});
+  if (wgmma_ok) {
+    cons.push_back({"wgmma: 64-256 block tiles of whole 64-column TMA boxes, K steps of 64, 128-byte swizzle, "
+                    "TMA copies (copy_bits 128)",
+                    {kBM, kBN, kBK, kMma, kCopy, kSwz},
+                    [](const std::vector<int64_t>& v) {
+                      return v[kMma] != 2 || (v[kBM] >= 64 && v[kBN] >= 64 && v[kBK] == 64 && v[kCopy] == 128 && v[kSwz] == 1);
+                    }});
+    cons.push_back({"wgmma: warpgroups of 64 or 128 rows (at most 4), at most 128 f32 accumulators per thread",
+                    {kBM, kBN, kMma, kWM, kWN},
+                    [](const std::vector<int64_t>& v) {
+                      if (v[kMma] != 2) return true;
+                      if (v[kWN] != 8 || (v[kWM] != 16 && v[kWM] != 64)) return false;
+                      int64_t wg_m = v[kWM] == 64 ? 64 : std::min<int64_t>(v[kBM], 128);
+                      return v[kBM] % wg_m == 0 && v[kBM] / wg_m <= 4 && wg_m * v[kBN] / 128 <= 128;
+                    }});
+    cons.push_back({"4 stages only with wgmma", {kMma, kPipe},
+                    [](const std::vector<int64_t>& v) { return v[kPipe] <= 3 || v[kMma] == 2; }});
+  }
   cons.push_back({"unused thread knobs stay at their first value (mma)", {kMma, kTM, kTN},
                   [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});
   cons.push_back({"swizzle only with tensor cores and multi-buffered shared memory", {kMma, kPipe, kSwz},
-                  [](const std::vector<int64_t>& v) { return v[kSwz] == 0 || (v[kMma] != 0 && v[kPipe] >= 2); }});
+                  [](const std::vector<int64_t>& v) {
+                    return v[kSwz] == 0 || v[kMma] == 2 || (v[kMma] != 0 && v[kPipe] >= 2);
+                  }});
   if (amd)
     cons.push_back({"LDS double buffering only with MFMA", {kMma, kPipe},
                     [](const std::vector<int64_t>& v) { return v[kPipe] == 1 || v[kMma] != 0; }});
@@ -137,7 +164,7 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                   [](const std::vector<int64_t>& v) { return (v[kLds] == 0 && v[kPad] == 0) || v[kMma] != 0; }});
   cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
                   [g, w, amd](const std::vector<int64_t>& v) {
-                    if (v[kMma] == 0) return true;
+                    if (v[kMma] == 0 || (!amd && v[kMma] == 2)) return true;
                     if (amd) {  // whole intrinsic tiles per wave
                       MfmaIntrinsic mi = mfmaForKnob(v[kMma], w.a_type);
                       if (v[kWM] % mi.m || v[kWN] % mi.n) return false;
@@ -152,6 +179,7 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                   }});
   cons.push_back({"threads per block within the target's limit, whole warps", {kBM, kBN, kMma, kWM, kWN, kTM, kTN},
                   [g, amd](const std::vector<int64_t>& v) {
+                    if (!amd && v[kMma] == 2) return true;  // whole warpgroups, the wgmma constraint
                     int64_t t = v[kMma] ? g.warp_size * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
                                         : (v[kBM] / v[kTM]) * (v[kBN] / v[kTN]);
                     // MFMA: 1 to 8 waves per workgroup.
@@ -181,6 +209,21 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.lds_k_major = v[kLds] == 1;
   p.lds_pad = v[kPad] == 1 ? 8 / dtypeBytes(w.a_type) : 0;
   if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
+  if (!amd && v[kMma] == 2) {
+    // wgmma: warpgroups of warpgroup_m rows; `pipeline` stages of the A (block_m x 64) and B
+    // (64 x block_n) tiles in dynamic shared memory, plus 1 KiB of static shared memory (the
+    // mbarriers, padded to the tiles' 1024-byte alignment; ptxas reports it so).
+    p.wgmma = true;
+    p.warpgroup_m = v[kWM] == 64 ? 64 : std::min<int64_t>(p.block_m, 128);
+    if (p.block_m % p.warpgroup_m || p.block_k != 64 || p.block_n % 64)
+      return Error{"wgmma: the block tile does not split into warpgroups and TMA boxes"};
+    p.threads = 128 * (p.block_m / p.warpgroup_m);
+    p.block_dims = {p.threads, 1, 1};
+    p.smem_bytes = p.pipeline * (p.block_m + p.block_n) * 64 * dtypeBytes(w.a_type) + 1024;
+    p.dynamic_smem = true;
+    p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
+    return p;
+  }
   if (p.mma) {
     if (p.block_m % p.warp_m || p.block_n % p.warp_n) return Error{"warp tile does not divide the block tile"};
     p.threads = p.warp_size * (p.block_m / p.warp_m) * (p.block_n / p.warp_n);
@@ -237,13 +280,14 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
   r.pipeline_schedule = emitGpuPipelineSchedule(p);
   r.pipeline_depth = p.pipeline;
   r.mma = p.mma;
+  r.wgmma = p.wgmma;
   r.mfma = p.mfma;
   r.lds_k_major = p.lds_k_major;
   r.lds_pad = p.lds_pad;
   r.swizzle = p.swizzle;
   r.dynamic_smem = p.dynamic_smem;
   r.nvidia = g.target.kind == TargetKind::Nvidia;
-  r.chip = g.chip;
+  r.chip = p.wgmma ? g.chip + "a" : g.chip;  // wgmma: the architecture-specific sm_90a
   r.features = g.features;
   return r;
 }

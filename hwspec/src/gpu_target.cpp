@@ -32,6 +32,7 @@ Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
     g.smem_per_block_static_bytes = std::min<int64_t>(48 * 1024, g.smem_per_block_bytes);
     g.max_regs_per_thread = 255;
     g.has_mma_sync = g.sm_version >= 80;
+    g.has_wgmma = g.sm_version == 90;
     g.has_cp_async = g.sm_version >= 80;
   } else {
     g.smem_per_block_static_bytes = g.smem_per_block_bytes;  // LDS: no static/dynamic split

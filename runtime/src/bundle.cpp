@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -139,6 +140,10 @@ double finite(double x) { return std::isnan(x) ? 0.0 : std::isinf(x) ? (x > 0 ? 
 
 json argToJson(const KernelArg& a) {
   switch (a.kind) {
+    case KernelArg::Kind::TensorMap:
+      return json{{"tensor_map",
+                   {{"buffer", std::string(1, a.tmap.buffer)}, {"elem", a.tmap.elem}, {"dims", a.tmap.dims},
+                    {"stride_bytes", a.tmap.stride_bytes}, {"box", a.tmap.box}, {"swizzle", a.tmap.swizzle}}}};
     case KernelArg::Kind::Buffer: return json{{"buffer", std::string(1, a.buffer)}};
     case KernelArg::Kind::I32: return json{{"i32", a.value}};
     case KernelArg::Kind::I64: return json{{"i64", a.value}};
@@ -148,7 +153,30 @@ json argToJson(const KernelArg& a) {
 
 KernelArg argFromJson(const json& a, const std::string& where) {
   if (!a.is_object() || a.size() != 1)
-    fail(where, "expected an object with one of 'buffer', 'i32', 'i64', got " + a.dump());
+    fail(where, "expected an object with one of 'buffer', 'i32', 'i64', 'tensor_map', got " + a.dump());
+  if (a.contains("tensor_map")) {
+    const std::string w = sub(where, "tensor_map");
+    const json& t = getObject(a, "tensor_map", where);
+    TensorMapSpec m;
+    std::string b = getString(t, "buffer", w);
+    if (b != "A" && b != "B") fail(sub(w, "buffer"), "expected \"A\" or \"B\", got \"" + b + "\"");
+    m.buffer = b[0];
+    m.elem = getString(t, "elem", w);
+    if (m.elem != "f16" && m.elem != "bf16") fail(sub(w, "elem"), "expected f16 or bf16, got " + m.elem);
+    for (const char* key : {"dims", "box"}) {
+      const json& arr = getArray(t, key, w);
+      if (arr.size() != 2 || !arr[0].is_number_integer() || !arr[1].is_number_integer() || arr[0].get<int64_t>() <= 0 ||
+          arr[1].get<int64_t>() <= 0)
+        fail(sub(w, key), "expected two positive integers");
+      (std::string(key) == "dims" ? m.dims : m.box) = {arr[0].get<int64_t>(), arr[1].get<int64_t>()};
+    }
+    m.stride_bytes = getInt(t, "stride_bytes", w);
+    m.swizzle = getInt(t, "swizzle", w);
+    if (m.stride_bytes <= 0 || m.stride_bytes % 16) fail(sub(w, "stride_bytes"), "expected a positive multiple of 16");
+    if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
+      fail(sub(w, "swizzle"), "expected 0, 32, 64 or 128");
+    return KernelArg::tensorMap(m);
+  }
   if (a.contains("buffer")) {
     std::string b = getString(a, "buffer", where);
     if (b != "A" && b != "B" && b != "C") fail(sub(where, "buffer"), "expected \"A\", \"B\" or \"C\", got \"" + b + "\"");
@@ -160,7 +188,7 @@ KernelArg argFromJson(const json& a, const std::string& where) {
     return KernelArg::i32(int32_t(v));
   }
   if (a.contains("i64")) return KernelArg::i64(getInt(a, "i64", where));
-  fail(where, "expected an object with one of 'buffer', 'i32', 'i64', got " + a.dump());
+  fail(where, "expected an object with one of 'buffer', 'i32', 'i64', 'tensor_map', got " + a.dump());
 }
 
 json resourcesToJson(const std::optional<KernelResources>& r) {
@@ -540,6 +568,20 @@ Result<ResultsFile> readResults(const std::string& path) {
   auto j = readJsonFile(path);
   if (!j) return Error{j.error()};
   return resultsFromJson(*j, path);
+}
+
+Result<TensorMapSpec> parseTensorMapSpec(const std::string& s) {
+  // tmap:A:f16:dims=K,M:stride=BYTES:box=64,BM:swizzle=128
+  TensorMapSpec t;
+  long long d0, d1, st, b0, b1, sw;
+  char buf = 0, elem[8] = {0};
+  int used = 0;
+  if (std::sscanf(s.c_str(), "tmap:%c:%7[a-z0-9]:dims=%lld,%lld:stride=%lld:box=%lld,%lld:swizzle=%lld%n", &buf, elem, &d0,
+                  &d1, &st, &b0, &b1, &sw, &used) != 8 ||
+      size_t(used) != s.size() || (buf != 'A' && buf != 'B'))
+    return Error{"not a tensor-map argument: " + s};
+  t.buffer = buf, t.elem = elem, t.dims = {d0, d1}, t.stride_bytes = st, t.box = {b0, b1}, t.swizzle = sw;
+  return t;
 }
 
 }  // namespace sextant

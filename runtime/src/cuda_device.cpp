@@ -76,6 +76,9 @@ struct CudaApi {
   CUresult (*cuEventDestroy)(CUevent) = nullptr;                        // _v2
   CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;       // optional
   CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;         // optional
+  // optional (CUDA 12+): TMA tensor maps for the wgmma route
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                                     const uint32_t*, int, int, int, int) = nullptr;
 };
 
 template <typename F>
@@ -140,6 +143,7 @@ Result<const CudaApi*> cudaApi() {
       std::string optional;
       bind(lib, api.cuGetErrorString, {"cuGetErrorString"}, optional);
       bind(lib, api.cuGetErrorName, {"cuGetErrorName"}, optional);
+      bind(lib, api.cuTensorMapEncodeTiled, {"cuTensorMapEncodeTiled"}, optional);
       if (!missing.empty()) error = "the CUDA driver library lacks " + missing + " (driver too old?)";
     }
   }
@@ -354,6 +358,24 @@ class CudaDevice final : public GpuDevice {
     return DevicePtr(p);
   }
   void release(DevicePtr p) override { api_.cuMemFree(CUdeviceptr(p)); }
+
+  Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec& t, DevicePtr base) override {
+    if (!api_.cuTensorMapEncodeTiled) return Error{"the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)"};
+    // cuda.h: CUtensorMapDataType FLOAT16 = 6, BFLOAT16 = 9; CUtensorMapSwizzle NONE/32B/64B/128B =
+    // 0..3; interleave, L2 promotion and out-of-bounds fill: 0 (none), as MLIR's
+    // nvgpu.tma.create.descriptor with l2promo = none, oob = zero (zero fill is the NONE fill).
+    const int dtype = t.elem == "bf16" ? 9 : 6;
+    const int swizzle = t.swizzle == 128 ? 3 : t.swizzle == 64 ? 2 : t.swizzle == 32 ? 1 : 0;
+    alignas(64) TensorMapBytes map{};
+    const uint64_t dims[2] = {uint64_t(t.dims[0]), uint64_t(t.dims[1])};
+    const uint64_t strides[1] = {uint64_t(t.stride_bytes)};
+    const uint32_t box[2] = {uint32_t(t.box[0]), uint32_t(t.box[1])};
+    const uint32_t elem_strides[2] = {1, 1};
+    CUresult r = api_.cuTensorMapEncodeTiled(map.data(), dtype, 2, reinterpret_cast<void*>(base), dims, strides, box,
+                                             elem_strides, 0, swizzle, 0, 0);
+    if (r != CUDA_SUCCESS) return Error{"cuTensorMapEncodeTiled: " + cuError(api_, r)};
+    return map;
+  }
 
   Status copyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
     return check("cuMemcpyHtoD", api_.cuMemcpyHtoD(CUdeviceptr(dst), src, bytes));

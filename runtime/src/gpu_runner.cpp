@@ -363,9 +363,39 @@ GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
   }
   std::vector<uint64_t> storage(k.args.size(), 0);
   std::vector<void*> params(k.args.size());
+  std::vector<DevicePtr> maps;  // tensor maps in device memory, freed after the measurement
+  auto freeMaps = [&]() {
+    if (!lost_ && gen == generation_)
+      for (DevicePtr p : maps) dev_.release(p);
+  };
   for (size_t i = 0; i < k.args.size(); ++i) {
     const KernelArg& a = k.args[i];
     switch (a.kind) {
+      case KernelArg::Kind::TensorMap: {
+        // Over the same buffer the kernel's other arguments and the reference use.
+        const size_t elem_bytes = 2;  // f16, bf16
+        const TensorMapSpec& t = a.tmap;
+        const size_t need = size_t(t.stride_bytes) * size_t(t.dims[1]);
+        const size_t have = (t.buffer == 'A' ? p_->aBytes() : p_->bBytes()).size();
+        Result<GpuDevice::TensorMapBytes> bytes = Error{""};
+        if (need > have || size_t(t.dims[0]) * elem_bytes > size_t(t.stride_bytes))
+          bytes = Error{std::string("tensor map of ") + t.buffer + " is larger than the buffer"};
+        else
+          bytes = dev_.encodeTensorMap(t, t.buffer == 'A' ? a_ : b_);
+        Result<DevicePtr> ptr = bytes ? dev_.allocate(bytes->size()) : Result<DevicePtr>(Error{bytes.error()});
+        Status copied = ptr ? dev_.copyToDevice(*ptr, bytes->data(), bytes->size()) : Status(Error{ptr.error()});
+        if (ptr) maps.push_back(*ptr);
+        if (!copied) {
+          m.status = GpuStatus::LaunchError;
+          m.message = "tensor map: " + copied.error();
+          m.resources = lk->resources;
+          freeMaps();
+          dev_.unload(*lk);
+          return m;
+        }
+        storage[i] = *ptr;
+        break;
+      }
       case KernelArg::Kind::Buffer: storage[i] = a.buffer == 'A' ? a_ : a.buffer == 'B' ? b_ : c_; break;
       case KernelArg::Kind::I32: {
         int32_t v = int32_t(a.value);
@@ -379,6 +409,7 @@ GpuMeasurement GemmBench::measureKernel(const KernelLaunchSpec& k) {
   m = run(k.id, [&]() -> Status { return dev_.launch(*lk, k.dims, params.data()); });
   m.resources = lk->resources;
   m.loaded = loaded;
+  freeMaps();
   if (!lost_ && gen == generation_) dev_.unload(*lk);
   return m;
 }

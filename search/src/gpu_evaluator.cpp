@@ -102,7 +102,8 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     comp[i].kernel_path = r.out_path;
     // Compilation and the resource analysis run in the child: an LLVM fatal error or a crash
     // in ptxas costs one candidate, not the tuner.
-    jobs.push_back([r, ptxas = ptxas_, arch = g_.chip]() {
+    // ptxas for the architecture the kernel was built for (wgmma: sm_90a).
+    jobs.push_back([r, ptxas = ptxas_, arch = r.chip]() {
       GpuKernelInfo info;
       CompileOutcome c = compileGpuGemm(r, info);
       json j{{"ok", c.ok}, {"stage", c.stage}, {"message", c.message}, {"seconds", c.seconds}};
@@ -250,9 +251,22 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       files[k.file] = slurp(c.kernel_path);
     }
     k.kernel_name = c.info.name;
+    bool bad_arg = false;
     for (const auto& a : c.info.args) {
-      if (a.rfind("i64:", 0) == 0) k.args.push_back(KernelArg::i64(std::stoll(a.substr(4))));
-      else k.args.push_back(KernelArg::buf(a[0]));
+      if (a.rfind("i64:", 0) == 0) {
+        k.args.push_back(KernelArg::i64(std::stoll(a.substr(4))));
+      } else if (a.rfind("tmap:", 0) == 0) {
+        auto t = parseTensorMapSpec(a);
+        if (!t) bad_arg = true;
+        else k.args.push_back(KernelArg::tensorMap(*t));
+      } else {
+        k.args.push_back(KernelArg::buf(a[0]));
+      }
+    }
+    if (bad_arg) {
+      e.status = "compile_error";
+      e.message = "a kernel argument the runner cannot make (a Sextant bug)";
+      continue;
     }
     for (int d = 0; d < 3; ++d) k.grid[d] = uint32_t(c.info.grid[d]), k.block[d] = uint32_t(c.info.block[d]);
     k.dynamic_shared_bytes = uint32_t(c.info.dynamic_smem_bytes);

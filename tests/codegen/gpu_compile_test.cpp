@@ -14,54 +14,12 @@
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/codegen/library.h"
 
+#include "gpu_build.h"
+
 using namespace sextant;
+using namespace sextant::testing_codegen;
 
 namespace {
-
-std::string tmpPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("sextant-gpu-test-" + std::to_string(getpid()) + "-" + name))
-      .string();
-}
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-int count(const std::string& hay, const std::string& needle) {
-  int n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
-  return n;
-}
-
-struct Built {
-  CompileOutcome out;
-  GpuKernelInfo info;
-  GpuPlan plan;
-  std::string object, path;
-};
-
-Built build(const std::string& target, const std::string& key, const std::string& knobs) {
-  Built b;
-  auto t = resolveTarget(target);
-  EXPECT_TRUE(t.ok());
-  auto g = gpuTargetInfo(*t);
-  EXPECT_TRUE(g.ok());
-  auto w = parseWorkloadKey(key);
-  EXPECT_TRUE(w.ok()) << w.error();
-  Space s = buildGpuGemmSpace(*w, *g);
-  auto c = s.fromKey(knobs);
-  EXPECT_TRUE(c.ok()) << c.error();
-  if (!c.ok()) return b;
-  EXPECT_TRUE(s.isValid(*c)) << knobs;
-  b.plan = *planGpuGemm(*w, s, *c);
-  GpuCompileRequest r = gpuCompileRequest(*w, s, *c, b.plan, *g);
-  r.keep_ir = true;
-  b.path = r.out_path = tmpPath(std::to_string(rand()) + (r.nvidia ? ".ptx" : ".hsaco"));
-  b.out = compileGpuGemm(r, b.info);
-  if (b.out.ok) b.object = slurp(b.path);
-  return b;
-}
 
 // The stretches of a disassembled kernel between barriers that issue MFMAs: how many, and how
 // many of them also load from global memory and store to LDS (the next K tile's copy overlapping
@@ -427,12 +385,15 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
         EXPECT_LE(p->threads, g->max_threads_per_block);
         EXPECT_EQ(p->threads % g->warp_size, 0);
         EXPECT_LE(p->smem_bytes, g->target.kind == TargetKind::Nvidia ? g->smem_per_block_bytes : g->smem_per_block_static_bytes);
-        EXPECT_EQ(p->dynamic_smem, g->target.kind == TargetKind::Nvidia && p->smem_bytes > 48 * 1024);
+        EXPECT_EQ(p->dynamic_smem, g->target.kind == TargetKind::Nvidia && (p->smem_bytes > 48 * 1024 || p->wgmma));
         EXPECT_EQ(p->grid[0] * p->block_n, w.n);
         EXPECT_EQ(p->grid[1] * p->block_m, w.m);
         if (g->target.kind == TargetKind::Nvidia) {
           if (p->mma) {
             EXPECT_TRUE(g->has_mma_sync && (w.a_type == DType::F16 || w.a_type == DType::BF16));
+          }
+          if (p->wgmma) {
+            EXPECT_TRUE(g->has_wgmma && p->block_k == 64 && p->threads % 128 == 0 && p->dynamic_smem) << key;
           }
         } else {
           // gfx942: every f16/bf16 candidate uses the matrix cores, f32 the FMA route.
@@ -451,7 +412,8 @@ TEST(GpuSpace, EveryDtypeAndLayoutHasCandidatesAndTheKnobsMeanWhatTheySay) {
   }
   // Tensor cores for bf16 on NVIDIA (our retyping, compiler_bf16_mma.cpp) and MFMA on gfx942.
   auto bf = *parseWorkloadKey("gemm:NN:1024x1024x1024:bf16*bf16->f32");
-  EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(buildGpuGemmSpace(bf, h100).knobs()[3].values, (std::vector<int64_t>{0, 1, 2}));  // 2: wgmma (sm_90)
+  EXPECT_EQ(buildGpuGemmSpace(bf, *gpuTargetInfo(*resolveTarget("a100"))).knobs()[3].values, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(buildGpuGemmSpace(bf, mi300).knobs()[3].values, (std::vector<int64_t>{1, 2}));
   // Sizes that are not multiples of 16 leave no valid schedule.
   auto odd = *parseWorkloadKey("gemm:NN:1000x1000x1000:f16*f16->f32");

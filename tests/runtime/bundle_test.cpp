@@ -200,6 +200,38 @@ TEST(Bundle, InvalidManifestsNameTheFileAndTheProblem) {
   expectManifestError([](json& j) { j = json::array(); }, "expected a JSON object");
 }
 
+// The wgmma route's tensor-map arguments: written, read back, checked; and the compiler's notation.
+TEST(Bundle, TensorMapArguments) {
+  TempDir d{"bundle-test"};
+  BundleManifest m = sampleManifest();
+  TensorMapSpec a{'A', "f16", {4096, 1024}, 8192, {64, 128}, 128}, b{'B', "bf16", {512, 4096}, 1024, {64, 64}, 128};
+  m.kernels[1].args = {KernelArg::tensorMap(a), KernelArg::tensorMap(b), KernelArg::buf('C')};
+  ASSERT_TRUE(writeBundle(d.str(), m, sampleFiles()).ok());
+  auto back = readBundle(d.str());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, m);
+  json j = readJson(d.path / "manifest.json");
+  EXPECT_EQ(j["kernels"][1]["args"][0]["tensor_map"],
+            json({{"buffer", "A"}, {"elem", "f16"}, {"dims", {4096, 1024}}, {"stride_bytes", 8192}, {"box", {64, 128}},
+                  {"swizzle", 128}}));
+  auto parsed = parseTensorMapSpec("tmap:A:f16:dims=4096,1024:stride=8192:box=64,128:swizzle=128");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(*parsed, a);
+  EXPECT_FALSE(parseTensorMapSpec("tmap:C:f16:dims=4096,1024:stride=8192:box=64,128:swizzle=128").ok());
+  EXPECT_FALSE(parseTensorMapSpec("tmap:A:f16:dims=4096,1024:stride=8192:box=64,128:swizzle=128x").ok());
+  json good = j["kernels"][1]["args"][0];
+  auto bad = [&](const std::string& key, json v, const std::string& what) {
+    json t = good;
+    t["tensor_map"][key] = v;
+    expectManifestError([&](json& jj) { jj["kernels"][0]["args"][0] = t; }, what);
+  };
+  bad("buffer", "C", "args[0].tensor_map.buffer");
+  bad("elem", "f32", "expected f16 or bf16");
+  bad("dims", {64}, "tensor_map.dims: expected two positive integers");
+  bad("stride_bytes", 100, "positive multiple of 16");
+  bad("swizzle", 16, "expected 0, 32, 64 or 128");
+}
+
 TEST(Bundle, MissingKernelFileIsNamed) {
   TempDir d{"bundle-test"};
   ASSERT_TRUE(writeBundle(d.str(), sampleManifest(), sampleFiles()).ok());

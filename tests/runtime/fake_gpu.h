@@ -24,6 +24,8 @@ using namespace sextant;
 // wrong (one entry off), silent (writes nothing), hang (never finishes), fault (fails on the
 // device), scalars (correct only if arguments 4 and 5 are i32 7 and i64 2^40), racy (right for
 // three launches, then one entry off), nocubin (refused at load). "garbage" does not load.
+// ORDER letters a and b: the argument is the device address of a tensor map of A or B (the wgmma
+// route); the fake map holds the buffer's address in its first 8 bytes.
 class FakeDevice : public GpuDevice {
  public:
   DeviceInfo info_{"nvidia", "Fake GPU", "sm_90", "12.4", 4, 1 << 20, int64_t(1) << 32};
@@ -31,6 +33,8 @@ class FakeDevice : public GpuDevice {
   int launches = 0, fills = 0, scratch_fills = 0, resets = 0, loads = 0, unloads = 0;
   size_t largest_fill = 0;
   bool peer_available = true;
+  bool tma_available = true;
+  std::vector<TensorMapSpec> tensor_maps;  // every map encoded
 
   ~FakeDevice() override {
     for (auto& [p, size] : live_) free(reinterpret_cast<void*>(p));
@@ -115,7 +119,15 @@ class FakeDevice : public GpuDevice {
     for (int i = 0; i < 3; ++i) {
       DevicePtr p;
       memcpy(&p, args[i], sizeof p);
-      (s.order[size_t(i)] == 'A' ? a : s.order[size_t(i)] == 'B' ? b : c) = p;
+      const char o = s.order[size_t(i)];
+      if (o == 'a' || o == 'b') {  // a tensor map in device memory: the buffer's address first
+        if (!checkRange(p, 128)) {
+          faulted_ = true;
+          return okStatus();
+        }
+        memcpy(&p, reinterpret_cast<const void*>(p), sizeof p);
+      }
+      (o == 'A' || o == 'a' ? a : o == 'B' || o == 'b' ? b : c) = p;
     }
     const GemmWorkload& w = s.w;
     if (!checkRange(a, size_t(w.m * w.k * dtypeBytes(w.a_type))) || !checkRange(b, size_t(w.k * w.n * dtypeBytes(w.b_type))) ||
@@ -157,6 +169,13 @@ class FakeDevice : public GpuDevice {
     for (auto& [p, size] : live_) free(reinterpret_cast<void*>(p));
     live_.clear();
     return okStatus();
+  }
+  Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec& t, DevicePtr base) override {
+    if (!tma_available) return Error{"the driver has no cuTensorMapEncodeTiled (fake)"};
+    tensor_maps.push_back(t);
+    TensorMapBytes b{};
+    memcpy(b.data(), &base, sizeof base);
+    return b;
   }
   Result<std::unique_ptr<GemmPeer>> openPeer() override {
     if (!peer_available) return Error{"cuBLAS not loadable (fake)"};

@@ -163,6 +163,38 @@ TEST(GpuHarness, ScalarArgumentsArePassedByValue) {
   EXPECT_EQ(find(*r, "bad")->status, "wrong_result");
 }
 
+// The wgmma route's kernels take TMA tensor maps of A and B: the runner encodes them over its own
+// buffers, passes their device addresses, and frees them; a map larger than its buffer or a
+// driver without TMA is a launch error of that kernel, not of the run.
+TEST(GpuHarness, TensorMapArgumentsAreMadeOverTheBuffers) {
+  TempDir d{"gpu-test"};
+  TensorMapSpec ta{'A', "f16", {40, 24}, 80, {8, 8}, 128}, tb{'B', "f16", {16, 40}, 32, {8, 8}, 128};
+  TensorMapSpec big = ta;
+  big.dims[1] = 48;
+  auto m = fakeBundle(d.str(), {{kernel("tma", kW0, {KernelArg::tensorMap(ta), KernelArg::tensorMap(tb), KernelArg::buf('C')}),
+                                 "naive abC"},
+                                {kernel("big", kW0, {KernelArg::tensorMap(big), KernelArg::tensorMap(tb), KernelArg::buf('C')}),
+                                 "naive abC"}});
+  {
+    FakeDevice dev;
+    auto r = runBundle(dev, d.str(), m, fastOptions((d.path / "r.json").string()));
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(find(*r, "tma")->status, "ok") << find(*r, "tma")->message;
+    ASSERT_EQ(dev.tensor_maps.size(), 2u);
+    EXPECT_EQ(dev.tensor_maps[0], ta);
+    EXPECT_EQ(dev.tensor_maps[1], tb);
+    EXPECT_EQ(find(*r, "big")->status, "launch_error");
+    EXPECT_NE(find(*r, "big")->message.find("larger than the buffer"), std::string::npos) << find(*r, "big")->message;
+    EXPECT_EQ(dev.liveAllocations(), 0u);
+  }
+  FakeDevice old_driver;
+  old_driver.tma_available = false;
+  auto r = runBundle(old_driver, d.str(), m, fastOptions((d.path / "r2.json").string()));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(find(*r, "tma")->status, "launch_error");
+  EXPECT_NE(find(*r, "tma")->message.find("cuTensorMapEncodeTiled"), std::string::npos) << find(*r, "tma")->message;
+}
+
 TEST(GpuHarness, RepetitionLimits) {
   TempDir d{"gpu-test"};
   auto m = fakeBundle(d.str(), {{kernel("k", kW2), "naive CAB"}});

@@ -51,6 +51,7 @@ struct GpuCompileRequest {
   std::string pipeline_schedule;  // emitGpuPipelineSchedule (may be empty)
   int64_t pipeline_depth = 1;
   bool mma = false;               // NVIDIA: run convert-vector-to-gpu{use-nvgpu}; AMD: the MFMA rewrite
+  bool wgmma = false;             // NVIDIA sm_90a: the schedule wrote the whole kernel (sextant-wgmma-gemm)
   MfmaIntrinsic mfma;             // AMD with mma: the intrinsic the contracts become
   bool lds_k_major = false;       // AMD with mma: LDS operands stored with K innermost
   int64_t lds_pad = 0;            // AMD with mma: elements of padding per LDS operand row

@@ -5,7 +5,8 @@
 // block_k chunks -> A and B tiles promoted to shared memory / LDS (copied by all threads with
 // copy_bits-wide vector loads) -> the block's C tile split over warps (mma: warp_m x warp_n
 // tiles computed with tensor-core mma.sync m16n8k16 via ldmatrix) or over threads (fma:
-// thread_m x thread_n outputs per thread, FMA outer products; on AMD gfx942 the wave tiles of
+// thread_m x thread_n outputs per thread, FMA outer products; on sm_90 mma = 2: Hopper warpgroup MMA fed by
+// TMA, a kernel of our own written by the pass sextant-wgmma-gemm; on AMD gfx942 the wave tiles of
 // f16/bf16 GEMMs are computed with MFMA, knob mma = 1: v_mfma_f32_32x32x8, 2: 16x16x16). On NVIDIA sm_80+ the shared
 // buffers can be multi-buffered with a cp.async software pipeline of depth `pipeline`; `swizzle`
 // XORs shared-memory addresses against ldmatrix bank conflicts.
@@ -30,7 +31,10 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g);
 // Everything derived from a candidate that the scripts, the launch and the checks need.
 struct GpuPlan {
   int64_t block_m = 0, block_n = 0, block_k = 0;
-  bool mma = false;                       // matrix units: mma.sync (NVIDIA) or MFMA (AMD)
+  bool mma = false;                       // matrix units: mma.sync or wgmma (NVIDIA), MFMA (AMD)
+  bool wgmma = false;                     // NVIDIA sm_90a, knob mma = 2: TMA + wgmma (compiler_wgmma.cpp);
+                                          // block_k 64, `pipeline` TMA stages, warpgroup_m rows per warpgroup
+  int64_t warpgroup_m = 0;
   MfmaIntrinsic mfma;                     // AMD with mma: the intrinsic (m = 0 otherwise)
   int64_t warp_size = 32;                 // lanes per warp / wave
   int64_t warp_m = 0, warp_n = 0, thread_m = 0, thread_n = 0;

@@ -31,6 +31,7 @@ struct GpuTargetInfo {
   bool has_mma_sync = false;    // NVIDIA sm_80+: mma.sync tensor cores reachable from MLIR 22
   bool has_mfma = false;        // AMD CDNA2/3 (gfx90a, gfx942): MFMA matrix cores via amdgpu.mfma
   bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
+  bool has_wgmma = false;       // NVIDIA sm_90 (as sm_90a): warpgroup MMA + TMA
 };
 
 Result<GpuTargetInfo> gpuTargetInfo(const Target& t);

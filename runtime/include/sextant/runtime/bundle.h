@@ -25,15 +25,32 @@ enum class KernelFormat { Ptx, Cubin, Hsaco };
 const char* kernelFormatName(KernelFormat f);  // "ptx", "cubin", "hsaco"
 Result<KernelFormat> parseKernelFormat(const std::string& s);
 
-// One kernel argument: a device buffer (A, B or C of the workload) or a scalar passed by value.
+// A TMA tensor map (CUtensorMap) that the runner encodes on the host for a kernel argument (the
+// wgmma route): a 2-D tiled view of buffer A or B; dims and box innermost first.
+struct TensorMapSpec {
+  char buffer = 'A';                 // 'A' or 'B'
+  std::string elem = "f16";          // f16 or bf16
+  std::array<int64_t, 2> dims{};     // elements
+  int64_t stride_bytes = 0;          // between consecutive rows (dimension 1)
+  std::array<int64_t, 2> box{};      // elements
+  int64_t swizzle = 128;             // bytes: 0, 32, 64, 128
+  bool operator==(const TensorMapSpec&) const = default;
+};
+// "tmap:A:f16:dims=K,M:stride=BYTES:box=64,BM:swizzle=128" (the compiler's notation) or an error.
+Result<TensorMapSpec> parseTensorMapSpec(const std::string& s);
+
+// One kernel argument: a device buffer (A, B or C of the workload), a scalar passed by value, or
+// the device address of a tensor map of A or B that the runner makes (128 bytes in device memory).
 struct KernelArg {
-  enum class Kind { Buffer, I32, I64 };
+  enum class Kind { Buffer, I32, I64, TensorMap };
   Kind kind = Kind::Buffer;
   char buffer = 'C';  // 'A', 'B' or 'C' when kind == Buffer
   int64_t value = 0;  // when kind is I32 or I64
-  static KernelArg buf(char b) { return KernelArg{Kind::Buffer, b, 0}; }
-  static KernelArg i32(int32_t v) { return KernelArg{Kind::I32, 'C', v}; }
-  static KernelArg i64(int64_t v) { return KernelArg{Kind::I64, 'C', v}; }
+  TensorMapSpec tmap; // when kind == TensorMap
+  static KernelArg buf(char b) { return KernelArg{Kind::Buffer, b, 0, {}}; }
+  static KernelArg i32(int32_t v) { return KernelArg{Kind::I32, 'C', v, {}}; }
+  static KernelArg i64(int64_t v) { return KernelArg{Kind::I64, 'C', v, {}}; }
+  static KernelArg tensorMap(const TensorMapSpec& t) { return KernelArg{Kind::TensorMap, t.buffer, 0, t}; }
   bool operator==(const KernelArg&) const = default;
 };
 

@@ -84,6 +84,12 @@ class GpuDevice {
   // After a kernel failed on the device (illegal address, ...): resets the device so that the
   // next kernels can run. Every allocation and module is gone afterwards.
   virtual Status recover() { return Error{"this device cannot be reset"}; }
+  // A TMA tensor map over the buffer at `base` (the wgmma route's kernel arguments): the 128-byte
+  // CUtensorMap, which the caller copies to device memory. An error says why there is none.
+  using TensorMapBytes = std::array<uint8_t, 128>;
+  virtual Result<TensorMapBytes> encodeTensorMap(const TensorMapSpec& t, DevicePtr base) {
+    return Error{"this device has no TMA tensor maps"};
+  }
   // The vendor BLAS on this device (cuBLAS for CUDA); an error says why there is none.
   virtual Result<std::unique_ptr<GemmPeer>> openPeer() { return Error{"no vendor BLAS for this device"}; }
 };
