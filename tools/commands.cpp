@@ -229,7 +229,7 @@ int cmdExport(const ExportArgs& a) {
     auto g = gpuTargetInfo(*target);
     if (g) {
       const std::string lower =
-          gpuLoweringPipeline(target->kind == TargetKind::Nvidia, g->chip, g->features, "/opt/rocm", true);
+          gpuLoweringPipeline(target->kind == TargetKind::Nvidia, lib->find("\"sextant-wgmma-gemm\"") != std::string::npos ? "sm_90a" : g->chip, g->features, "/opt/rocm", true);
       std::cout << "then lower: mlir-opt OUT.mlir --pass-pipeline='" << lower << "'\n"
                 << (target->kind == TargetKind::Amd ? "(toolkit: a prefix whose llvm/bin/ld.lld is lld 17 or newer)\n" : "")
                 << "(GPU schedules: one GEMM per function, C initialised by a linalg.fill; or use tune compile)\n";

@@ -60,8 +60,8 @@ void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const st
 }
 
 // The PTX (escaped) of one host function's kernel in a lowered module's gpu.binary.
-std::string binaryOf(const std::string& module, const std::string& function) {
-  size_t p = module.find("gpu.binary @" + function + "_kernel");
+std::string binaryOf(const std::string& module, const std::string& function, const std::string& suffix = "_kernel") {
+  size_t p = module.find("gpu.binary @" + function + suffix);
   if (p == std::string::npos) return "";
   std::string line = module.substr(p, module.find('\n', p) - p);
   size_t a = line.find("assembly = \"");
@@ -423,6 +423,50 @@ TEST(GpuExport, H100Bf16TensorCoreLibraryThroughSextantOptIsTuneCompile) {
   std::string ptx = slurp(out + ".proj.ptx");
   EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
   EXPECT_EQ(ptx.find(".f16.f16"), std::string::npos);
+  for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
+  removeDb(db);
+}
+
+// Hopper wgmma on H100: the exported library names sextant-wgmma-gemm, the printed pipeline targets
+// sm_90a, and sextant-opt + that pipeline give the PTX tune compile writes (TMA + wgmma).
+TEST(GpuExport, H100WgmmaLibraryThroughSextantOptIsTuneCompile) {
+  const std::string db = tmp("wgmma-export.db"), lib = tmp("wgmma-lib.mlir"), out = tmp("wgmma-model.mlir");
+  const std::string lowered = tmp("wgmma-lowered.mlir"), proj = tmp("wgmma-proj.mlir");
+  removeDb(db);
+  {  // two wgmma kernels (tune bundle --routes wgmma), "measured" by a fixture results file
+    const std::string dir = tmp("wgmma-bundle");
+    std::filesystem::remove_all(dir);
+    Outcome b = tune("bundle --target h100 --dtype f16 --shape 256x256x128 --routes wgmma --random 2 --no-default -o " + dir);
+    ASSERT_EQ(b.code, 0) << b.err << b.out;
+    json m = json::parse(slurp(dir + "/manifest.json")), res = fixtureResultsHeader(false), results = json::array();
+    double g = 100;
+    for (const auto& k : m["kernels"]) results.push_back(fixtureResult(k, "ok", g += 50, {1e-3}, 1e-3, 0.0, 64));
+    res["results"] = results;
+    { std::ofstream(dir + "/results.json") << res.dump(); }
+    Outcome imp = tune("import-results " + dir + " --db " + db);
+    ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
+    std::filesystem::remove_all(dir);
+  }
+  Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(ex.out.find("apply with: sextant-opt"), std::string::npos) << ex.out;
+  ASSERT_NE(slurp(lib).find("\"sextant-wgmma-gemm\""), std::string::npos) << "no mma = 2 among the trials?";
+  std::string pipeline = printedPipeline(ex.out);
+  EXPECT_NE(pipeline.find("chip=sm_90a"), std::string::npos) << pipeline;
+  {
+    std::string text = slurp(std::string(DATA_DIR) + "/gpu_model.mlir");
+    std::ofstream(proj) << text.substr(0, text.find("func.func @small"));  // the tuned f16 GEMM alone
+  }
+  Outcome c = tune("compile " + proj + " --db " + db + " --target h100 -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  Outcome low = lowerWithSextantOpt(proj, lib, pipeline, lowered);
+  ASSERT_EQ(low.code, 0) << low.err;
+  EXPECT_FALSE(binaryOf(slurp(out), "proj", "_wgmma_module").empty());
+  EXPECT_TRUE(binaryOf(slurp(out), "proj", "_wgmma_module") == binaryOf(slurp(lowered), "proj", "_wgmma_module"))
+      << "tune compile and sextant-opt differ";
+  std::string ptx = slurp(out + ".proj.ptx");
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned"), std::string::npos);
+  EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
   for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
   removeDb(db);
 }
