@@ -7,7 +7,7 @@
 // gpu-matrix-units.md), so the kernel is written here, in the form of the upstream sm_90
 // integration tests (llvm-project mlir/test/Integration/GPU/CUDA/sm90/
 // gemm_f32_f16_f16_128x128x128.mlir and python/tools/matmulBuilder.py), generalised to a grid of
-// block_m x block_n tiles, 1-4 consumer warpgroups and 1-4 stages:
+// block_m x block_n tiles, 1-4 consumer warpgroups and 2-4 stages:
 //
 //   thread 0: init one mbarrier per stage; prefetch both TMA descriptors; barrier
 //   thread 0: for the first `stages` K tiles: expect_tx(bytes of A+B tile), TMA A (block_m x 64)
@@ -199,7 +199,8 @@ Status checkWgmmaParams(const WgmmaParams& p) {
   if (p.block_n < 64 || p.block_n > 256 || p.block_n % 64) return Error{"wgmma: block_n must be 64, 128, 192 or 256"};
   if ((p.wg_m != 64 && p.wg_m != 128) || p.block_m % p.wg_m || p.block_m / p.wg_m > 4)
     return Error{"wgmma: rows per warpgroup must be 64 or 128 and divide block_m into at most 4 warpgroups"};
-  if (p.stages < 1 || p.stages > 8) return Error{"wgmma: 1 to 8 stages"};
+  // Step k refills the stage step k-1 read: with one stage, step k would wait for a tile never loaded.
+  if (p.stages < 2 || p.stages > 8) return Error{"wgmma: 2 to 8 stages"};
   if (p.m % p.block_m || p.n % p.block_n || p.k % 64)
     return Error{"wgmma: M, N must be multiples of the block tile and K of 64 (" + std::to_string(p.m) + "x" +
                  std::to_string(p.n) + "x" + std::to_string(p.k) + ")"};

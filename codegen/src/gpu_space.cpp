@@ -140,16 +140,20 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                     [](const std::vector<int64_t>& v) {
                       return v[kMma] != 2 || (v[kBM] >= 64 && v[kBN] >= 64 && v[kBK] == 64 && v[kCopy] == 128 && v[kSwz] == 1);
                     }});
-    cons.push_back({"wgmma: warpgroups of 64 or 128 rows (at most 4), at most 128 f32 accumulators per thread",
+    // Registers: about 26 besides the accumulators (ptxas 13.0: 64 -> 90, 128 -> 154); 4 warpgroups
+    // (512 threads) leave 128 per thread of the SM's 64 Ki, so at most 64 accumulators there.
+    cons.push_back({"wgmma: warpgroups of 64 or 128 rows (at most 4), at most 128 f32 accumulators per thread "
+                    "(64 with 4 warpgroups)",
                     {kBM, kBN, kMma, kWM, kWN},
                     [](const std::vector<int64_t>& v) {
                       if (v[kMma] != 2) return true;
                       if (v[kWN] != 8 || (v[kWM] != 16 && v[kWM] != 64)) return false;
-                      int64_t wg_m = v[kWM] == 64 ? 64 : std::min<int64_t>(v[kBM], 128);
-                      return v[kBM] % wg_m == 0 && v[kBM] / wg_m <= 4 && wg_m * v[kBN] / 128 <= 128;
+                      int64_t wg_m = v[kWM] == 64 ? 64 : std::min<int64_t>(v[kBM], 128), wgs = v[kBM] / wg_m;
+                      return v[kBM] % wg_m == 0 && wgs <= 4 && wg_m * v[kBN] / 128 <= (wgs == 4 ? 64 : 128);
                     }});
-    cons.push_back({"4 stages only with wgmma", {kMma, kPipe},
-                    [](const std::vector<int64_t>& v) { return v[kPipe] <= 3 || v[kMma] == 2; }});
+    // wgmma refills the stage of step k-1 during step k: one stage would wait for a tile never loaded.
+    cons.push_back({"4 stages only with wgmma; wgmma: at least 2 stages", {kMma, kPipe},
+                    [](const std::vector<int64_t>& v) { return v[kMma] == 2 ? v[kPipe] >= 2 : v[kPipe] <= 3; }});
   }
   cons.push_back({"unused thread knobs stay at their first value (mma)", {kMma, kTM, kTN},
                   [](const std::vector<int64_t>& v) { return v[kMma] == 0 || (v[kTM] == 2 && v[kTN] == 1); }});

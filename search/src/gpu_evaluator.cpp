@@ -222,6 +222,15 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     } else {
       stats["resources_error"] = c.res_error;
     }
+    if (!c.have_res && c.res_error.rfind("ptxas failed", 0) == 0) {
+      // The assembler refused the PTX (e.g. more registers than the block size allows): it
+      // cannot be loaded as analysed, so it is not measured (the driver's JIT would refuse it too).
+      stats["preflight"] = "not run: ptxas failed";
+      e.stats = stats.dump();
+      e.status = "compile_error";
+      e.message = c.res_error.substr(0, 2000);
+      continue;
+    }
     stats["preflight"] = pf.ok ? "passed" : "rejected: " + pf.reason;
     e.stats = stats.dump();
     if (!pf.ok) {
