@@ -107,6 +107,7 @@ struct WgmmaParams {
   int64_t m = 0, n = 0, k = 0;     // read from the function by the rewrite
   std::string elem = "f16";        // f16 or bf16
   int64_t block_m = 128, block_n = 128, wg_m = 128, stages = 3;
+  bool warp_specialize = false;    // one more warpgroup issues the TMA loads (full/empty mbarriers)
 };
 Status checkWgmmaParams(const WgmmaParams& p);
 std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname);

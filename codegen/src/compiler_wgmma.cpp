@@ -18,6 +18,12 @@
 //                  barrier; thread 0 refills the stage of step k-1 with K tile k-1+stages
 //   wait for every wgmma group; each warpgroup stores its wg_m x block_n accumulator to C.
 //
+// Warp-specialised (warp_specialize, after matmulBuilder.py's variant, without setmaxnreg): one
+// more warpgroup whose first thread issues every TMA load, waiting on an "empty" mbarrier per stage
+// (all consumer threads arrive on it when the wgmma of that stage's step has finished) before it
+// refills a stage; the consumer warpgroups only wait on the "full" mbarriers, never at a block
+// barrier.
+//
 // The tensor maps (CUtensorMap) are created on the host: in a compiled module by
 // nvgpu.tma.create.descriptor (MLIR's CUDA runtime wrappers), for the tuner by tune-runner from
 // the parameters recorded in the bundle ("tmap:..." kernel arguments, compiler_gpu.cpp). The
@@ -49,7 +55,7 @@
 namespace sextant::detail {
 
 std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname) {
-  const int64_t wgs = p.block_m / p.wg_m, threads = 128 * wgs, nk = p.k / 64;
+  const int64_t wgs = p.block_m / p.wg_m + (p.warp_specialize ? 1 : 0), threads = 128 * wgs, nk = p.k / 64;
   const int64_t a_bytes = p.block_m * 64 * 2, b_bytes = 64 * p.block_n * 2, stage = a_bytes + b_bytes;
   const int64_t total = p.stages * stage;
   const std::string dt = p.elem, ws = "#gpu.address_space<workgroup>";
@@ -104,70 +110,114 @@ std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname) {
   for (int64_t j = 0; j < p.block_n / 64; ++j) cs.push_back({"cB" + std::to_string(j), j * 64 * 64 * 2});
   for (int64_t j = 0; j < p.block_n / 64; ++j) cs.push_back({"cN" + std::to_string(j), j * 64});
   for (auto& [n, v] : cs) o << I << "%" << n << " = arith.constant " << v << " : index\n";
+  const int64_t consumers = p.block_m / p.wg_m;
   o << I << "%tid = gpu.thread_id x\n"
     << I << "%bx = gpu.block_id x\n"
     << I << "%by = gpu.block_id y\n"
     << I << "%g = memref.get_global @sextant_wgmma_smem : memref<0xi8, " << ws << ">\n"
     << I << "%smem = memref.reinterpret_cast %g to offset: [0], sizes: [" << total << "], strides: [1] : memref<0xi8, "
     << ws << "> to " << smem << "\n"
-    << I << "%bar = nvgpu.mbarrier.create -> " << bar << "\n"
-    << I << "%is0 = arith.cmpi eq, %tid, %c0 : index\n"
+    << I << "%bar = nvgpu.mbarrier.create -> " << bar << "\n";
+  if (p.warp_specialize)  // stage s free again: every consumer thread has arrived
+    o << I << "%empty = nvgpu.mbarrier.create -> " << bar << "\n"
+      << I << "%cConsumerThreads = arith.constant " << 128 * consumers << " : index\n";
+  o << I << "%is0 = arith.cmpi eq, %tid, %c0 : index\n"
     << I << "%m0 = arith.muli %by, %cBM : index\n"
     << I << "%n0 = arith.muli %bx, %cBN : index\n"
     << I << "scf.if %is0 {\n"
     << I << "  scf.for %s = %c0 to %cS step %c1 {\n"
-    << I << "    nvgpu.mbarrier.init %bar[%s], %c1 : " << bar << "\n"
-    << I << "  }\n"
+    << I << "    nvgpu.mbarrier.init %bar[%s], %c1 : " << bar << "\n";
+  if (p.warp_specialize) o << I << "    nvgpu.mbarrier.init %empty[%s], %cConsumerThreads : " << bar << "\n";
+  o << I << "  }\n"
     << I << "  nvgpu.tma.prefetch.descriptor %descA : " << tmA << "\n"
     << I << "  nvgpu.tma.prefetch.descriptor %descB : " << tmB << "\n"
     << I << "}\n"
     << I << "gpu.barrier\n"
-    << I << "scf.if %is0 {\n"
-    << I << "  scf.for %s = %c0 to %cPro step %c1 {\n";
-  loads(I + "    ", "%s", "%s");
-  o << I << "  }\n"
-    << I << "}\n"
-    << I << "%wg = arith.divui %tid, %c128 : index\n"
-    << I << "%aRow = arith.muli %wg, %cWM : index\n"
-    << I << "%aOff = arith.muli %aRow, %c128 : index\n"
-    << I << "%acc0 = nvgpu.warpgroup.mma.init.accumulator -> " << acc << "\n"
-    << I << "%res = scf.for %i = %c0 to %cNK step %c1 iter_args(%acc = %acc0) -> (" << acc << ") {\n";
-  const std::string J = I + "  ";
-  o << J << "%s = arith.remui %i, %cS : index\n"
-    << J << "%round = arith.divui %i, %cS : index\n"
-    << J << "%r64 = arith.index_cast %round : index to i64\n"
-    << J << "%parity = arith.trunci %r64 : i64 to i1\n"
-    << J << "nvgpu.mbarrier.try_wait.parity %bar[%s], %parity, %ticks : " << bar << "\n"
-    << J << "%sa = arith.muli %s, %cStage : index\n"
-    << J << "%sa2 = arith.addi %sa, %aOff : index\n"
-    << J << "%sb = arith.addi %sa, %cABytes : index\n"
-    << J << "%ta = memref.view %smem[%sa2][] : " << smem << " to " << tileA << "\n"
-    << J << "%tb = memref.view %smem[%sb][] : " << smem << " to " << tileB << "\n"
-    << J << "%dA = nvgpu.warpgroup.generate.descriptor %ta, %descA : " << tileA << ", " << tmA
-    << " -> !nvgpu.warpgroup.descriptor<tensor = " << tileA << ">\n"
-    << J << "%dB = nvgpu.warpgroup.generate.descriptor %tb, %descB : " << tileB << ", " << tmB
-    << " -> !nvgpu.warpgroup.descriptor<tensor = " << tileB << ">\n"
-    << J << "%acc2 = nvgpu.warpgroup.mma %dA, %dB, %acc {transposeB, waitGroup = 1 : i64} : !nvgpu.warpgroup.descriptor<tensor = "
-    << tileA << ">, !nvgpu.warpgroup.descriptor<tensor = " << tileB << ">, " << acc << " -> " << acc << "\n"
-    << J << "gpu.barrier\n"
-    << J << "%ge1 = arith.cmpi uge, %i, %c1 : index\n"
-    << J << "%prev = arith.subi %i, %c1 : index\n"
-    << J << "%nxt = arith.addi %prev, %cS : index\n"
-    << J << "%inr = arith.cmpi ult, %nxt, %cNK : index\n"
-    << J << "%ok1 = arith.andi %ge1, %inr : i1\n"
-    << J << "%ok2 = arith.andi %ok1, %is0 : i1\n"
-    << J << "scf.if %ok2 {\n"
-    << J << "  %ps = arith.remui %prev, %cS : index\n";
-  loads(J + "  ", "%ps", "%nxt");
-  o << J << "}\n"
-    << J << "scf.yield %acc2 : " << acc << "\n"
-    << I << "}\n"
-    << I << "nvvm.wgmma.wait.group.sync.aligned 0\n"
-    << I << "%cm = arith.addi %m0, %aRow : index\n"
-    << I << "%csub = memref.subview %C[%cm, %n0] [" << p.wg_m << ", " << p.block_n << "] [1, 1] : " << cT << " to "
-    << cSub << "\n"
-    << I << "nvgpu.warpgroup.mma.store %res, %csub : " << acc << " to " << cSub << "\n"
-    << I << "gpu.return\n"
+    << I << "%wg = arith.divui %tid, %c128 : index\n";
+  // The consumers' K loop at indentation C: wait for the stage, wgmma over it (the op then waits
+  // until at most one wgmma group is pending: step i-1's has finished), release step i-1's stage.
+  auto consumerLoop = [&](const std::string& C) {
+    const std::string J = C + "  ";
+    o << C << "%aRow = arith.muli %wg, %cWM : index\n"
+      << C << "%aOff = arith.muli %aRow, %c128 : index\n"
+      << C << "%acc0 = nvgpu.warpgroup.mma.init.accumulator -> " << acc << "\n"
+      << C << "%res = scf.for %i = %c0 to %cNK step %c1 iter_args(%acc = %acc0) -> (" << acc << ") {\n"
+      << J << "%s = arith.remui %i, %cS : index\n"
+      << J << "%round = arith.divui %i, %cS : index\n"
+      << J << "%r64 = arith.index_cast %round : index to i64\n"
+      << J << "%parity = arith.trunci %r64 : i64 to i1\n"
+      << J << "nvgpu.mbarrier.try_wait.parity %bar[%s], %parity, %ticks : " << bar << "\n"
+      << J << "%sa = arith.muli %s, %cStage : index\n"
+      << J << "%sa2 = arith.addi %sa, %aOff : index\n"
+      << J << "%sb = arith.addi %sa, %cABytes : index\n"
+      << J << "%ta = memref.view %smem[%sa2][] : " << smem << " to " << tileA << "\n"
+      << J << "%tb = memref.view %smem[%sb][] : " << smem << " to " << tileB << "\n"
+      << J << "%dA = nvgpu.warpgroup.generate.descriptor %ta, %descA : " << tileA << ", " << tmA
+      << " -> !nvgpu.warpgroup.descriptor<tensor = " << tileA << ">\n"
+      << J << "%dB = nvgpu.warpgroup.generate.descriptor %tb, %descB : " << tileB << ", " << tmB
+      << " -> !nvgpu.warpgroup.descriptor<tensor = " << tileB << ">\n"
+      << J << "%acc2 = nvgpu.warpgroup.mma %dA, %dB, %acc {transposeB, waitGroup = 1 : i64} : "
+      << "!nvgpu.warpgroup.descriptor<tensor = " << tileA << ">, !nvgpu.warpgroup.descriptor<tensor = " << tileB
+      << ">, " << acc << " -> " << acc << "\n"
+      << J << "%ge1 = arith.cmpi uge, %i, %c1 : index\n"
+      << J << "%prev = arith.subi %i, %c1 : index\n";
+    if (p.warp_specialize) {
+      o << J << "scf.if %ge1 {\n"
+        << J << "  %ps = arith.remui %prev, %cS : index\n"
+        << J << "  %token = nvgpu.mbarrier.arrive %empty[%ps] : " << bar << " -> !nvgpu.mbarrier.token\n"
+        << J << "}\n";
+    } else {  // all threads past step i-1's wgmma, then thread 0 refills its stage
+      o << J << "gpu.barrier\n"
+        << J << "%nxt = arith.addi %prev, %cS : index\n"
+        << J << "%inr = arith.cmpi ult, %nxt, %cNK : index\n"
+        << J << "%ok1 = arith.andi %ge1, %inr : i1\n"
+        << J << "%ok2 = arith.andi %ok1, %is0 : i1\n"
+        << J << "scf.if %ok2 {\n"
+        << J << "  %ps = arith.remui %prev, %cS : index\n";
+      loads(J + "  ", "%ps", "%nxt");
+      o << J << "}\n";
+    }
+    o << J << "scf.yield %acc2 : " << acc << "\n"
+      << C << "}\n"
+      << C << "nvvm.wgmma.wait.group.sync.aligned 0\n"
+      << C << "%cm = arith.addi %m0, %aRow : index\n"
+      << C << "%csub = memref.subview %C[%cm, %n0] [" << p.wg_m << ", " << p.block_n << "] [1, 1] : " << cT << " to "
+      << cSub << "\n"
+      << C << "nvgpu.warpgroup.mma.store %res, %csub : " << acc << " to " << cSub << "\n";
+  };
+  if (p.warp_specialize) {
+    // The last warpgroup produces: its first thread loads K tile k into stage k % stages once the
+    // consumers have released the stage's previous tile (k - stages).
+    o << I << "%cConsumers = arith.constant " << consumers << " : index\n"
+      << I << "%isProducer = arith.cmpi eq, %wg, %cConsumers : index\n"
+      << I << "scf.if %isProducer {\n"
+      << I << "  %leader = arith.cmpi eq, %tid, %cConsumerThreads : index\n"
+      << I << "  scf.if %leader {\n"
+      << I << "    scf.for %k = %c0 to %cNK step %c1 {\n"
+      << I << "      %s = arith.remui %k, %cS : index\n"
+      << I << "      %round = arith.divui %k, %cS : index\n"
+      << I << "      %again = arith.cmpi uge, %k, %cS : index\n"
+      << I << "      scf.if %again {\n"
+      << I << "        %r1 = arith.addi %round, %c1 : index\n"
+      << I << "        %r64 = arith.index_cast %r1 : index to i64\n"
+      << I << "        %parity = arith.trunci %r64 : i64 to i1\n"
+      << I << "        nvgpu.mbarrier.try_wait.parity %empty[%s], %parity, %ticks : " << bar << "\n"
+      << I << "      }\n";
+    loads(I + "      ", "%s", "%k");
+    o << I << "    }\n"
+      << I << "  }\n"
+      << I << "} else {\n";
+    consumerLoop(I + "  ");
+    o << I << "}\n";
+  } else {
+    o << I << "scf.if %is0 {\n"
+      << I << "  scf.for %s = %c0 to %cPro step %c1 {\n";
+    loads(I + "    ", "%s", "%s");
+    o << I << "  }\n"
+      << I << "}\n";
+    consumerLoop(I);
+  }
+  o << I << "gpu.return\n"
     << "  }\n"
     << "}\n";
   // The host side: tensor maps (box sizes outermost first), the launch.
@@ -339,6 +389,9 @@ struct WgmmaGemmPass : public PassWrapper<WgmmaGemmPass, OperationPass<>> {
                           llvm::cl::init(128)};
   Option<int64_t> wg_m{*this, "warpgroup-m", llvm::cl::desc("rows of C per warpgroup (64, 128)"), llvm::cl::init(128)};
   Option<int64_t> stages{*this, "stages", llvm::cl::desc("TMA stages in shared memory"), llvm::cl::init(3)};
+  Option<bool> warp_specialize{*this, "warp-specialize",
+                               llvm::cl::desc("one more warpgroup issues the TMA loads (full/empty mbarriers)"),
+                               llvm::cl::init(false)};
 
   void runOnOperation() override {
     std::vector<func::FuncOp> fns;
@@ -354,6 +407,7 @@ struct WgmmaGemmPass : public PassWrapper<WgmmaGemmPass, OperationPass<>> {
     }
     WgmmaParams p;
     p.block_m = block_m, p.block_n = block_n, p.wg_m = wg_m, p.stages = stages;
+    p.warp_specialize = warp_specialize;
     for (auto f : fns) {
       std::string err;
       if (!rewriteFunctionToWgmma(f, p, err)) {

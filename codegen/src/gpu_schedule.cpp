@@ -29,11 +29,12 @@ const char* H = "!transform.any_op";
 std::string wgmmaPass(const std::string& I, const GpuPlan& p, const std::string& target, const std::string& result) {
   std::ostringstream o;
   o << I << "// Hopper: TMA loads (" << p.pipeline << " stages, 128-byte swizzle, mbarriers) + wgmma.mma_async, "
-    << p.threads / 128 << " warpgroup(s) of " << p.warpgroup_m << " rows (Sextant's own pass, sm_90a;\n"
+    << p.block_m / p.warpgroup_m << " warpgroup(s) of " << p.warpgroup_m << " rows"
+    << (p.warp_specialize ? " + a TMA producer warpgroup" : "") << " (Sextant's own pass, sm_90a;\n"
     << I << "// tune compile and sextant-opt have it, a stock mlir-opt does not).\n"
     << I << "%" << result << " = transform.apply_registered_pass \"sextant-wgmma-gemm\" with options = { \"block-m\" = "
     << p.block_m << ", \"block-n\" = " << p.block_n << ", \"warpgroup-m\" = " << p.warpgroup_m << ", \"stages\" = "
-    << p.pipeline << " } to %" << target << " : (" << H << ") -> " << H << "\n";
+    << p.pipeline << (p.warp_specialize ? ", \"warp-specialize\" = true" : "") << " } to %" << target << " : (" << H << ") -> " << H << "\n";
   return o.str();
 }
 

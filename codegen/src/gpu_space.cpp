@@ -12,9 +12,28 @@ namespace sextant {
 
 namespace {
 
-enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kNumKnobs };
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kNumKnobs };
 const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
-                                 "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad"};
+                                 "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad",
+                                 "warp_specialize"};
+
+// wgmma: rows of C per consumer warpgroup, consumer warpgroups, threads (one more warpgroup, the
+// TMA producer, when warp-specialised) and whether the accumulators fit the registers: about 30
+// registers besides them (ptxas 13.0: 64 -> 90, 128 -> 154), within 255 and the block's share of
+// the SM's 64 Ki (65536 / threads, in steps of 8).
+struct WgmmaShape {
+  int64_t wg_m = 0, consumers = 0, threads = 0;
+  bool fits = false;
+};
+WgmmaShape wgmmaShape(int64_t block_m, int64_t block_n, int64_t warp_m, bool ws) {
+  WgmmaShape s;
+  s.wg_m = warp_m == 64 ? 64 : std::min<int64_t>(block_m, 128);
+  s.consumers = block_m / s.wg_m;
+  s.threads = 128 * (s.consumers + (ws ? 1 : 0));
+  const int64_t acc = s.wg_m * block_n / 128, budget = std::min<int64_t>(255, 65536 / s.threads / 8 * 8);
+  s.fits = block_m % s.wg_m == 0 && s.consumers <= 4 && acc <= 128 && acc + 30 <= budget;
+  return s;
+}
 
 std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim) {
   std::vector<int64_t> out;
@@ -122,11 +141,15 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
              0};
   k[kPad] = {kNames[kPad], amd && mfma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
              "MFMA: 1: LDS operand rows padded by 8 bytes (against bank conflicts of the per-lane reads); 0: unpadded", 0};
+  k[kWs] = {kNames[kWs], wgmma_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+            "wgmma: 1: warp-specialised, one more warpgroup issues the TMA loads against full/empty mbarriers and "
+            "the consumer warpgroups never wait at a block barrier; 0: thread 0 of the consumers issues them",
+            0};
   for (auto& kn : k)
     if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
 
   std::vector<Constraint> cons;
-  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad};
+  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs};
   cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
                   [w](const std::vector<int64_t>& v) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
@@ -140,16 +163,13 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                     [](const std::vector<int64_t>& v) {
                       return v[kMma] != 2 || (v[kBM] >= 64 && v[kBN] >= 64 && v[kBK] == 64 && v[kCopy] == 128 && v[kSwz] == 1);
                     }});
-    // Registers: about 26 besides the accumulators (ptxas 13.0: 64 -> 90, 128 -> 154); 4 warpgroups
-    // (512 threads) leave 128 per thread of the SM's 64 Ki, so at most 64 accumulators there.
-    cons.push_back({"wgmma: warpgroups of 64 or 128 rows (at most 4), at most 128 f32 accumulators per thread "
-                    "(64 with 4 warpgroups)",
-                    {kBM, kBN, kMma, kWM, kWN},
+    cons.push_back({"wgmma: consumer warpgroups of 64 or 128 rows (at most 4), at most 128 f32 accumulators per "
+                    "thread, within the registers the block's size leaves",
+                    {kBM, kBN, kMma, kWM, kWN, kWs},
                     [](const std::vector<int64_t>& v) {
-                      if (v[kMma] != 2) return true;
+                      if (v[kMma] != 2) return v[kWs] == 0;
                       if (v[kWN] != 8 || (v[kWM] != 16 && v[kWM] != 64)) return false;
-                      int64_t wg_m = v[kWM] == 64 ? 64 : std::min<int64_t>(v[kBM], 128), wgs = v[kBM] / wg_m;
-                      return v[kBM] % wg_m == 0 && wgs <= 4 && wg_m * v[kBN] / 128 <= (wgs == 4 ? 64 : 128);
+                      return wgmmaShape(v[kBM], v[kBN], v[kWM], v[kWs] == 1).fits;
                     }});
     // wgmma refills the stage of step k-1 during step k: one stage would wait for a tile never loaded.
     cons.push_back({"4 stages only with wgmma; wgmma: at least 2 stages", {kMma, kPipe},
@@ -218,10 +238,12 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
     // (64 x block_n) tiles in dynamic shared memory, plus 1 KiB of static shared memory (the
     // mbarriers, padded to the tiles' 1024-byte alignment; ptxas reports it so).
     p.wgmma = true;
-    p.warpgroup_m = v[kWM] == 64 ? 64 : std::min<int64_t>(p.block_m, 128);
+    p.warp_specialize = v[kWs] == 1;
+    WgmmaShape ws = wgmmaShape(p.block_m, p.block_n, v[kWM], p.warp_specialize);
+    p.warpgroup_m = ws.wg_m;
     if (p.block_m % p.warpgroup_m || p.block_k != 64 || p.block_n % 64)
       return Error{"wgmma: the block tile does not split into warpgroups and TMA boxes"};
-    p.threads = 128 * (p.block_m / p.warpgroup_m);
+    p.threads = ws.threads;
     p.block_dims = {p.threads, 1, 1};
     p.smem_bytes = p.pipeline * (p.block_m + p.block_n) * 64 * dtypeBytes(w.a_type) + 1024;
     p.dynamic_smem = true;
@@ -298,7 +320,7 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
 
 Candidate defaultGpuCandidate(const Space& space) {
   // The nearest valid point to a common hand-written starting point.
-  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0};
+  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0};
   const auto& k = space.knobs();
   Candidate best;
   double best_d = 1e300;

@@ -109,7 +109,9 @@ std::vector<std::string> gpuGemmFeatureNames() {
           "smem_share", "occupancy", "log_blocks", "waves", "wave_tail", "intensity", "log_outputs_per_lane",
           "log_k_steps", "log_m", "log_n", "log_k", "input_bytes", "registers", "spill_bytes", "known_regs",
           // MFMA (gfx942): the intrinsic and the LDS operand layout
-          "mfma_16x16x16", "lds_k_major", "lds_pad"};
+          "mfma_16x16x16", "lds_k_major", "lds_pad",
+          // Hopper (sm_90a): warpgroup MMA fed by TMA, and its warp-specialised form
+          "wgmma", "warp_specialized"};
 }
 
 std::vector<float> gpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c,
@@ -135,7 +137,8 @@ std::vector<float> gpuGemmFeatures(const GemmWorkload& w, const Space& space, co
        float(2.0 * p.block_m * p.block_n * p.block_k / std::max(1.0, staged)), l2(outputs_per_lane),
        l2(double(w.k / p.block_k)), l2(double(w.m)), l2(double(w.n)), l2(double(w.k)), float(dtypeBytes(w.a_type)),
        float(registers), float(spill_bytes), registers >= 0 ? 1.f : 0.f,
-       p.mfma.m == 16 ? 1.f : 0.f, p.lds_k_major ? 1.f : 0.f, p.lds_pad > 0 ? 1.f : 0.f};
+       p.mfma.m == 16 ? 1.f : 0.f, p.lds_k_major ? 1.f : 0.f, p.lds_pad > 0 ? 1.f : 0.f,
+       p.wgmma ? 1.f : 0.f, p.warp_specialize ? 1.f : 0.f};
   return f;
 }
 

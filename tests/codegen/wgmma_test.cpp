@@ -22,10 +22,10 @@ namespace {
 
 const std::string kF16 = "gemm:NN:256x512x512:f16*f16->f32";
 
-std::string knobs(int bm, int bn, int warp_m, int stages) {
+std::string knobs(int bm, int bn, int warp_m, int stages, int ws = 0) {
   return "block_m=" + std::to_string(bm) + ",block_n=" + std::to_string(bn) + ",block_k=64,mma=2,warp_m=" +
          std::to_string(warp_m) + ",warp_n=8,thread_m=2,thread_n=1,copy_bits=128,pipeline=" + std::to_string(stages) +
-         ",swizzle=1";
+         ",swizzle=1,warp_specialize=" + std::to_string(ws);
 }
 
 // ptxas as the pre-flight runs it (arch sm_90: runPtxas picks sm_90a from the PTX).
@@ -68,22 +68,26 @@ TEST(Wgmma, SpaceHasTheRouteOnSm90ForF16AndBf16NNOnly) {
     ASSERT_TRUE(p.ok());
     if (!p->wgmma) continue;
     auto kv = s.knobMap(c);
-    in_space.insert(knobs(int(kv["block_m"]), int(kv["block_n"]), int(kv["warp_m"]), int(kv["pipeline"])));
-    EXPECT_EQ(p->threads, 128 * p->block_m / p->warpgroup_m);
+    in_space.insert(knobs(int(kv["block_m"]), int(kv["block_n"]), int(kv["warp_m"]), int(kv["pipeline"]),
+                          int(kv["warp_specialize"])));
+    EXPECT_EQ(p->threads, 128 * (p->block_m / p->warpgroup_m + (p->warp_specialize ? 1 : 0)));
     EXPECT_EQ(p->smem_bytes, p->pipeline * (p->block_m + p->block_n) * 128 + 1024);
   }
   std::set<std::string> brute;
   for (int bm : {64, 128, 256})
     for (int bn : {64, 128, 256})
       for (int wm : {16, 64})
-        for (int st = 2; st <= 4; ++st) {  // one stage cannot refill ahead
-          int wg_m = wm == 64 ? 64 : std::min(bm, 128);
-          bool ok = bm / wg_m <= 4 && wg_m * bn / 128 <= (bm / wg_m == 4 ? 64 : 128) && st <= 256 / 64 &&
-                    st * (bm + bn) * 128 + 1024 <= h100.smem_per_block_bytes;
-          if (ok) brute.insert(knobs(bm, bn, wm, st));
-        }
+        for (int st = 2; st <= 4; ++st)  // one stage cannot refill ahead
+          for (int ws : {0, 1}) {
+            int wg_m = wm == 64 ? 64 : std::min(bm, 128), threads = 128 * (bm / wg_m + ws);
+            // registers: the accumulators + about 30, within 255 and 64 Ki / threads (multiple of 8)
+            int acc = wg_m * bn / 128, budget = std::min(255, 65536 / threads / 8 * 8);
+            bool ok = bm / wg_m <= 4 && acc <= 128 && acc + 30 <= budget && st <= 256 / 64 &&
+                      st * (bm + bn) * 128 + 1024 <= h100.smem_per_block_bytes;
+            if (ok) brute.insert(knobs(bm, bn, wm, st, ws));
+          }
   EXPECT_EQ(in_space, brute);
-  EXPECT_GT(brute.size(), 30u);
+  EXPECT_GT(brute.size(), 60u);
 }
 
 TEST(Wgmma, F16KernelHasTmaMbarriersAndWgmma) {
@@ -117,6 +121,26 @@ TEST(Wgmma, Bf16AndFourWarpgroups) {
   EXPECT_EQ(b.info.block[0], 512);
   EXPECT_EQ(b.info.args[0], "tmap:A:bf16:dims=512,256:stride=1024:box=64,256:swizzle=128");
   assemble(b, 255);
+}
+
+// Warp-specialised: a producer warpgroup behind the consumers (384 threads for 2 consumers), full
+// and empty mbarriers per stage, the consumers' release an mbarrier arrive, no block barrier in the
+// K loop (the only bar.sync is the one after the mbarrier initialisation).
+TEST(Wgmma, WarpSpecialisedKernel) {
+  Built b = build("h100", kF16, knobs(256, 128, 16, 4, 1));
+  ASSERT_TRUE(b.out.ok) << b.out.stage << ": " << b.out.message;
+  EXPECT_EQ(b.info.block[0], 384);
+  EXPECT_EQ(b.plan.threads, 384);
+  EXPECT_EQ(count(b.object, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 8);
+  EXPECT_EQ(count(b.object, "mbarrier.init.shared.b64"), 8);  // 4 full + 4 empty
+  EXPECT_GT(count(b.object, "mbarrier.arrive.shared.b64"), 0);
+  EXPECT_EQ(count(b.object, "bar.sync"), 1);
+  EXPECT_GT(count(b.object, "cp.async.bulk.tensor.2d"), 0);
+  assemble(b, 168);  // 65536 / 384 threads
+  Built plain = build("h100", kF16, knobs(256, 128, 16, 4, 0));
+  ASSERT_TRUE(plain.out.ok) << plain.out.message;
+  EXPECT_EQ(plain.info.block[0], 256);
+  EXPECT_GT(count(plain.object, "bar.sync"), 1);  // the per-step barrier before a refill
 }
 
 // What the rewrite refuses, with the reason: an NT GEMM, and K not a multiple of 64.

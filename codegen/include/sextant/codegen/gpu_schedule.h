@@ -34,7 +34,8 @@ struct GpuPlan {
   bool mma = false;                       // matrix units: mma.sync or wgmma (NVIDIA), MFMA (AMD)
   bool wgmma = false;                     // NVIDIA sm_90a, knob mma = 2: TMA + wgmma (compiler_wgmma.cpp);
                                           // block_k 64, `pipeline` TMA stages, warpgroup_m rows per warpgroup
-  int64_t warpgroup_m = 0;
+  int64_t warpgroup_m = 0;                // rows of C per consumer warpgroup
+  bool warp_specialize = false;           // wgmma: one more warpgroup issues the TMA loads
   MfmaIntrinsic mfma;                     // AMD with mma: the intrinsic (m = 0 otherwise)
   int64_t warp_size = 32;                 // lanes per warp / wave
   int64_t warp_m = 0, warp_n = 0, thread_m = 0, thread_n = 0;
