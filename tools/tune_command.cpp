@@ -228,6 +228,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.args_json = argv_json;
   o.final_rounds = a.final_rounds;
   o.final_top_k = a.final_top_k;
+  // The default is one of the trials (tuned >= default); exhaustive keeps the space's order.
+  if (a.study == 0 && a.strategy != "exhaustive") o.first_candidate = def;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.feature_version = kCpuFeatureVersion;
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };

@@ -36,7 +36,9 @@ std::vector<std::string> cpuGemmFeatureNames() {
           // version 3: packing, the loops above the K chunks, and register tiles whose rows do not
           // divide the block (peeled) (issue #14)
           "pack_b", "pack_a", "outer_order=1", "outer_order=2", "reg_m=6", "reg_m=12", "reg_m=14",
-          "register loop over M peeled"};
+          "register loop over M peeled",
+          // version 4: the GEMV route (M = 1, NT; issue #14)
+          "gemv", "log2 gemv rows", "gemv vectors per row"};
 }
 
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
@@ -100,7 +102,10 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(double(std::max(1, cpu.logical_cores))),
           // version 3
           is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2),
-          is(rm == 6), is(rm == 12), is(rm == 14), is(v[0] % v[3] != 0)};
+          is(rm == 6), is(rm == 12), is(rm == 14), is(v[0] % v[3] != 0),
+          // version 4
+          is(knob("gemv") == 1), knob("gemv") == 1 ? lg(double(knob("gemv_rows"))) : 0.f,
+          knob("gemv") == 1 ? float(double(knob("gemv_k")) / vw) : 0.f};
 }
 
 std::vector<std::string> gpuGemmFeatureNames() {

@@ -274,7 +274,16 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   while (done < o.trials && !stop.load()) {
     if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) break;
     size_t n = size_t(std::min<int64_t>(o.batch, o.trials - done));
-    auto batch = (*strategy)->propose(ctx.space, tried, n);
+    std::vector<Candidate> batch;
+    if (o.first_candidate && !tried.count(ctx.space.encode(*o.first_candidate)) && ctx.space.isValid(*o.first_candidate)) {
+      batch.push_back(*o.first_candidate);
+      tried.insert(ctx.space.encode(*o.first_candidate));  // not proposed again by the strategy
+      --n;
+    }
+    if (n > 0) {
+      auto proposed = (*strategy)->propose(ctx.space, tried, n);
+      batch.insert(batch.end(), proposed.begin(), proposed.end());
+    }
     if (batch.empty()) {
       sum.exhausted = true;
       break;

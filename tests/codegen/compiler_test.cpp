@@ -297,6 +297,65 @@ TEST(Compiler, TransposedLayoutsCompileAndVerify) {
   }
 }
 
+// The GEMV route (gemv = 1; M = 1, NT): only there, the GEMM knobs at their first values, its
+// points against a brute force; kernels verified against the reference at several rows, vector
+// widths and K = 176 (11 x 16), on 1 and 2 threads; the default of such a space is a GEMV.
+TEST(Compiler, GemvRouteCompilesAndVerifies) {
+  const HostCpu cpu = hostCpu();
+  const int64_t vw = std::max(4, cpu.f32Lanes());
+  auto space = [&](int64_t m, int64_t n, int64_t k, Layout l, int threads = 1) {
+    GemmWorkload w;
+    w.m = m, w.n = n, w.k = k, w.layout = l;
+    return buildCpuGemmSpace(w, cpu, threads);
+  };
+  auto gemvValues = [](const Space& s) {
+    int i = s.knobIndex("gemv");  // only spaces with the route have the knob
+    return i < 0 ? std::vector<int64_t>{0} : s.knobs()[size_t(i)].values;
+  };
+  EXPECT_LT(space(1, 128, 256, Layout::NN).knobIndex("gemv"), 0);
+  EXPECT_EQ(gemvValues(space(1, 128, 256, Layout::NT)), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(gemvValues(space(1, 128, 256, Layout::NN)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(gemvValues(space(2, 128, 256, Layout::NT)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(gemvValues(space(1, 128, 147, Layout::NT)), (std::vector<int64_t>{0}));
+  Space s = space(1, 256, 512, Layout::NT);
+  int64_t in_space = 0, brute = 0;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    Candidate c = s.at(i);
+    if (s.valueOr(c, "gemv", 0) != 1) continue;
+    ++in_space;
+    for (const char* k : {"tile_k", "reg_m", "reg_n", "unroll_k", "reg_loop_order", "outer_order", "pack_a"})
+      EXPECT_EQ(s.valueOr(c, k, -1), s.knobs()[size_t(s.knobIndex(k))].values.front()) << s.keyOf(c);
+  }
+  for (int64_t tn : s.knobs()[size_t(s.knobIndex("tile_n"))].values)
+    for (int64_t rows : {1, 2, 4, 8})
+      for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
+        brute += 512 % gk == 0 && tn % rows == 0 && rows * (gk / vw) + gk / vw <= cpu.vector_registers;
+  EXPECT_EQ(in_space, brute);
+  EXPECT_EQ(s.valueOr(defaultCpuCandidate(s), "gemv", 0), 1);
+
+  struct Case {
+    int64_t n, k;
+    int threads;
+    int64_t tile_n, rows, gk;
+  };
+  for (const Case& cs : std::vector<Case>{{256, 512, 1, 64, 8, 2 * vw}, {128, 176, 1, 128, 1, vw},
+                                          {256, 512, 2, 64, 4, 4 * vw}, {96, 256, 1, 32, 2, vw}}) {
+    Space sp = space(1, cs.n, cs.k, Layout::NT, cs.threads);
+    std::map<std::string, int64_t> want = {{"gemv", 1}, {"tile_n", cs.tile_n}, {"gemv_rows", cs.rows}, {"gemv_k", cs.gk}};
+    if (cs.threads > 1) want["threads"] = cs.threads;
+    Candidate c = nearestValid(sp, want);
+    ASSERT_EQ(sp.valueOr(c, "gemv", 0), 1);
+    ASSERT_EQ(sp.valueOr(c, "gemv_rows", 0), cs.rows) << sp.keyOf(c);
+    ASSERT_EQ(sp.valueOr(c, "gemv_k", 0), cs.gk) << sp.keyOf(c);
+    GemmWorkload w;
+    w.m = 1, w.n = cs.n, w.k = cs.k, w.layout = Layout::NT;
+    const std::string script = emitCpuGemmSchedule(w, sp, c);
+    EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos);
+    expectCompilesAndVerifies(w, script, sp.keyOf(c),
+                              "gemv-" + std::to_string(cs.n) + "-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + ".so");
+  }
+}
+
 TEST(Compiler, ReadsKnobSelectionsBackFromTheScript) {
   GemmWorkload w;
   w.m = w.n = w.k = 256;

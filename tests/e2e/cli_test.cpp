@@ -58,6 +58,11 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status='ok' AND json_array_length(times) >= 5 "
                          "AND max_abs_err < 0.01 AND gflops > 0"),
             6 - j["failures"].get<int64_t>());
+  // The untuned default is one of the run's trials (the first), so the tuned best cannot be a
+  // schedule slower than it.
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE id = (SELECT min(id) FROM records) AND candidate = '" +
+                         j["default"]["knobs"].get<std::string>() + "'"),
+            1);
   // Final comparison: default, OpenBLAS and the 3 best candidates, each re-measured in 3
   // interleaved rounds; the reported best is the confirmed figure.
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name IN ('default', 'openblas')"), 2);

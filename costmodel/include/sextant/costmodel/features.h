@@ -16,8 +16,9 @@ namespace sextant {
 // features relative to the workload (tile / size, blocks per core) and the machine (L1d, L2,
 // lanes, registers, cores), so that one model serves every shape and CPU. Version 3 adds the
 // packing, loop-order and register-tile knobs of issue #14 (pack_b, pack_a, outer_order 1 and 2,
-// reg_m 6/12/14, a peeled register loop).
-constexpr int kCpuFeatureVersion = 3;
+// reg_m 6/12/14, a peeled register loop). Version 4 adds the GEMV route (gemv, its rows and vector
+// width; 0 for GEMM schedules).
+constexpr int kCpuFeatureVersion = 4;
 std::vector<std::string> cpuGemmFeatureNames();
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu);
 // The CPU that records measured on `llvm_cpu` (LLVM's host CPU name, the records' `device`)

@@ -35,6 +35,9 @@ struct TuneOptions {
   // GPU kernels compiled but never run (earlier --measure none/bundle runs) are proposed again
   // when this run measures on a device; otherwise they count as tried.
   bool measure_unmeasured = false;
+  // Measured in this run's first batch unless the database has it already for this workload (the
+  // untuned default: the search's best is then never a schedule slower than the default it found).
+  std::optional<Candidate> first_candidate;
   // Worker mode (issue #17; `worker` not empty): this run is one worker of study `study_id`, whose
   // `trials` count the records of every worker. Candidates are claimed before they are compiled
   // (leases of `lease_s`, renewed every `heartbeat_s` by a thread on its own connection to
