@@ -131,8 +131,8 @@ TEST(Features, KnownCandidate) {
   EXPECT_FLOAT_EQ(f[15], std::log2(8.f * 2.f));  // 8 x 2 blocks
   EXPECT_FLOAT_EQ(f[19], 10);               // log2 M
   const size_t v3 = 58;  // version 3: pack_b, pack_a, outer_order=1, =2, reg_m=6, =12, =14, peeled
-  ASSERT_EQ(f.size(), v3 + 8);
-  EXPECT_EQ(std::vector<float>(f.begin() + v3, f.end()), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0}));
+  ASSERT_EQ(f.size(), v3 + 8 + 3);  // version 4: gemv, its rows, its vectors per row
+  EXPECT_EQ(std::vector<float>(f.begin() + v3, f.end()), (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
   // The loop order changes what runs in parallel (outer_order 2: only the 2 column blocks), pack_a
   // the row of A as read (tile_k = 128 floats: not a multiple of 4 KiB; K = 1024 floats is).
   EXPECT_FLOAT_EQ(f[50], 1);  // row of A is a multiple of 4 KiB
@@ -140,9 +140,16 @@ TEST(Features, KnownCandidate) {
                        {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"pack_a", 1}, {"outer_order", 2}});
   ASSERT_TRUE(c2.ok()) << c2.error();
   auto g = cpuGemmFeatures(w, s, *c2, cpu);
-  EXPECT_EQ(std::vector<float>(g.begin() + v3, g.end()), (std::vector<float>{1, 1, 0, 1, 1, 0, 0, 1}));
+  EXPECT_EQ(std::vector<float>(g.begin() + v3, g.end()), (std::vector<float>{1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0}));
   EXPECT_FLOAT_EQ(g[15], 1);  // log2 2 blocks
   EXPECT_FLOAT_EQ(g[50], 0);
+  // Version 4: a GEMV (M = 1, NT): 8 rows of B, 32 elements of K (2 vectors of 16) per step.
+  GemmWorkload gv;
+  gv.m = 1, gv.n = 4096, gv.k = 4096, gv.layout = Layout::NT;
+  Space sg = buildCpuGemmSpace(gv, cpu);
+  Candidate cg = nearestValid(sg, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
+  auto h = cpuGemmFeatures(gv, sg, cg, cpu);
+  EXPECT_EQ(std::vector<float>(h.end() - 3, h.end()), (std::vector<float>{1, 3, 2}));
 }
 
 // Issue #11 item 0: a feature constant in the fitted data (the workload's sizes when one workload
