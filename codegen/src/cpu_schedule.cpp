@@ -232,6 +232,19 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   return o.str();
 }
 
+// The loops of %f matched again (canonicalization replaced them), the loop-invariant register
+// tiles hoisted out of them (the accumulators stay in registers across the K loops), then the
+// contractions lowered to FMAs; `also`: more lowering patterns in that last set.
+static std::string hoistAndLowerContractions(const std::string& ind, const std::string& also) {
+  const std::string H = "!transform.any_op";
+  return ind + "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" + H +
+         ") -> !transform.op<\"scf.for\">\n" + ind +
+         "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n" + ind +
+         "transform.apply_patterns to %f {\n" + ind +
+         "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n" + ind +
+         "  transform.apply_patterns.vector.lower_outerproduct\n" + also + ind + "} : " + H + "\n";
+}
+
 // The GEMV route (knob gemv = 1): blocks of tile_n columns of C on the forall, gemv_rows rows of B
 // per step, the K loop a split reduction (transform.structured.tile_reduction_using_for) whose
 // gemv_rows x gemv_k partial sums stay in vector registers, then one reduction per column of C.
@@ -262,14 +275,7 @@ static std::string emitGemvActions(const Space& space, const Candidate& c, const
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
     << ind << "// The partial sums stay in registers across the K loop.\n"
-    << ind << "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" << H
-    << ") -> !transform.op<\"scf.for\">\n"
-    << ind << "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n"
-    << ind << "transform.apply_patterns to %f {\n"
-    << ind << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
-    << ind << "  transform.apply_patterns.vector.lower_outerproduct\n"
-    << ind << "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n"
-    << ind << "} : " << H << "\n";
+    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n");
   return o.str();
 }
 
@@ -335,13 +341,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ind << "} : " << H << "\n"
     << ind << "// Canonicalization replaced the loops: match them again, then keep the C register tile\n"
     << ind << "// in registers across the K loops.\n"
-    << ind << "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" << H
-    << ") -> !transform.op<\"scf.for\">\n"
-    << ind << "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n"
-    << ind << "transform.apply_patterns to %f {\n"
-    << ind << "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n"
-    << ind << "  transform.apply_patterns.vector.lower_outerproduct\n"
-    << ind << "} : " << H << "\n";
+    << hoistAndLowerContractions(ind, "");
   // Last: vectorized earlier, canonicalization would fold a copy back into a slice insertion,
   // which bufferizes to a memrefCopy call.
   for (const PanelCopy& p : copies)
