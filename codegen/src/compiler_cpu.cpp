@@ -24,13 +24,16 @@ namespace {
 // bufferization, then omp.parallel + omp.wsloop; memref lowering runs before scf-to-cf (the loop
 // bodies sit in single-block memref.alloca_scope regions), and the omp ops become __kmpc_* calls
 // in the LLVM IR translation.
-std::string cpuLowering(int threads) {
+std::string cpuLowering(int threads, int64_t prefetch = 0) {
   const bool omp = threads > 1;
   return std::string(
              "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
              // Buffers allocated in a loop (pack_b's panel, once per K chunk) are allocated once
              // before it instead; not out of the forall (one buffer per block and thread).
              "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,") +
+         // The schedule's prefetch distance (compiler_cpu_prefetch.cpp), on memrefs, before the
+         // transfers are lowered.
+         (prefetch > 0 ? "sextant-cpu-prefetch{distance=" + std::to_string(prefetch) + "}," : std::string()) +
          (omp ? "scf-forall-to-parallel," : "scf-forall-to-for,") +
          "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
          (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
@@ -75,6 +78,13 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))
       threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
   });
+  // A prefetch distance asked for by the schedule (the CPU space's "prefetch" knob annotates the
+  // GEMM's function).
+  int64_t prefetch = 0;
+  payloadMod->walk([&](mlir::Operation* op) {
+    if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.prefetch_distance"))
+      prefetch = std::max<int64_t>(prefetch, std::min<int64_t>(n.getInt(), 64));
+  });
   if (threads > 1 && std::string(SEXTANT_LIBOMP).empty())
     return finish("link", "multi-threaded CPU code needs LLVM's OpenMP runtime (libomp), which was not found "
                           "when Sextant was configured (Debian: libomp-dev)");
@@ -85,7 +95,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   });
 
   mlir::PassManager pm(ctx.get());
-  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads), pm)))
+  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
 

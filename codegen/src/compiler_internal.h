@@ -114,6 +114,13 @@ std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname);
 bool rewriteFunctionToWgmma(mlir::Operation* func, const WgmmaParams& opts, std::string& err);
 void registerWgmmaPass();
 
+// Software prefetch for CPU kernels (compiler_cpu_prefetch.cpp): in the innermost loops with FMAs,
+// a memref.prefetch `distance` iterations ahead of each moving vector read (after bufferization,
+// before the transfers are lowered); how many were inserted. Also the pass
+// "sextant-cpu-prefetch{distance=N}" (registerCpuPrefetchPass).
+int64_t insertCpuPrefetches(mlir::Operation* root, int64_t distance);
+void registerCpuPrefetchPass();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

@@ -472,6 +472,7 @@ void sextant::registerSextantPasses() {
     detail::registerBf16MmaPasses();
     detail::registerDynamicSmemPass();
     detail::registerWgmmaPass();
+    detail::registerCpuPrefetchPass();
     return true;
   }();
   (void)done;

@@ -356,6 +356,33 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
   }
 }
 
+// Software prefetch (compiler_cpu_prefetch.cpp; not a knob: no gain measured, docs/search.md): a
+// schedule that annotates its function with sextant.prefetch_distance gets prefetch instructions
+// in the object and still computes the right result (GEMM and GEMV).
+TEST(Compiler, PrefetchAnnotationCompilesAndVerifies) {
+  for (Layout l : {Layout::NN, Layout::NT}) {
+    GemmWorkload w;
+    w.m = l == Layout::NT ? 1 : 64, w.n = 128, w.k = 256, w.layout = l;
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    std::string script = emitCpuGemmSchedule(w, s, defaultCpuCandidate(s));
+    const std::string yield = "    transform.yield\n";
+    script.insert(script.find(yield), "    %pd = transform.param.constant 4 : i64 -> !transform.param<i64>\n"
+                                      "    transform.annotate %f \"sextant.prefetch_distance\" = %pd : "
+                                      "!transform.any_op, !transform.param<i64>\n");
+    std::string so = tmpPath(std::string("prefetch-") + layoutName(l) + ".so");
+    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
+    ASSERT_TRUE(out.ok) << out.stage << ": " << out.message.substr(0, 2000);
+    EXPECT_NE(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d " + so + " | grep -c prefetch"), "0\n")
+        << layoutName(l);
+    auto p = GemmProblem::create(w);
+    ASSERT_TRUE(p.ok());
+    MeasureOptions mo;
+    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+    EXPECT_EQ(measureSharedObject(*p, so, mo).status, MeasureStatus::Ok) << layoutName(l);
+    std::filesystem::remove(so);
+  }
+}
+
 TEST(Compiler, ReadsKnobSelectionsBackFromTheScript) {
   GemmWorkload w;
   w.m = w.n = w.k = 256;
