@@ -128,7 +128,10 @@ std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname) {
     << I << "  scf.for %s = %c0 to %cS step %c1 {\n"
     << I << "    nvgpu.mbarrier.init %bar[%s], %c1 : " << bar << "\n";
   if (p.warp_specialize) o << I << "    nvgpu.mbarrier.init %empty[%s], %cConsumerThreads : " << bar << "\n";
+  // The initialised mbarriers made visible to the TMA unit (the async proxy) before it signals
+  // them, as CUTLASS's fence_barrier_init does.
   o << I << "  }\n"
+    << I << "  nvvm.fence.mbarrier.init\n"
     << I << "  nvgpu.tma.prefetch.descriptor %descA : " << tmA << "\n"
     << I << "  nvgpu.tma.prefetch.descriptor %descB : " << tmB << "\n"
     << I << "}\n"

@@ -103,6 +103,7 @@ TEST(Wgmma, F16KernelHasTmaMbarriersAndWgmma) {
   EXPECT_GT(count(b.object, "mbarrier.try_wait.parity"), 0);
   EXPECT_GT(count(b.object, "mbarrier.arrive.expect_tx"), 0);
   EXPECT_EQ(count(b.object, "mbarrier.init.shared.b64"), 3);  // one per stage
+  EXPECT_EQ(count(b.object, "fence.mbarrier_init.release.cluster"), 1);  // visible to the TMA unit
   EXPECT_NE(b.object.find(".extern .shared .align 1024 .b8 sextant_wgmma_smem[];"), std::string::npos);
   EXPECT_EQ(b.info.args, (std::vector<std::string>{"tmap:A:f16:dims=512,256:stride=1024:box=64,128:swizzle=128",
                                                    "tmap:B:f16:dims=512,512:stride=1024:box=64,64:swizzle=128", "C"}));
