@@ -1,0 +1,283 @@
+// tune compile: a user's module with the database's tuned schedules (or the untuned defaults)
+// applied, compiled for the CPU (shared object / object file) or a GPU (MLIR with kernel binaries).
+#include "commands.h"
+#include "records_internal.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_resources.h"
+#include "sextant/codegen/gpu_schedule.h"
+#include "sextant/hwspec/gpu_target.h"
+#include "sextant/codegen/library.h"
+#include "sextant/common/strings.h"
+#include "sextant/costmodel/features.h"
+#include "sextant/costmodel/model.h"
+#include "sextant/db/database.h"
+#include "sextant/db/interchange.h"
+#include "sextant/hwspec/devices.h"
+#include "sextant/hwspec/target.h"
+
+namespace sextant::cli {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string expectedOf(const LibraryEntry& e) {
+  if (e.source == "default") return "-";
+  if (e.source == "predicted") return "predicted";
+  return std::to_string(int(std::atof(e.provenance.at("gflops").c_str()) + 0.5)) + " GFLOP/s";
+}
+
+// One line of tune compile's per-op report.
+struct ReportLine {
+  const FoundOp* op;
+  std::string key, source, expected;
+};
+
+ReportLine reportLine(const FoundOp& op, const std::string& key, const LibraryEntry& e) {
+  return {&op, key, e.source == "default" ? "default" : e.source + " (record " + e.provenance.at("record") + ")",
+          expectedOf(e)};
+}
+
+void printReport(const std::vector<ReportLine>& report, int op_w, int loc_w, int key_w, int source_w) {
+  printf("%-*s %-*s %-*s %-*s %s\n", op_w, "op", loc_w, "location", key_w, "workload", source_w, "schedule",
+         "expected");
+  for (const auto& l : report) {
+    std::string loc = l.op->location;
+    if (int(loc.size()) > loc_w) loc = "..." + loc.substr(loc.size() - size_t(loc_w - 3));
+    printf("%-*s %-*s %-*s %-*s %s\n", op_w, l.op->op_name.c_str(), loc_w, loc.c_str(), key_w, l.key.c_str(), source_w,
+           l.source.c_str(), l.expected.c_str());
+  }
+}
+
+// The workload of a contraction tune compile supports (error: why it has none).
+Result<GemmWorkload> workloadOf(const FoundOp& op) {
+  GemmWorkload w;
+  w.m = op.m, w.n = op.n, w.k = op.k;
+  auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
+  if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
+  w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
+  w.layout = *parseLayout(op.layout);
+  return w;
+}
+
+// The database's best usable record for a workload as a library entry; none (with a warning if
+// the record is stale or unusable) means the default schedule.
+Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& target, const std::string& key) {
+  auto best = db.best(key, target.key());
+  if (!best) return Error{best.error()};
+  if (!*best) return std::optional<LibraryEntry>{};
+  Resolved res = resolveRecord(**best, target);
+  if (res.error.empty() && res.stale.empty()) return std::move(res.entry);
+  std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
+            << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
+  return std::optional<LibraryEntry>{};
+}
+
+// The library tune compile applies (empty: no entries), also written to --emit-library.
+Result<std::string> compileLibrary(const std::vector<LibraryEntry>& entries, const CompileArgs& a) {
+  if (entries.empty()) return std::string();
+  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+  if (!lib) return lib;
+  if (!a.library_out.empty())
+    if (auto st = writeFileAtomically(a.library_out, *lib); !st) return Error{st.error()};
+  return lib;
+}
+
+// tune compile for a GPU target: every GEMM becomes a kernel (tuned or default schedule); what
+// cannot become one is an error, because the rest of the module would run on the host.
+int compileForGpu(const CompileArgs& a, const Target& target, const std::string& text,
+                  const std::vector<FoundOp>& ops, Database& db) {
+  auto g = gpuTargetInfo(target);
+  if (!g) return fail(g.error());
+  std::vector<LibraryEntry> entries;
+  std::map<std::string, size_t> entry_of;       // workload key -> entry
+  std::map<std::string, std::string> gemm_in;   // function -> location of its scheduled GEMM
+  std::vector<std::string> problems;
+  std::vector<ReportLine> report;
+  for (const FoundOp& op : ops) {
+    const std::string where = op.op_name + " at " + op.location;
+    if (!op.supported) {
+      problems.push_back(where + ": " + op.reason);
+      continue;
+    }
+    if (op.batch > 0) {
+      problems.push_back(where + ": batched GEMMs have no GPU schedule yet");
+      continue;
+    }
+    if (!op.init_is_fill) {
+      problems.push_back(where + ": C is not initialised by a linalg.fill (GPU schedules fuse the fill into the "
+                         "kernel; accumulating into C is not supported)");
+      continue;
+    }
+    if (auto [it, fresh] = gemm_in.emplace(op.function, op.location); !fresh) {
+      problems.push_back(where + ": a second GEMM in @" + op.function + " (also at " + it->second +
+                         "); GPU schedules take one GEMM per function");
+      continue;
+    }
+    auto w = workloadOf(op);
+    if (!w) {
+      problems.push_back(where + ": " + w.error());
+      continue;
+    }
+    const std::string key = w->key();
+    if (!entry_of.count(key)) {
+      auto entry = tunedEntry(db, target, key);
+      if (!entry) return fail(entry.error());
+      if (!*entry) {
+        Space space = buildGpuGemmSpace(*w, *g);
+        Candidate c = defaultGpuCandidate(space);
+        if (space.size() == 0 || !planGpuGemm(*w, space, c)) {
+          problems.push_back(where + ": no GPU schedule fits " + w->shapeString() +
+                             " (M, N and K must be multiples of 16)");
+          continue;
+        }
+        *entry = LibraryEntry{*w, space, c, "default", 0,
+                              target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
+                              {}};
+      }
+      entry_of[key] = entries.size();
+      entries.push_back(std::move(**entry));
+    }
+    report.push_back(reportLine(op, key, entries[entry_of[key]]));
+  }
+  if (!problems.empty())
+    return fail(a.input + ": cannot compile for " + target.name + ": " + join(problems, "; "));
+  if (entries.empty()) return fail(a.input + ": no GEMM-like op to compile for " + target.name);
+  auto lib = compileLibrary(entries, a);
+  if (!lib) return fail(lib.error());
+
+  GpuModuleRequest req;
+  req.nvidia = target.kind == TargetKind::Nvidia;
+  req.chip = g->chip;
+  req.features = g->features;
+  req.input_name = a.input;
+  req.out_path = a.out + ".tmp" + std::to_string(getpid());
+  std::vector<GpuModuleKernel> kernels;
+  CompileOutcome c = compileModuleGpu(text, *lib, req, kernels);
+  if (!c.ok) {
+    std::error_code ec;
+    std::filesystem::remove(req.out_path, ec);
+    return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
+  }
+  std::error_code ec;
+  std::filesystem::rename(req.out_path, a.out, ec);
+  if (ec) return fail(a.out + ": cannot write: " + ec.message());
+
+  printReport(report, 16, 22, 34, 20);
+  // The kernels, also as files beside the module, with what the assembler says about them.
+  const std::string ptxas = req.nvidia ? findPtxas() : "";
+  printf("\n%-16s %-30s %-14s %-12s %s\n", "function", "kernel", "grid", "block", "resources");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const GpuModuleKernel& k = kernels[i];
+    std::string file = a.out + "." + k.host_function + (req.nvidia ? ".ptx" : ".hsaco");
+    if (auto s = writeFileAtomically(file, k.object); !s) return fail(s.error());
+    std::string res;
+    if (!req.nvidia) {
+      GpuResources r = fromAmdgpuMetadata(k.stats);
+      res = std::to_string(r.registers) + " VGPRs, " + std::to_string(r.smem_bytes) + " B LDS";
+    } else if (!ptxas.empty()) {
+      auto r = runPtxas(ptxas, file, g->chip, file + ".cubin");
+      std::filesystem::remove(file + ".cubin", ec);
+      res = r ? std::to_string(r->registers) + " registers, " + std::to_string(r->smem_bytes) + " B shared, " +
+                    std::to_string(r->spill_bytes) + " B spilled (" + r->source + ")"
+              : "ptxas failed: " + r.error().substr(0, 200);
+    } else {
+      res = std::to_string(ptxSharedBytes(k.object)) + " B shared (PTX text; no ptxas for registers)";
+    }
+    char grid[48], block[48];
+    snprintf(grid, sizeof grid, "%lldx%lldx%lld", (long long)k.grid[0], (long long)k.grid[1], (long long)k.grid[2]);
+    snprintf(block, sizeof block, "%lldx%lldx%lld", (long long)k.block[0], (long long)k.block[1], (long long)k.block[2]);
+    printf("%-16s %-30s %-14s %-12s %s\n", k.host_function.c_str(), k.name.c_str(), grid, block, res.c_str());
+    printf("  -> %s\n", file.c_str());
+  }
+  printf("wrote %s (%s: host code in the LLVM dialect, kernels as gpu.binary %s; compiled in %.2f s)\n", a.out.c_str(),
+         target.key().c_str(), req.nvidia ? "PTX" : "HSACO", c.seconds);
+  printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
+         "module.\n");
+  return 0;
+}
+
+}  // namespace
+
+int cmdCompile(const CompileArgs& a) {
+  auto target = resolveTarget(a.target);
+  if (target) target = targetWithThreads(*target, a.threads);
+  if (!target) return fail(target.error());
+  if (a.out.empty())
+    return fail(target->isGpu() ? "compile needs -o OUT.mlir (the lowered module; kernels are also written beside it)"
+                                : "compile needs -o OUT (.so for a shared object, .o for an object file)");
+  auto text = readFile(a.input);
+  if (!text) return fail(text.error());
+  auto ops = findGemmOps(*text, a.input);
+  if (!ops) return fail(ops.error());
+  auto db = Database::open(a.db, /*create=*/false);
+  if (!db) return fail(db.error());
+  if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
+
+  std::vector<LibraryEntry> entries;
+  std::map<std::string, size_t> entry_of;  // workload key -> entry
+  std::vector<ReportLine> report;
+  for (const FoundOp& op : *ops) {
+    if (!op.supported) {
+      report.push_back({&op, "", "untouched", op.reason});
+      continue;
+    }
+    auto w = workloadOf(op);
+    if (!w) {
+      report.push_back({&op, "", "untouched", w.error()});
+      continue;
+    }
+    std::string key = w->key();
+    if (op.batch > 0) {
+      // Batched GEMMs are not tuned yet: every batch element runs the default schedule.
+      key = "batch " + std::to_string(op.batch) + " x " + key;
+      if (!entry_of.count(key)) {
+        Space space = spaceFor(*w, *target).space;
+        LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}};
+        entry_of[key] = entries.size();
+        entries.push_back(std::move(e));
+      }
+      report.push_back({&op, key, "default", "-"});
+      continue;
+    }
+    if (!entry_of.count(key)) {
+      auto entry = tunedEntry(*db, *target, key);
+      if (!entry) return fail(entry.error());
+      if (!*entry) {
+        Space space = spaceFor(*w, *target).space;
+        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}};
+      }
+      entry_of[key] = entries.size();
+      entries.push_back(std::move(**entry));
+    }
+    report.push_back(reportLine(op, key, entries[entry_of[key]]));
+  }
+  auto lib = compileLibrary(entries, a);
+  if (!lib) return fail(lib.error());
+  const std::string& library = *lib;
+  CompileOutcome c = compileModuleCpu(*text, library, a.out);
+  if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
+
+  printReport(report, 20, 24, 42, 22);
+  if (ops->empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
+  printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
+  printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
+         "module.\n");
+  return 0;
+}
+
+}  // namespace sextant::cli

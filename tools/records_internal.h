@@ -1,0 +1,38 @@
+// Helpers shared by the commands that turn database records into libraries (export in
+// commands.cpp, compile in compile_command.cpp). Internal to tools/.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sextant/codegen/library.h"
+#include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/common/result.h"
+#include "sextant/db/database.h"
+#include "sextant/hwspec/target.h"
+
+namespace sextant::cli {
+
+Result<std::string> readFile(const std::string& path);
+// Writes through a temporary file and a rename: a reader never sees half a file.
+Status writeFileAtomically(const std::string& path, const std::string& text);
+
+// A tuned record turned into a library entry; empty error = usable. `stale` explains why the
+// record may no longer compile as measured.
+struct Resolved {
+  std::optional<LibraryEntry> entry;
+  std::string stale;  // non-empty: why it is stale
+  std::string error;  // non-empty: unusable
+};
+
+// The schedule space a target tunes a workload in, and the library kind of its schedules.
+struct TargetSpace {
+  Space space;
+  LibraryEntry::Kind kind = LibraryEntry::Kind::Cpu;
+  std::string error;
+};
+TargetSpace spaceFor(const GemmWorkload& w, const Target& t);
+Resolved resolveRecord(const RecordRow& r, const Target& target);
+
+}  // namespace sextant::cli
