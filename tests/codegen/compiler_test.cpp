@@ -30,14 +30,18 @@ std::string commandOutput(const std::string& cmd) {
 
 // Compiles `script` for `w` into a shared object, checks that no memrefCopy runtime call is left
 // (panel copies must be vector code) and that the kernel's result matches the reference.
+// `instruction`: if not empty, the disassembled object must contain it.
 void expectCompilesAndVerifies(const GemmWorkload& w, const std::string& script, const std::string& name,
-                               const std::string& file) {
+                               const std::string& file, const std::string& instruction = "") {
   std::string so = tmpPath(file);
   CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
   ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
   EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c memrefCopy"),
             "0\n")
       << name;
+  if (!instruction.empty())
+    EXPECT_NE(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d " + so + " | grep -c " + instruction), "0\n")
+        << name << ": no " << instruction;
   auto p = GemmProblem::create(w);
   ASSERT_TRUE(p.ok()) << p.error();
   MeasureOptions mo;
@@ -369,17 +373,8 @@ TEST(Compiler, PrefetchAnnotationCompilesAndVerifies) {
     script.insert(script.find(yield), "    %pd = transform.param.constant 4 : i64 -> !transform.param<i64>\n"
                                       "    transform.annotate %f \"sextant.prefetch_distance\" = %pd : "
                                       "!transform.any_op, !transform.param<i64>\n");
-    std::string so = tmpPath(std::string("prefetch-") + layoutName(l) + ".so");
-    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
-    ASSERT_TRUE(out.ok) << out.stage << ": " << out.message.substr(0, 2000);
-    EXPECT_NE(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d " + so + " | grep -c prefetch"), "0\n")
-        << layoutName(l);
-    auto p = GemmProblem::create(w);
-    ASSERT_TRUE(p.ok());
-    MeasureOptions mo;
-    mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-    EXPECT_EQ(measureSharedObject(*p, so, mo).status, MeasureStatus::Ok) << layoutName(l);
-    std::filesystem::remove(so);
+    expectCompilesAndVerifies(w, script, std::string("prefetch ") + layoutName(l),
+                              std::string("prefetch-") + layoutName(l) + ".so", "prefetcht0");
   }
 }
 
