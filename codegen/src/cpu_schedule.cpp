@@ -112,12 +112,14 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
     std::vector<int64_t> first(knobs.size());
     for (size_t i = 0; i < knobs.size(); ++i) first[i] = knobs[i].values.front();
     cons.push_back(Constraint{"GEMV: GEMM knobs at their first values, GEMV knobs at theirs for GEMM", all,
-                              [gi, ri, ki, first, order_i](const std::vector<int64_t>& v) {
-                                if (v[size_t(gi)] == 0) return v[size_t(ri)] == first[size_t(ri)] && v[size_t(ki)] == first[size_t(ki)];
-                                for (int i : {0, 2, 3, 4, 5, 6, order_i})
-                                  if (v[size_t(i)] != first[size_t(i)]) return false;
-                                for (size_t i = size_t(order_i) + 1; i < size_t(gi); ++i)  // pack_a (threads, pack_b)
+                              [gi, ri, ki, first](const std::vector<int64_t>& v) {
+                                const bool gemv = v[size_t(gi)] == 1;
+                                for (size_t i = 0; i < v.size(); ++i) {
+                                  const bool gemv_knob = int(i) == ri || int(i) == ki;
+                                  // tile_n and the route itself are free in both; the rest is fixed in one
+                                  if (i == 1 || int(i) == gi || gemv_knob != !gemv) continue;
                                   if (v[i] != first[i]) return false;
+                                }
                                 return true;
                               }});
     cons.push_back(Constraint{"GEMV: rows divide tile_n, partial sums fit the vector registers", {1, gi, ri, ki},

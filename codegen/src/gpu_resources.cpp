@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <regex>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,8 +81,9 @@ Result<GpuResources> runPtxas(const std::string& ptxas, const std::string& ptx_p
   std::string out;
   // A kernel built for the architecture-specific sm_90a (wgmma) assembles only as that.
   std::string target = arch;
-  if (std::ifstream in(ptx_path); in) {
-    std::string head((std::istreambuf_iterator<char>(in)), {});
+  if (std::ifstream in(ptx_path); in) {  // the .target line is in the PTX header
+    std::string head(4096, '\0');
+    head.resize(size_t(in.read(head.data(), std::streamsize(head.size())).gcount()));
     std::smatch m;
     if (std::regex_search(head, m, std::regex("\\.target\\s+(sm_[0-9]+a)\\b")) && m[1].str() == arch + "a") target = m[1];
   }

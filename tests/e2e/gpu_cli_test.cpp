@@ -33,19 +33,12 @@ json fixtureResult(const json& kernel, const std::string& status, double gflops,
                          {"max_threads_per_block", 1024}}}};
 }
 
-// Bundles `trials` kernels of a workload (h100 unless named) and imports fixture results for them
-// (all correct, GFLOP/s 100, 150, ...): a database with "measured" GPU records, for the export tests.
-// prefer: kernels (manifest entries) it accepts get the best figures (10000 GFLOP/s more).
-void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials,
-                       const std::string& target = "h100", const std::function<bool(const json&)>& prefer = nullptr) {
-  std::string dir = tmp("bundle-" + shape);
-  std::filesystem::remove_all(dir);
-  Outcome r = tune("--op gemm --target " + target + " --dtype " + dtype + " --shape " + shape + " --trials " +
-                   std::to_string(trials) + " --strategy random --seed 3 --measure bundle --out " + dir +
-                   " --db " + db + " --quiet");
-  ASSERT_EQ(r.code, 0) << r.err << r.out;
+// Imports fixture results for every kernel of the bundle in `dir` (all correct, GFLOP/s 100, 150,
+// ...; kernels `prefer` accepts get 10000 GFLOP/s more) into `db`, then removes the bundle.
+void importFixtureResults(const std::string& dir, const std::string& db, bool amd,
+                          const std::function<bool(const json&)>& prefer = nullptr) {
   json m = json::parse(slurp(dir + "/manifest.json"));
-  json res = fixtureResultsHeader(target == "mi300"), results = json::array();
+  json res = fixtureResultsHeader(amd), results = json::array();
   double g = 100;
   for (const auto& k : m["kernels"]) {
     const bool preferred = prefer && prefer(k);
@@ -57,6 +50,19 @@ void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const st
   Outcome imp = tune("import-results " + dir + " --db " + db);
   ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
   std::filesystem::remove_all(dir);
+}
+
+// Bundles `trials` kernels of a workload (h100 unless named) and imports fixture results for them:
+// a database with "measured" GPU records, for the export tests.
+void fixtureTunedGpuDb(const std::string& db, const std::string& dtype, const std::string& shape, int trials,
+                       const std::string& target = "h100", const std::function<bool(const json&)>& prefer = nullptr) {
+  std::string dir = tmp("bundle-" + shape);
+  std::filesystem::remove_all(dir);
+  Outcome r = tune("--op gemm --target " + target + " --dtype " + dtype + " --shape " + shape + " --trials " +
+                   std::to_string(trials) + " --strategy random --seed 3 --measure bundle --out " + dir +
+                   " --db " + db + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  importFixtureResults(dir, db, target == "mi300", prefer);
 }
 
 // The PTX (escaped) of one host function's kernel in a lowered module's gpu.binary.
@@ -438,14 +444,7 @@ TEST(GpuExport, H100WgmmaLibraryThroughSextantOptIsTuneCompile) {
     std::filesystem::remove_all(dir);
     Outcome b = tune("bundle --target h100 --dtype f16 --shape 256x256x128 --routes wgmma --random 2 --no-default -o " + dir);
     ASSERT_EQ(b.code, 0) << b.err << b.out;
-    json m = json::parse(slurp(dir + "/manifest.json")), res = fixtureResultsHeader(false), results = json::array();
-    double g = 100;
-    for (const auto& k : m["kernels"]) results.push_back(fixtureResult(k, "ok", g += 50, {1e-3}, 1e-3, 0.0, 64));
-    res["results"] = results;
-    { std::ofstream(dir + "/results.json") << res.dump(); }
-    Outcome imp = tune("import-results " + dir + " --db " + db);
-    ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
-    std::filesystem::remove_all(dir);
+    importFixtureResults(dir, db, false);
   }
   Outcome ex = tune("export --db " + db + " --target h100 --format transform -o " + lib);
   ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
