@@ -277,6 +277,13 @@ Result<CostModel> loadPretrained(const std::string& path, int num_features, int 
 
 void setCostModelThreads(int n) { torch::set_num_threads(std::max(1, n)); }
 
+double learnedThroughput(double flops, const std::vector<double>& times_s, double gflops) {
+  double t = 0;
+  for (double x : times_s)
+    if (x > 0 && (t == 0 || x < t)) t = x;
+  return t > 0 && flops > 0 ? flops / t * 1e-9 : gflops;
+}
+
 double kendallTau(const std::vector<double>& a, const std::vector<double>& b) {
   const size_t n = std::min(a.size(), b.size());
   double conc = 0, disc = 0, ta = 0, tb = 0;

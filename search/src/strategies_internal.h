@@ -127,7 +127,7 @@ class ModelGuidedSearch : public SearchStrategy {
 
   void observe(const Space& space, const std::vector<Observation>& results) override {
     for (const auto& r : results) {
-      data_.push_back(Sample{ctx_.features(r.candidate), float(r.gflops), !r.ok, 0});
+      data_.push_back(Sample{ctx_.features(r.candidate), float(r.learned_gflops > 0 ? r.learned_gflops : r.gflops), !r.ok, 0});
       if (checks_.erase(space.encode(r.candidate))) {
         ++checked_;
         checked_failed_ += !r.ok;

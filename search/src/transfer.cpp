@@ -31,7 +31,9 @@ std::vector<Sample> cpuTransferSamples(const std::vector<const ReplayWorkload*>&
     for (const auto* kv : rows) {
       auto c = space.fromKey(kv->first);
       if (!c || !space.isValid(*c)) continue;
-      Sample s{cpuGemmFeatures(w.workload, space, *c, cpu), float(kv->second.gflops), !kv->second.ok, int(g)};
+      const ReplayEntry& e = kv->second;
+      const double label = o.fastest_call ? learnedThroughput(w.workload.flops(), e.times_s, e.gflops) : e.gflops;
+      Sample s{cpuGemmFeatures(w.workload, space, *c, cpu), float(label), !e.ok, int(g)};
       out.push_back(std::move(s));
     }
   }

@@ -283,3 +283,11 @@ TEST(GpuFeatures, MfmaKnobsAreVisibleToTheModel) {
   EXPECT_EQ(at(f("mma=1,lds_k_major=0,lds_pad=1"), "lds_pad"), 1.f);
   EXPECT_EQ(at(plain, "lds_k_major") + at(plain, "lds_pad"), 0.f);
 }
+
+TEST(LearnedThroughput, IsTheFastestCallsOrTheMedianWithoutTimes) {
+  // 2 GFLOP in calls of 0.2, 0.1 and 0.4 s: the fastest call is 20 GFLOP/s.
+  EXPECT_NEAR(learnedThroughput(2e9, {0.2, 0.1, 0.4}, 10.0), 20.0, 1e-9);
+  EXPECT_EQ(learnedThroughput(2e9, {}, 10.0), 10.0);
+  EXPECT_EQ(learnedThroughput(2e9, {0.0, -1.0}, 10.0), 10.0);  // no usable time
+  EXPECT_NEAR(learnedThroughput(2e9, {0.0, 0.5}, 10.0), 4.0, 1e-9);
+}

@@ -1,5 +1,6 @@
 // Issue #11: adaptive sampling's choice among scored proposals, leave-one-out without leaks, and
 // a pretrained model that ranks the first batch of a workload it has never seen.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -100,7 +101,7 @@ void fill(ReplayWorkload& w, const HostCpu& cpu) {
   for (uint64_t i = 0; i < s.size(); ++i) {
     Candidate c = s.at(i);
     double g = synthetic(s, c);
-    w.by_candidate[s.keyOf(c)] = ReplayEntry{true, g, {0.01}, 0.1};
+    w.by_candidate[s.keyOf(c)] = ReplayEntry{true, g, {w.workload.flops() / (g * 1e9)}, 0.1};
     w.best_gflops = std::max(w.best_gflops, g);
   }
 }
@@ -117,6 +118,28 @@ TEST(Transfer, LeaveOneOutNeverLeaksTheHeldOutWorkload) {
   ASSERT_EQ(cross.size(), 1u);
   EXPECT_EQ(cross[0], &c);
   for (auto* w : cross) EXPECT_NE(w->device, a1.device);
+}
+
+TEST(Transfer, SamplesLearnTheFastestCallUnlessToldToUseTheMedian) {
+  const HostCpu cpu = cpuOfRecords("", "", hostCpu());
+  ReplayWorkload w = fakeReplay(256, 256, 256, "");
+  Space s = buildCpuGemmSpace(w.workload, cpu);
+  const double f = w.workload.flops();
+  // Recorded median 10 GFLOP/s; its calls took 5, 10 and 20 GFLOP/s worth of time.
+  w.by_candidate[s.keyOf(s.at(0))] = ReplayEntry{true, 10.0, {f / 10e9, f / 20e9, f / 5e9}, 0.1};
+  w.by_candidate[s.keyOf(s.at(1))] = ReplayEntry{true, 7.0, {}, 0.1};  // no times: the median
+  TransferOptions o;
+  auto fast = cpuTransferSamples({&w}, o);
+  o.fastest_call = false;
+  auto med = cpuTransferSamples({&w}, o);
+  ASSERT_EQ(fast.size(), 2u);
+  ASSERT_EQ(med.size(), 2u);
+  std::vector<float> fl = {fast[0].gflops, fast[1].gflops}, ml = {med[0].gflops, med[1].gflops};
+  std::sort(fl.begin(), fl.end()), std::sort(ml.begin(), ml.end());
+  EXPECT_NEAR(fl[0], 7.0, 1e-4);
+  EXPECT_NEAR(fl[1], 20.0, 1e-3);
+  EXPECT_NEAR(ml[0], 7.0, 1e-4);
+  EXPECT_NEAR(ml[1], 10.0, 1e-4);
 }
 
 TEST(Transfer, AFreshWorkloadsFirstBatchFollowsThePretrainedRanking) {

@@ -19,6 +19,7 @@ struct Observation {
   Candidate candidate;
   bool ok = false;     // measured and verified
   double gflops = 0;   // throughput when ok
+  double learned_gflops = 0;  // what the cost model learns (learnedThroughput); 0: gflops
 };
 
 class SearchStrategy {
