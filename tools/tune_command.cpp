@@ -26,6 +26,7 @@
 #include "sextant/runtime/isolation.h"
 #include "sextant/search/evaluator.h"
 #include "sextant/search/strategy.h"
+#include "sextant/search/transfer.h"
 #include "sextant/search/tuner.h"
 #include "commands.h"
 #include "tune_internal.h"
@@ -249,6 +250,14 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     o.strategy_context.prior = priorFromRecords(*all, w->key(), tk, [&](const std::string& k) {
       return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
     });
+    // And the prior shipped beside the pretrained model (its training records), so that a fresh
+    // database has one too.
+    const std::string& pre = o.strategy_context.pretrained_path;
+    if (!pre.empty() && std::filesystem::exists(pre + ".prior.json")) {
+      auto shipped = loadPrior(pre + ".prior.json", device);
+      if (!shipped) return fail(shipped.error());
+      o.strategy_context.prior.insert(o.strategy_context.prior.end(), shipped->begin(), shipped->end());
+    }
   }
   ProgressLine progress(a.quiet);
   if (!a.quiet)

@@ -1,7 +1,11 @@
 #include "sextant/search/transfer.h"
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
@@ -77,6 +81,51 @@ std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*
     }
   }
   return prior;
+}
+
+Status savePrior(const std::string& path, const std::vector<const ReplayWorkload*>& data) {
+  nlohmann::json recs = nlohmann::json::array();
+  for (const ReplayWorkload* w : data) {
+    if (w->best_gflops <= 0) continue;
+    for (const auto& [key, e] : w->by_candidate) {
+      if (!e.ok || e.gflops < 0.9 * w->best_gflops) continue;
+      nlohmann::json knobs = nlohmann::json::object();
+      for (const auto& kv : split(key, ',')) {
+        auto eq = kv.find('=');
+        if (eq != std::string::npos) knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      }
+      recs.push_back({{"workload", w->workload.key()}, {"device", w->device}, {"knobs", knobs},
+                      {"score", e.gflops / w->best_gflops}});
+    }
+  }
+  std::ofstream f(path);
+  f << nlohmann::json{{"format", "sextant-prior"}, {"version", 1}, {"records", recs}}.dump() << "\n";
+  if (!f) return Error{path + ": cannot write"};
+  return okStatus();
+}
+
+Result<std::vector<PriorRecord>> loadPrior(const std::string& path, const std::string& host_device) {
+  std::ifstream f(path);
+  if (!f) return Error{path + ": cannot read"};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "sextant-prior" || !j.contains("records") || !j["records"].is_array())
+    return Error{path + ": not a Sextant prior (expected {\"format\": \"sextant-prior\", \"records\": [...]})"};
+  if (j.value("version", 0) != 1) return Error{path + ": prior version " + j["version"].dump() + ", this build reads 1"};
+  std::vector<PriorRecord> out;
+  for (const auto& r : j["records"]) {
+    if (!r.is_object() || !r.contains("knobs") || !r["knobs"].is_object() || !r.contains("score") ||
+        !r["score"].is_number())
+      return Error{path + ": a record without knobs or score: " + r.dump().substr(0, 120)};
+    PriorRecord p;
+    for (auto& [k, v] : r["knobs"].items())
+      if (v.is_number_integer()) p.knobs[k] = v.get<int64_t>();
+    p.score = r["score"].get<double>();
+    p.weight = r.value("device", "") == host_device && !host_device.empty() ? 1.0 : 0.5;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace sextant

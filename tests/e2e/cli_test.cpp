@@ -207,6 +207,36 @@ TEST(EndToEnd, ModelGuidedStrategyTrainsOnlineAndNeverRepeats) {
   removeDb(db);
 }
 
+// Issue #11: glimpse on a fresh database draws from the prior written beside the pretrained model
+// (`tune model train` writes MODEL.prior.json); without a pretrained model it has no prior; a
+// corrupt prior file is one clear line naming it.
+TEST(EndToEnd, GlimpseOnAFreshDatabaseUsesThePriorBesideThePretrainedModel) {
+  const std::string dir = tmp("prior-model");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Outcome t = tune("model train --data " DATASETS_DIR "/cpu/zen5/replay_512x512x512.jsonl.gz --epochs 2 "
+                   "--max-per-workload 200 -o " + dir + "/m.costmodel");
+  ASSERT_EQ(t.code, 0) << t.err << t.out;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/m.costmodel.prior.json")) << t.out;
+  auto run = [&](const std::string& pretrained) {
+    const std::string db = dir + "/fresh.db";
+    removeDb(db);
+    return tune("--shape 64x128x64 --strategy glimpse --trials 8 --batch 8 --min-time 0.01 --final-rounds 0 "
+                "--quiet --report json --pretrained " + pretrained + " --db " + db);
+  };
+  Outcome with = run(dir + "/m.costmodel");
+  ASSERT_EQ(with.code, 0) << with.err;
+  const std::string rep = json::parse(with.out).value("strategy_report", "");
+  EXPECT_NE(rep.find("drawn from the prior"), std::string::npos) << rep;
+  EXPECT_EQ(rep.find("no prior data"), std::string::npos) << rep;
+  Outcome without = run("none");
+  ASSERT_EQ(without.code, 0) << without.err;
+  EXPECT_NE(json::parse(without.out).value("strategy_report", "").find("no prior data"), std::string::npos);
+  std::ofstream(dir + "/m.costmodel.prior.json") << "{\"format\": \"something else\"}";
+  expectCleanError(run(dir + "/m.costmodel"), "m.costmodel.prior.json");
+  std::filesystem::remove_all(dir);
+}
+
 // Issue #12: Ctrl-C stops within the candidate in flight (its compile or measurement is killed),
 // not after the rest of the batch; the batches committed so far are kept.
 TEST(EndToEnd, CtrlCStopsWithinTheCandidateInFlight) {

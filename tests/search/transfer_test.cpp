@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <set>
 #include <unistd.h>
@@ -174,4 +175,39 @@ TEST(Transfer, AFreshWorkloadsFirstBatchFollowsThePretrainedRanking) {
   EXPECT_GT(warm, 0.85) << "the pretrained model's first batch should be near the known best";
   EXPECT_GT(warm, cold + 0.15);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Transfer, ShippedPriorKeepsTheRecordsNearTheBestAndWeighsOtherCpusLess) {
+  const HostCpu cpu = cpuOfRecords("", "", hostCpu());
+  ReplayWorkload a = fakeReplay(256, 512, 256, "znver5"), b = fakeReplay(512, 256, 512, "emeraldrapids");
+  for (auto* w : {&a, &b}) fill(*w, cpu);
+  size_t near = 0;
+  for (auto* w : {&a, &b})
+    for (const auto& [k, e] : w->by_candidate) near += e.gflops >= 0.9 * w->best_gflops;
+  const std::string path = std::filesystem::temp_directory_path() / ("sextant-prior-" + std::to_string(getpid()) + ".json");
+  ASSERT_TRUE(savePrior(path, {&a, &b}));
+  auto p = loadPrior(path, "znver5");
+  ASSERT_TRUE(p) << p.error();
+  ASSERT_EQ(p->size(), near);
+  ASSERT_GT(near, 0u);
+  size_t heavy = 0;
+  for (const auto& r : *p) {
+    EXPECT_GE(r.score, 0.9);
+    EXPECT_LE(r.score, 1.0);
+    EXPECT_FALSE(r.knobs.empty());
+    heavy += r.weight == 1.0;
+  }
+  size_t near_a = 0;
+  for (const auto& [k, e] : a.by_candidate) near_a += e.gflops >= 0.9 * a.best_gflops;
+  EXPECT_EQ(heavy, near_a) << "records of this machine's CPU weigh 1, the others 0.5";
+  // Refusals: not JSON, another format, a record without a score.
+  for (const std::string bad : {"not json", R"({"format":"sextant-records","records":[]})",
+                                R"({"format":"sextant-prior","version":1,"records":[{"knobs":{}}]})"}) {
+    std::ofstream(path) << bad;
+    auto r = loadPrior(path, "znver5");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find(path), std::string::npos) << r.error();
+  }
+  EXPECT_FALSE(loadPrior(path + ".missing", ""));
+  std::filesystem::remove(path);
 }
