@@ -102,8 +102,7 @@ std::map<std::string, std::vector<Sample>> gpuSamples(const std::vector<RecordRo
     if (!c || !s.isValid(*c)) continue;
     const std::string key = r.workload_key + "@" + r.target_key;
     const int group = int(groups.emplace(key, int(groups.size())).first->second);
-    out[key].push_back(Sample{featuresWithBlueprint(*w, s, *c, *g, blueprint),
-                              float(learnedThroughput(w->flops(), r.times_s, r.gflops)), r.status != "ok", group});
+    out[key].push_back(Sample{featuresWithBlueprint(*w, s, *c, *g, blueprint), float(r.gflops), r.status != "ok", group});
   }
   return out;
 }

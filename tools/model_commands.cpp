@@ -107,7 +107,7 @@ int cmdModelTrain(const ModelTrainArgs& a) {
             {"feature_version", kCpuFeatureVersion},
             {"features", cpuGemmFeatureNames()},
             {"trained_on", trained_on},
-            {"labels", "throughput of each record's fastest timed call (learnedThroughput; the median's when no times)"},
+            {"labels", "each record's recorded (median-call) GFLOP/s"},
             {"epochs", a.epochs},
             {"seed", a.seed},
             {"max_per_workload", a.max_per_workload},

@@ -275,7 +275,8 @@ int main(int argc, char** argv) {
   cli::ModelTrainArgs mt;
   model_train->add_option("--data", mt.data, "database (.db) or dataset (.jsonl, .jsonl.gz); repeat for more")
       ->required();
-  model_train->add_option("-o,--output", mt.out, "model file (its provenance goes to FILE.provenance.json)")
+  model_train->add_option("-o,--output", mt.out,
+                          "model file (its provenance goes to FILE.provenance.json, Glimpse's prior to FILE.prior.json)")
       ->required();
   model_train->add_option("--exclude", mt.exclude,
                           "leave out workloads whose 'workload key @ device' contains this text; repeatable");

@@ -1,6 +1,5 @@
 #include <map>
 #include "sextant/search/tuner.h"
-#include "sextant/costmodel/model.h"
 
 #include <algorithm>
 #include <cctype>
@@ -181,7 +180,7 @@ Status learnKnownRecords(TuneContext& ctx, const TuneOptions& o, SearchStrategy&
     // Compiled-only GPU kernels are not proposed again, but only measurements teach the strategy
     // (a pre-flight rejection is a real failure).
     if (r.source == "measured" || r.status == "rejected" || r.status == "compile_error")
-      history.push_back({*c, r.status == "ok", r.gflops, learnedThroughput(ctx.workload.flops(), r.times_s, r.gflops)});
+      history.push_back({*c, r.status == "ok", r.gflops});
   }
   strategy.observe(ctx.space, history);
   return okStatus();
@@ -304,8 +303,7 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
       rows.push_back(recordOf(ctx, sum.run_id, batch[i], e));
       tried.insert(ctx.space.encode(batch[i]));
       if (e.source == "measured" || e.status == "rejected" || e.status == "compile_error")
-        obs.push_back({batch[i], e.status == "ok", e.measurement.gflops,
-                       learnedThroughput(ctx.workload.flops(), e.measurement.times_s, e.measurement.gflops)});
+        obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
     }
     // One transaction per batch: a crash loses at most the batch in flight.
     if (auto s = ctx.db.insertRecords(rows); !s) return Error{s.error()};

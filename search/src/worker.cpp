@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "sextant/search/tuner.h"
-#include "sextant/costmodel/model.h"
 
 namespace sextant {
 
@@ -67,7 +66,7 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       auto c = ctx.space.fromKey(r.candidate);
       if (!c || !ctx.space.isValid(*c) || r.source == "predicted") continue;
       if (tried.insert(ctx.space.encode(*c)).second && (r.source == "measured" || r.status == "compile_error"))
-        news.push_back({*c, r.status == "ok", r.gflops, learnedThroughput(ctx.workload.flops(), r.times_s, r.gflops)});
+        news.push_back({*c, r.status == "ok", r.gflops});
       if (r.status == "ok" && r.source == "measured") best = std::max(best, r.gflops);
     }
     if (!news.empty()) strategy.observe(ctx.space, news);
@@ -121,8 +120,7 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       if (e.status != "ok" && e.status != "not_measured" && e.status != "rejected") ++failures;
       else best = std::max(best, e.measurement.gflops);
       if (e.source == "measured" || e.status == "rejected" || e.status == "compile_error")
-        obs.push_back({batch[i], e.status == "ok", e.measurement.gflops,
-                       learnedThroughput(ctx.workload.flops(), e.measurement.times_s, e.measurement.gflops)});
+        obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
     }
     // The records and the release of this worker's claims: one transaction. Candidates the batch
     // did not finish (Ctrl-C) go back to the study at once.

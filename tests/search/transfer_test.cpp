@@ -121,7 +121,7 @@ TEST(Transfer, LeaveOneOutNeverLeaksTheHeldOutWorkload) {
   for (auto* w : cross) EXPECT_NE(w->device, a1.device);
 }
 
-TEST(Transfer, SamplesLearnTheFastestCallUnlessToldToUseTheMedian) {
+TEST(Transfer, SamplesLearnTheMedianUnlessToldToUseTheFastestCall) {
   const HostCpu cpu = cpuOfRecords("", "", hostCpu());
   ReplayWorkload w = fakeReplay(256, 256, 256, "");
   Space s = buildCpuGemmSpace(w.workload, cpu);
@@ -130,9 +130,9 @@ TEST(Transfer, SamplesLearnTheFastestCallUnlessToldToUseTheMedian) {
   w.by_candidate[s.keyOf(s.at(0))] = ReplayEntry{true, 10.0, {f / 10e9, f / 20e9, f / 5e9}, 0.1};
   w.by_candidate[s.keyOf(s.at(1))] = ReplayEntry{true, 7.0, {}, 0.1};  // no times: the median
   TransferOptions o;
-  auto fast = cpuTransferSamples({&w}, o);
-  o.fastest_call = false;
   auto med = cpuTransferSamples({&w}, o);
+  o.fastest_call = true;
+  auto fast = cpuTransferSamples({&w}, o);
   ASSERT_EQ(fast.size(), 2u);
   ASSERT_EQ(med.size(), 2u);
   std::vector<float> fl = {fast[0].gflops, fast[1].gflops}, ml = {med[0].gflops, med[1].gflops};

@@ -79,13 +79,13 @@ class CostModel {
   std::unique_ptr<Impl> impl_;
 };
 
-// The throughput a model learns from (issue #11): the fastest timed call's, flops / min(times),
-// when the times are known, else `gflops` (the median call's, what records report). Interference
-// on a shared machine only ever adds time, so the fastest call estimates the kernel's own speed
-// with far less noise: on the Zen 5 replay datasets, split-half Kendall tau of the fastest call
-// 0.84-0.98 against 0.56-0.97 for the median, and a model trained on it ranks held-out records
-// better even when scored against their medians (docs/costmodel.md). Reports and the search's
-// "best" stay on the median.
+// The fastest timed call's throughput, flops / min(times), when the times are known, else
+// `gflops` (the median call's, what records report). Interference on a shared machine only ever
+// adds time, so the fastest call repeats better (on the Zen 5 replay datasets, split-half Kendall
+// tau 0.84-0.98 against 0.56-0.97 for the median), and a model trained on it ranks held-out records
+// slightly better; but searches guided by it reached 95% of the best median later in a replay
+// A/B, so tune's models learn the median and this is the experiment's `--labels fastest`
+// (docs/costmodel.md).
 double learnedThroughput(double flops, const std::vector<double>& times_s, double gflops);
 
 // Kendall's tau-b between two score lists (ties counted as neither concordant nor discordant).

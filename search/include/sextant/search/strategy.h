@@ -19,7 +19,8 @@ struct Observation {
   Candidate candidate;
   bool ok = false;     // measured and verified
   double gflops = 0;   // throughput when ok
-  double learned_gflops = 0;  // what the cost model learns (learnedThroughput); 0: gflops
+  double learned_gflops = 0;  // what the cost model learns when not gflops (0: gflops; the transfer
+                              // experiment's --labels fastest sets learnedThroughput)
 };
 
 class SearchStrategy {

@@ -19,7 +19,7 @@ struct TransferOptions {
   int epochs = 300;
   uint64_t seed = 1;
   std::string host_llvm_cpu;       // this machine's LLVM CPU name (records of it use hostCpu())
-  bool fastest_call = true;        // labels: learnedThroughput (false: the records' median gflops)
+  bool fastest_call = false;       // labels: the records' median gflops (true: learnedThroughput)
 };
 
 // Samples for the CPU cost model from every workload of `data` (group = its index in `data`).
