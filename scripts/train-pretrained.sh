@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
 args=()
-for f in datasets/cpu/replay_*.jsonl.gz datasets/cpu/zen5/replay_*.jsonl.gz; do args+=(--data "$f"); done
+for f in datasets/cpu/replay_*.jsonl.gz datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/zen4/replay_*.jsonl.gz; do args+=(--data "$f"); done
 build/tools/tune model train "${args[@]}" --epochs 300 --seed 1 -o datasets/models/cpu_gemm.costmodel

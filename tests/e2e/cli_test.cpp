@@ -268,7 +268,8 @@ TEST(EndToEnd, CtrlCStopsWithinTheCandidateInFlight) {
   EXPECT_GE(queryInt(db, "SELECT count(*) FROM records"), 16);
   EXPECT_LT(queryInt(db, "SELECT count(*) FROM records"), 64);
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE status != 'ok'"), 0)
-      << "the interrupted candidate must not be recorded as a failure";
+      << "the interrupted candidate must not be recorded as a failure; the records that are not ok:\n"
+      << queryRows(db, "SELECT candidate, status, message, median_s FROM records WHERE status != 'ok'");
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM runs WHERE status='interrupted'"), 1);
   removeDb(db);
 }

@@ -53,4 +53,24 @@ inline int64_t queryInt(const std::string& db, const std::string& sql) {
   return v;
 }
 
+// Every row of a query, its columns joined by " | ", one row per line (for failure messages).
+inline std::string queryRows(const std::string& db, const std::string& sql) {
+  sqlite3* h;
+  sqlite3_open(db.c_str(), &h);
+  sqlite3_stmt* s;
+  std::string out;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        const unsigned char* t = sqlite3_column_text(s, c);
+        out += (c ? " | " : "") + std::string(t ? reinterpret_cast<const char*>(t) : "NULL");
+      }
+      out += "\n";
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(h);
+  return out;
+}
+
 }  // namespace e2e
