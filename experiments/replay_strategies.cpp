@@ -22,7 +22,6 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
-#include "sextant/costmodel/model.h"
 #include "sextant/search/replay.h"
 #include "sextant/search/strategy.h"
 
@@ -76,8 +75,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
       if (evs[i].status == "replay_miss") continue;  // not a measurement: nothing to learn, no time
       ++measured;
       bool ok = evs[i].status == "ok";
-      obs.push_back({cands[i], ok, ok ? evs[i].measurement.gflops : 0,
-                     ok ? learnedThroughput(data.workload.flops(), evs[i].measurement.times_s, evs[i].measurement.gflops) : 0});
+      obs.push_back({cands[i], ok, ok ? evs[i].measurement.gflops : 0});
       if (ok) best = std::max(best, evs[i].measurement.gflops);
       double frac = best / data.best_gflops;
       r.curve.push_back(frac);
