@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -65,6 +66,18 @@ std::vector<const ReplayWorkload*> leaveOneOut(const std::vector<const ReplayWor
   return out;
 }
 
+namespace {
+// "tile_m=128,tile_n=64,..." -> {tile_m: 128, tile_n: 64, ...}
+std::map<std::string, int64_t> knobsOfKey(const std::string& key) {
+  std::map<std::string, int64_t> knobs;
+  for (const auto& kv : split(key, ',')) {
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+  }
+  return knobs;
+}
+}  // namespace
+
 std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*>& data) {
   std::vector<PriorRecord> prior;
   for (const ReplayWorkload* w : data) {
@@ -72,10 +85,7 @@ std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*
     for (const auto& [key, e] : w->by_candidate) {
       if (!e.ok) continue;
       PriorRecord p;
-      for (const auto& kv : split(key, ',')) {
-        auto eq = kv.find('=');
-        if (eq != std::string::npos) p.knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-      }
+      p.knobs = knobsOfKey(key);
       p.score = e.gflops / w->best_gflops;
       prior.push_back(std::move(p));
     }
@@ -89,12 +99,7 @@ Status savePrior(const std::string& path, const std::vector<const ReplayWorkload
     if (w->best_gflops <= 0) continue;
     for (const auto& [key, e] : w->by_candidate) {
       if (!e.ok || e.gflops < 0.9 * w->best_gflops) continue;
-      nlohmann::json knobs = nlohmann::json::object();
-      for (const auto& kv : split(key, ',')) {
-        auto eq = kv.find('=');
-        if (eq != std::string::npos) knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-      }
-      recs.push_back({{"workload", w->workload.key()}, {"device", w->device}, {"knobs", knobs},
+      recs.push_back({{"workload", w->workload.key()}, {"device", w->device}, {"knobs", knobsOfKey(key)},
                       {"score", e.gflops / w->best_gflops}});
     }
   }
