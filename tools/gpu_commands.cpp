@@ -200,8 +200,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.args_json = a.args_json;
   o.final_rounds = 0;  // GPU: the runner's repetitions are the measurement (no host-side re-check)
   o.measure_unmeasured = *mode == GpuMeasureMode::Device;
-  // The untuned default is one of the trials; exhaustive keeps the space's order.
-  if (a.strategy != "exhaustive") o.first_candidate = defaultGpuCandidate(space);
+  o.first_candidate = defaultGpuCandidate(space);  // the untuned default is one of the trials
   o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
   o.strategy_context.model_path = costModelPath(a.db, target->key(), w->key());

@@ -98,7 +98,7 @@ int cmdModelTrain(const ModelTrainArgs& a) {
   std::filesystem::path out(a.out);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   if (auto s = m.save(a.out); !s) return fail(s.error());
-  if (auto s = savePrior(a.out + ".prior.json", use); !s) return fail(s.error());
+  if (auto s = savePrior(priorPathOf(a.out), use); !s) return fail(s.error());
   char date[32];
   std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -118,8 +118,8 @@ int cmdModelTrain(const ModelTrainArgs& a) {
             {"date", date},
             {"command", json::parse(a.args_json)}};
   std::ofstream(a.out + ".provenance.json") << prov.dump(2) << "\n";
-  printf("wrote %s (%.1f s of training; provenance: %s.provenance.json; glimpse's prior: %s.prior.json)\n",
-         a.out.c_str(), secs, a.out.c_str(), a.out.c_str());
+  printf("wrote %s (%.1f s of training; provenance: %s.provenance.json; glimpse's prior: %s)\n", a.out.c_str(), secs,
+         a.out.c_str(), priorPathOf(a.out).c_str());
   return 0;
 }
 

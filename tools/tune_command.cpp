@@ -229,8 +229,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.args_json = argv_json;
   o.final_rounds = a.final_rounds;
   o.final_top_k = a.final_top_k;
-  // The default is one of the trials (tuned >= default); exhaustive keeps the space's order.
-  if (a.study == 0 && a.strategy != "exhaustive") o.first_candidate = def;
+  // The default is one of the trials (tuned >= default).
+  if (a.study == 0) o.first_candidate = def;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.feature_version = kCpuFeatureVersion;
   o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
@@ -253,8 +253,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     // And the prior shipped beside the pretrained model (its training records), so that a fresh
     // database has one too.
     const std::string& pre = o.strategy_context.pretrained_path;
-    if (!pre.empty() && std::filesystem::exists(pre + ".prior.json")) {
-      auto shipped = loadPrior(pre + ".prior.json", device);
+    if (!pre.empty() && std::filesystem::exists(priorPathOf(pre))) {
+      auto shipped = loadPrior(priorPathOf(pre), device);
       if (!shipped) return fail(shipped.error());
       o.strategy_context.prior.insert(o.strategy_context.prior.end(), shipped->begin(), shipped->end());
     }

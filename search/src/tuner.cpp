@@ -271,11 +271,12 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
     sum.exhausted = *ex;
     done = o.trials;  // the study's budget is the workers' together: the loop below does not run
   }
+  const bool default_first = o.first_candidate && o.strategy != "exhaustive";
   while (done < o.trials && !stop.load()) {
     if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) break;
     size_t n = size_t(std::min<int64_t>(o.batch, o.trials - done));
     std::vector<Candidate> batch;
-    if (o.first_candidate && !tried.count(ctx.space.encode(*o.first_candidate)) && ctx.space.isValid(*o.first_candidate)) {
+    if (default_first && !tried.count(ctx.space.encode(*o.first_candidate)) && ctx.space.isValid(*o.first_candidate)) {
       batch.push_back(*o.first_candidate);
       tried.insert(ctx.space.encode(*o.first_candidate));  // not proposed again by the strategy
       --n;

@@ -47,6 +47,7 @@ std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*
 // weighs 1 when its device is `host_device` (this machine's LLVM CPU), 0.5 otherwise, as records
 // of other CPUs in a database do. A file that is not such a prior is refused with one line naming
 // it.
+inline std::string priorPathOf(const std::string& model_path) { return model_path + ".prior.json"; }
 Status savePrior(const std::string& path, const std::vector<const ReplayWorkload*>& data);
 Result<std::vector<PriorRecord>> loadPrior(const std::string& path, const std::string& host_device);
 

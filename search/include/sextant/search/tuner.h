@@ -37,6 +37,7 @@ struct TuneOptions {
   bool measure_unmeasured = false;
   // Measured in this run's first batch unless the database has it already for this workload (the
   // untuned default: the search's best is then never a schedule slower than the default it found).
+  // Ignored by the exhaustive strategy, which keeps the space's order.
   std::optional<Candidate> first_candidate;
   // Worker mode (issue #17; `worker` not empty): this run is one worker of study `study_id`, whose
   // `trials` count the records of every worker. Candidates are claimed before they are compiled
