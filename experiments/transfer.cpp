@@ -44,7 +44,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const double kLevels[3] = {0.90, 0.95, 0.99};
-bool g_fastest_call = false;  // --labels: what the models learn (the recorded median, or the fastest call)
 
 struct RunResult {
   std::vector<double> curve;  // best fraction of the optimum after each measurement
@@ -59,7 +58,7 @@ struct Held {
 };
 
 RunResult runOne(const std::string& strategy, uint64_t seed, const Held& h, int budget, int batch,
-                 const std::vector<PriorRecord>& prior, const std::string& pretrained, double mix) {
+                 const std::vector<PriorRecord>& prior, const std::string& pretrained, double mix, bool fastest_call) {
   RunResult r;
   StrategyContext ctx;
   ctx.num_features = int(cpuGemmFeatureNames().size());
@@ -94,7 +93,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Held& h, int 
       for (double t : e.times_s) wall += t;
       bool ok = evs[i].status == "ok";
       obs.push_back({cands[i], ok, ok ? evs[i].measurement.gflops : 0,
-                     ok && g_fastest_call
+                     ok && fastest_call
                          ? learnedThroughput(h.w->workload.flops(), evs[i].measurement.times_s, evs[i].measurement.gflops)
                          : 0});
       if (ok) best = std::max(best, evs[i].measurement.gflops);
@@ -179,7 +178,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "--labels takes fastest or median\n");
         return 2;
       }
-      g_fastest_call = to.fastest_call = l == "fastest";
+      to.fastest_call = l == "fastest";
     }
     else if (a == "--help" || a == "-h") {
       printf("usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
@@ -246,7 +245,7 @@ int main(int argc, char** argv) {
   }();
   report["seeds"] = seeds, report["budget"] = budget, report["batch"] = batch, report["mix"] = mix;
   report["pretrain_epochs"] = to.epochs;
-  report["labels"] = g_fastest_call ? "fastest call" : "recorded median";
+  report["labels"] = to.fastest_call ? "fastest call" : "recorded median";
   printf("Transfer (replay of recorded measurements, not new ones), leave-one-workload-out: measurements to reach\n"
          "90/95/99%% of the best recorded (median over %d seeds, budget %d, batch %d; '>B' not reached), wall time to\n"
          "95%% (recorded compile + timed calls of the replayed candidates + measured search time), SA/x = SA without\n"
@@ -291,11 +290,12 @@ int main(int argc, char** argv) {
       wj[v]["train_seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
       // Zero-shot tau, and tau after fine-tuning on 25% of the held-out records (vs a cold fit).
       TransferOptions one = to;
-      auto own = cpuTransferSamples({hw}, one);  // labels: what the models learn (--labels)
+      // The held-out records labelled by their recorded median and by their fastest call (tau against
+      // each); the models fine-tune on the labels --labels chose.
       TransferOptions med_opt = one, fast_opt = one;
       med_opt.fastest_call = false, fast_opt.fastest_call = true;
-      // The same records labelled by their recorded median and by their fastest call (tau against each).
-      auto own_med = cpuTransferSamples({hw}, med_opt), own_fast = cpuTransferSamples({hw}, fast_opt);
+      const auto own_med = cpuTransferSamples({hw}, med_opt), own_fast = cpuTransferSamples({hw}, fast_opt);
+      const auto& own = one.fastest_call ? own_fast : own_med;
       double tau0 = tauOn(m, h, own_med), tau0f = tauOn(m, h, own_fast);
       std::vector<double> t25, c25, t25f, c25f;
       for (uint64_t s = 1; s <= (v == "cross" ? 1u : 3u); ++s) {
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
           pool.emplace_back([&] {
             for (int i; (i = next++) < seeds;)
               runs[size_t(i)] = runOne(s, uint64_t(i + 1), h, budget, batch, v == "cold" ? prior["pretrained"] : prior[v],
-                                       v == "cold" ? "" : model_file[v], mix);
+                                       v == "cold" ? "" : model_file[v], mix, to.fastest_call);
           });
         for (auto& t : pool) t.join();
         std::vector<double> reach[3], wall;
