@@ -10,6 +10,7 @@
 // usage: replay_strategies DATASET... [--seeds N] [--budget N] [--batch N]
 //                          [--strategies a,b,...] [--curves FILE.csv] [--json FILE]
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -90,10 +91,14 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
   return r;
 }
 
-double median(std::vector<double> v) {
+// The median; values above `cap` are censored ("not reached"): when the upper middle one is, the
+// median is censored too (returned as that value), never an average of a censored and a real one.
+double median(std::vector<double> v, double cap = std::numeric_limits<double>::infinity()) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  if (n == 0) return 0;
+  if (n % 2 || v[n / 2] > cap) return v[n / 2];
+  return 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -190,11 +195,11 @@ int main(int argc, char** argv) {
         }
         auto cell = [&](const std::vector<double>& v) {
           auto fmt = [&](double x) { return x > budget ? ">" + std::to_string(budget) : std::to_string(int(x)); };
-          double m = median(v);
+          double m = median(v, budget);
           return fmt(m) + " [" + fmt(*std::min_element(v.begin(), v.end())) + "-" +
                  fmt(*std::max_element(v.begin(), v.end())) + "]";
         };
-        med95[s] = median(reach[1]);
+        med95[s] = median(reach[1], budget);
         json sj;
         for (int l = 0; l < 3; ++l) sj["reach_" + std::to_string(int(kLevels[l] * 100))] = reach[l];
         sj["seconds_per_run"] = median(secs);

@@ -16,6 +16,7 @@
 //                 [--mix M] [--threads N] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv]
 //                 [--labels fastest|median]
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -119,10 +120,14 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-double median(std::vector<double> v) {
+// The median; values above `cap` are censored ("not reached"): when the upper middle one is, the
+// median is censored too (returned as that value), never an average of a censored and a real one.
+double median(std::vector<double> v, double cap = std::numeric_limits<double>::infinity()) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  if (n == 0) return 0;
+  if (n % 2 || v[n / 2] > cap) return v[n / 2];
+  return 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Kendall tau of `model` on the held-out workload's successful records (all, or those not in
@@ -355,11 +360,11 @@ int main(int argc, char** argv) {
                      << "\n";
         }
         auto cell = [&](const std::vector<double>& x) {
-          double m = median(x);
+          double m = median(x, budget);
           return m > budget ? ">" + std::to_string(budget) : fmt("%.0f", m);
         };
-        med95[name] = median(reach[1]);
-        double w95 = median(wall);
+        med95[name] = median(reach[1], budget);
+        double w95 = median(wall, 1e8);  // 1e9: 95% not reached
         json sj;
         for (int l = 0; l < 3; ++l) sj["reach_" + std::to_string(int(kLevels[l] * 100))] = reach[l];
         sj["wall_to_95_s"] = wall;

@@ -1,16 +1,15 @@
 #!/bin/sh
 # Issue #11's experiment in one command: leave-one-workload-out over every committed CPU replay
 # dataset (AMD Zen 5 and Intel Xeon), strategies with and without a pretrained cost model, 10
-# seeds, budget 256, then the tuning-curve plot. Two parts (to fit 2 vCPUs in under an hour):
-#   - Zen 5 held-outs (this machine kind): every strategy, cold / pretrained (trained on every
-#     other workload of both CPUs) / cross (trained on the Intel datasets only; sa, model,
-#     evolutionary);
-#   - Intel held-outs: sa, model, evolutionary; cold / pretrained / cross (trained on Zen 5 only);
-#   - glimpse after issue #11 item 3 (prior and model together, local refinement), Zen 5
-#     held-outs (part glimpse) and Intel held-outs (part glimpse_intel), beside sa (the glimpse rows of transfer_zen5.txt are from the glimpse before it,
-#     commit ba89ea6).
-# Results: experiments/results/transfer_{zen5,intel,glimpse,glimpse_intel}.{txt,json,csv.gz} and transfer.png.
-# Usage: experiments/transfer.sh [--part zen5|intel|glimpse|glimpse_intel] [extra transfer options, e.g. --seeds 3]
+# seeds, budget 256, then the tuning-curve plot. Two parts:
+#   - zen5: the Zen 5 held-outs, every strategy, cold / pretrained (trained on every other workload
+#     of both CPUs) / cross (trained on the Intel datasets only; sa, model, evolutionary);
+#   - intel: the Intel held-outs, every strategy but random, cold / pretrained / cross (trained on
+#     the Zen 5 datasets only; sa, model, evolutionary).
+# (Until 2026-11-24 the Intel part ran sa, model, evolutionary only, and two parts "glimpse" and
+# "glimpse_intel" ran glimpse beside sa; their last outputs are in git history at commit 61d0f24.)
+# Results: experiments/results/transfer_{zen5,intel}.{txt,json,csv.gz} and transfer.png.
+# Usage: experiments/transfer.sh [--part zen5|intel] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
@@ -33,9 +32,7 @@ run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
   gzip -f "$out/transfer_$name.csv"  # the curves: several MB as text
 }
 run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
-run intel "@ emeraldrapids" sa,model,evolutionary cold,pretrained,cross "$@"
-run glimpse "@ znver5" sa,glimpse cold,pretrained "$@"
-run glimpse_intel "@ emeraldrapids" sa,glimpse cold,pretrained "$@"
+run intel "@ emeraldrapids" sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 [ "$part" = all ] || [ "$part" = zen5 ] || [ "$part" = intel ] || exit 0
 { zcat "$out/transfer_zen5.csv.gz"; zcat "$out/transfer_intel.csv.gz" | tail -n +2; } > "$out/transfer.csv.tmp"
 /usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer.png"
