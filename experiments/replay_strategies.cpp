@@ -52,6 +52,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
   ctx.num_features = int(cpuGemmFeatureNames().size());
   ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(data.workload, space, c, cpu); };
   ctx.prior = prior;
+  ctx.workload = data.workload.key();
   ctx.acquisition_k = g_acquisition_k;
   ctx.regression_weight = g_regression_weight;
   ctx.epochs = g_epochs;

@@ -66,6 +66,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Held& h, int 
   ctx.feature_version = kCpuFeatureVersion;
   ctx.features = [&](const Candidate& c) { return cpuGemmFeatures(h.w->workload, h.space, c, h.cpu); };
   ctx.prior = prior;
+  ctx.workload = h.w->workload.key();
   ctx.pretrained_path = pretrained;
   ctx.pretrained_mix = mix;
   auto st = makeStrategy(strategy, seed, ctx);

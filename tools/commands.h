@@ -77,11 +77,15 @@ CLI::App* addBundleCommand(CLI::App& app, BundleArgs& a);
 int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop);
 
 // GPU tuning (tools/gpu_commands.cpp): the same loop with the GPU evaluator.
+// The default search strategy (CPU and GPU): the best of issue #11's transfer experiment
+// (experiments/transfer.sh; docs/search.md#transfer-learning-issue-11).
+inline constexpr const char* kDefaultStrategy = "glimpse";
+
 struct GpuTuneArgs {
   std::string shape, dtype, layout, target, db;
   std::string measure = "device";  // device | none | bundle
   std::string out;                 // bundle directory (--measure bundle)
-  std::string strategy = "model";
+  std::string strategy = kDefaultStrategy;
   uint64_t seed = 1;
   int64_t trials = 200;
   double time_budget = 0;

@@ -40,7 +40,7 @@ struct TuneArgs {
   int64_t trials = kDefaultTrials;
   double time_budget = 0;
   uint64_t seed = 1;
-  std::string strategy = "model";  // the replay experiment's winner at 95% (README)
+  std::string strategy = kDefaultStrategy;
   int batch = 16;
   int jobs = 0;
   int threads = 1;  // cpu: threads the kernels run on (a target of its own when > 1)

@@ -129,7 +129,7 @@ int cmdWorker(const WorkerArgs& a) {
     t.w.db = a.db;
     t.w.shape = args.value("shape", ""), t.w.dtype = args.value("dtype", "f32"), t.w.layout = args.value("layout", "NN");
     t.w.target = args.value("target", "cpu");
-    t.strategy = args.value("strategy", "model");
+    t.strategy = args.value("strategy", std::string(kDefaultStrategy));
     t.trials = pick->trials;
     t.batch = args.value("batch", 16);
     t.min_time = args.value("min_time", 0.2), t.timeout = args.value("timeout", 0.0);

@@ -3,8 +3,14 @@
 // pretrained one when there is one), used together.
 //
 //  - The prior: per knob, weighted counts of the values taken by records within 10% of their own
-//    workload's best elsewhere (weighted by the similarity of their target's Blueprint), +1
-//    smoothing. Knobs are drawn independently from it; invalid draws are rejected.
+//    workload's best elsewhere (weighted by the similarity of their target's Blueprint and of
+//    their workload to this one: workloadSimilarity), +1 smoothing. Knobs are drawn independently
+//    from it; invalid draws are rejected. Its relevance is the largest such weight (1: a record of
+//    this kind of target on a workload as similar as can be): the prior's share of every draw
+//    below is multiplied by it, so a prior of unlike workloads (e.g. only NN records when tuning
+//    NT) is barely used. Found by the live check of issue #11: on 16x4096x11008 NT, with only NN
+//    records in the prior, glimpse's best after 48 trials was 44 GFLOP/s (median of 5 seeds)
+//    against 63 without the prior (experiments/results/live_curves_16x4096x11008_NT.txt).
 //  - Before the model has data (no pretrained model, fewer than 16 records), plans are drawn from
 //    the prior (uniform without prior data).
 //  - Afterwards each round ranks a pool of 32 x the batch by the acquisition mean + k * spread.
@@ -19,6 +25,7 @@
 // The earlier version (prior for the first round only, then PPO + adaptive sampling) stalled:
 // 2.38x SA's measurements to 95% with the pretrained model where plain model ranking reached
 // 8.56x (experiments/results/transfer_zen5.txt); docs/search.md has the comparison.
+#include "sextant/codegen/workload.h"
 #include "strategies_internal.h"
 
 namespace sextant::detail {
@@ -32,7 +39,7 @@ class GlimpseSearch : public ModelGuidedSearch {
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
     ++rounds_;
     if (!model().trained()) {
-      auto out = drawPrior(space, tried, n);
+      auto out = drawPrior(space, tried, size_t(std::lround(double(n) * relevance(space))));
       seeded_ += int64_t(out.size());
       fillRandom(space, tried, n, out);
       return out;
@@ -40,7 +47,7 @@ class GlimpseSearch : public ModelGuidedSearch {
     const double young = youth();
     setAcquisition(context().acquisition_k * young);
     const size_t pool_n = kPoolFactor * n;
-    auto pool = drawPrior(space, tried, size_t(std::lround(double(pool_n) * young)));
+    auto pool = drawPrior(space, tried, size_t(std::lround(double(pool_n) * young * relevance(space))));
     std::unordered_set<uint64_t> from_prior;
     for (const auto& c : pool) from_prior.insert(space.encode(c));
     fillRandom(space, tried, pool_n, pool);
@@ -63,7 +70,9 @@ class GlimpseSearch : public ModelGuidedSearch {
 
   std::string report() const override {
     return ModelGuidedSearch::report() + "; " + std::to_string(seeded_) + " planned candidates drawn from the prior" +
-           (context().prior.empty() ? " (no prior data: uniform)" : "") + " over " + std::to_string(rounds_) +
+           (context().prior.empty() ? " (no prior data: uniform)"
+                                    : " (relevance " + std::to_string(relevance_).substr(0, 4) + ")") +
+           " over " + std::to_string(rounds_) +
            " rounds";
   }
 
@@ -77,17 +86,31 @@ class GlimpseSearch : public ModelGuidedSearch {
     const auto& knobs = space.knobs();
     weights_.resize(knobs.size());
     for (size_t k = 0; k < knobs.size(); ++k) weights_[k].assign(knobs[k].values.size(), 1.0);
+    std::map<std::string, double> similarity;  // by workload key: a few workloads, many records
     for (const auto& r : context().prior) {
       if (r.score < 0.9) continue;
+      auto sim = similarity.find(r.workload);
+      if (sim == similarity.end())
+        sim = similarity.emplace(r.workload, workloadSimilarity(r.workload, context().workload)).first;
+      const double w = r.weight * sim->second;
+      if (w <= 0) continue;
       prior_used_ = true;
+      relevance_ = std::max(relevance_, std::min(1.0, w));
       for (size_t k = 0; k < knobs.size(); ++k) {
         auto it = r.knobs.find(knobs[k].name);
         if (it == r.knobs.end()) continue;
         for (size_t v = 0; v < knobs[k].values.size(); ++v)
-          if (knobs[k].values[v] == it->second) weights_[k][v] += 10.0 * r.weight;
+          if (knobs[k].values[v] == it->second) weights_[k][v] += 10.0 * w;
       }
     }
     for (const auto& w : weights_) dists_.emplace_back(w.begin(), w.end());
+  }
+
+  // How much the prior applies to this workload, in [0, 1] (0 without prior data).
+  double relevance(const Space& space) {
+    if (context().prior.empty()) return 0;
+    buildWeights(space);
+    return prior_used_ ? relevance_ : 0;
   }
 
   // Up to `count` valid, untried, distinct candidates drawn from the prior (none without prior data).
@@ -138,6 +161,7 @@ class GlimpseSearch : public ModelGuidedSearch {
 
   std::mt19937_64 prior_rng_;
   bool weights_ready_ = false, prior_used_ = false;
+  double relevance_ = 0;
   std::vector<std::vector<double>> weights_;
   std::vector<std::discrete_distribution<int>> dists_;
   std::vector<std::pair<double, Candidate>> best_;  // the best measured, for local refinement
@@ -152,3 +176,19 @@ std::unique_ptr<SearchStrategy> makeGlimpseSearch(uint64_t seed, const StrategyC
 }
 
 }  // namespace sextant::detail
+
+namespace sextant {
+
+double workloadSimilarity(const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty() || from == to) return 1.0;
+  auto a = parseWorkloadKey(from), b = parseWorkloadKey(to);
+  if (!a.ok() || !b.ok()) return 1.0;
+  double d = std::abs(std::log2(double(a->m) / double(b->m))) + std::abs(std::log2(double(a->n) / double(b->n))) +
+             std::abs(std::log2(double(a->k) / double(b->k)));
+  double sim = std::exp(-d / 8);
+  if (a->layout != b->layout) sim *= 0.1;
+  if (a->a_type != b->a_type || a->b_type != b->b_type || a->c_type != b->c_type) sim *= 0.5;
+  return sim;
+}
+
+}  // namespace sextant

@@ -87,6 +87,7 @@ std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*
       PriorRecord p;
       p.knobs = knobsOfKey(key);
       p.score = e.gflops / w->best_gflops;
+      p.workload = w->workload.key();
       prior.push_back(std::move(p));
     }
   }
@@ -127,6 +128,7 @@ Result<std::vector<PriorRecord>> loadPrior(const std::string& path, const std::s
     for (auto& [k, v] : r["knobs"].items())
       if (v.is_number_integer()) p.knobs[k] = v.get<int64_t>();
     p.score = r["score"].get<double>();
+    p.workload = r.value("workload", "");
     p.weight = r.value("device", "") == host_device && !host_device.empty() ? 1.0 : 0.5;
     out.push_back(std::move(p));
   }

@@ -101,6 +101,7 @@ std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records,
       if (v.is_number_integer()) p.knobs[k] = v.get<int64_t>();
     p.score = r.gflops / it->second;
     p.weight = w;
+    p.workload = r.workload_key;
     out.push_back(std::move(p));
   }
   return out;
@@ -242,7 +243,9 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   TuneSummary sum;
 
-  auto strategy = makeStrategy(o.strategy, o.seed, o.strategy_context);
+  StrategyContext sctx = o.strategy_context;
+  if (sctx.workload.empty()) sctx.workload = ctx.workload.key();
+  auto strategy = makeStrategy(o.strategy, o.seed, sctx);
   if (!strategy) return Error{strategy.error()};
   if (auto s = claimRun(ctx, o, sum); !s) return Error{s.error()};
   std::unordered_set<uint64_t> tried;

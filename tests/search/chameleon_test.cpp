@@ -1,6 +1,7 @@
 // Chameleon's parts on synthetic problems: PPO learning a reward, the k-means choice of k, and
 // the sampler's guarantees.
 #include <chrono>
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "spaces.h"
@@ -119,7 +120,7 @@ TEST(Replay, RecordsOlderThanTheSpacesKnobsAreFound) {
   GemmWorkload w = testing_spaces::syntheticWorkload();
   Space full = testing_spaces::avx512Space(w.m, w.n, w.k);
   ASSERT_GE(full.knobIndex("pack_a"), 0);
-  ReplayWorkload data{w, "cpu:x", {}, 0};
+  ReplayWorkload data{w, "cpu:x", {}, 0, "", ""};
   std::vector<Candidate> recorded;
   std::mt19937_64 rng(3);
   const std::string now = ",pack_b=0,outer_order=0,pack_a=0";
@@ -154,7 +155,7 @@ TEST(Replay, RecordsOlderThanTheSpacesKnobsAreFound) {
 TEST(Replay, AnswersFromTheDatasetAndMissesExplicitly) {
   GemmWorkload w = testing_spaces::syntheticWorkload();
   Space full = testing_spaces::syntheticSpace();
-  ReplayWorkload data{w, "cpu:x", {}, 0};
+  ReplayWorkload data{w, "cpu:x", {}, 0, "", ""};
   std::mt19937_64 rng(2);
   std::vector<Candidate> recorded;
   for (int i = 0; i < 50; ++i) {
@@ -192,7 +193,7 @@ TEST(Glimpse, FirstRoundFollowsThePriorAndFallsBackToUniform) {
   Space s = testing_spaces::syntheticSpace();
   StrategyContext ctx = testing_spaces::indexFeatures(s);
   // Other workloads' good records all used tile_k = 32 and unroll_k = 8.
-  for (int i = 0; i < 30; ++i) ctx.prior.push_back({{{"tile_k", 32}, {"unroll_k", 8}}, 1.0, 1.0});
+  for (int i = 0; i < 30; ++i) ctx.prior.push_back({{{"tile_k", 32}, {"unroll_k", 8}}, 1.0, 1.0, ""});
   auto count = [&](const StrategyContext& c) {
     auto st = makeStrategy("glimpse", 4, c);
     EXPECT_TRUE(st.ok());
@@ -211,4 +212,40 @@ TEST(Glimpse, FirstRoundFollowsThePriorAndFallsBackToUniform) {
   int uniform = count(none);
   EXPECT_GE(seeded, 20);
   EXPECT_LE(uniform, 8);
+}
+
+TEST(Glimpse, APriorOfUnlikeWorkloadsIsBarelyUsed) {
+  Space s = testing_spaces::syntheticSpace();
+  StrategyContext ctx = testing_spaces::indexFeatures(s);
+  const std::string nn = "gemm:NN:1024x1024x1024:f32*f32->f32", nt = "gemm:NT:1024x1024x1024:f32*f32->f32";
+  for (int i = 0; i < 30; ++i) ctx.prior.push_back({{{"tile_k", 32}, {"unroll_k", 8}}, 1.0, 1.0, nn});
+  auto count = [&](const std::string& tuned) {
+    StrategyContext c = ctx;
+    c.workload = tuned;
+    auto st = makeStrategy("glimpse", 4, c);
+    EXPECT_TRUE(st.ok());
+    int hits = 0;
+    for (auto& cand : (*st)->propose(s, {}, 32)) {
+      auto m = s.knobMap(cand);
+      hits += m["tile_k"] == 32 && m["unroll_k"] == 8;
+    }
+    return hits;
+  };
+  EXPECT_GE(count(nn), 20);  // the same workload: the first round follows the prior
+  EXPECT_LE(count(nt), 8);   // another layout: relevance 0.1, about 3 of 32 drawn from the prior
+}
+
+TEST(Glimpse, WorkloadSimilarity) {
+  const std::string a = "gemm:NN:1024x1024x1024:f32*f32->f32";
+  EXPECT_DOUBLE_EQ(workloadSimilarity(a, a), 1.0);
+  EXPECT_DOUBLE_EQ(workloadSimilarity("", a), 1.0);
+  EXPECT_DOUBLE_EQ(workloadSimilarity("not a key", a), 1.0);
+  EXPECT_NEAR(workloadSimilarity("gemm:NN:512x512x512:f32*f32->f32", a), std::exp(-3.0 / 8), 1e-12);
+  EXPECT_NEAR(workloadSimilarity("gemm:NT:1024x1024x1024:f32*f32->f32", a), 0.1, 1e-12);
+  EXPECT_NEAR(workloadSimilarity("gemm:NN:1024x1024x1024:f16*f16->f32", a), 0.5, 1e-12);
+  // symmetric, and further shapes are less similar
+  EXPECT_DOUBLE_EQ(workloadSimilarity(a, "gemm:NN:16x4096x11008:f32*f32->f32"),
+                   workloadSimilarity("gemm:NN:16x4096x11008:f32*f32->f32", a));
+  EXPECT_LT(workloadSimilarity("gemm:NN:16x4096x11008:f32*f32->f32", a),
+            workloadSimilarity("gemm:NN:512x512x512:f32*f32->f32", a));
 }

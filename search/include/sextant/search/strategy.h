@@ -44,7 +44,14 @@ struct PriorRecord {
   std::map<std::string, int64_t> knobs;  // knob name -> value
   double score = 0;    // throughput / the best of its own workload and target, in [0, 1]
   double weight = 1;   // similarity of its target to this one (Blueprint distance; 1: same kind)
+  std::string workload;  // key of the workload it was measured on (empty: unknown, as similar as can be)
 };
+
+// How much a prior record of workload `from` says about tuning workload `to`, in (0, 1]: 1 for the
+// same op, layout and dtypes at any distance-0 shape, x exp(-d / 8) for d = the sum over M, N, K of
+// |log2 ratio|, x 0.1 for another layout (the best tiles of NN and NT differ: issue #11's live
+// check), x 0.5 for other dtypes. Empty or unparsable keys: 1.
+double workloadSimilarity(const std::string& from, const std::string& to);
 
 struct StrategyContext {
   std::function<std::vector<float>(const Candidate&)> features;
@@ -57,6 +64,7 @@ struct StrategyContext {
   std::string pretrained_path;  // empty: none (cold start)
   double pretrained_mix = 32;
   std::vector<PriorRecord> prior;  // other workloads'/targets' records; empty: a uniform prior
+  std::string workload;            // key of the workload tuned (glimpse weighs the prior by similarity to it)
   double acquisition_k = 1.0;      // glimpse: optimise mean + k * ensemble spread
   double regression_weight = -1;   // cost model's regression loss weight (< 0: its default)
   int epochs = -1;                 // cost model's epochs per fit (<= 0: its default)
