@@ -184,6 +184,9 @@ int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, doubl
     for (const auto& r : *recs) have += r.source == "measured";
   }
   t.trials = std::min<int64_t>(count, int64_t(space.size())) - have;
+  // A new run for the rest: resuming an interrupted one would count its records a second time
+  // (they are in `have` already). The records already measured are never drawn again.
+  t.fresh = true;
   t.strategy = uint64_t(count) >= space.size() ? "exhaustive" : "random";
   t.seed = seed;
   t.min_time = min_time;

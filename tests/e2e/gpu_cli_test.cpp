@@ -201,6 +201,13 @@ TEST(DatasetEndToEnd, CollectWritesRecordsAndProvenance) {
   r = tune("dataset collect --shape 64x64x64 --count 12 --min-time 0.01 -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(queryInt(out + ".db", "SELECT count(*) FROM records"), 12);
+  // An interrupted collection resumed with a larger --count ends with exactly --count records
+  // (it once ended with --count minus those of the interrupted run).
+  queryInt(out + ".db", "UPDATE runs SET status = 'interrupted', finished_at = NULL");  // as after Ctrl-C
+  r = tune("dataset collect --shape 64x64x64 --count 20 --min-time 0.01 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(queryInt(out + ".db", "SELECT count(*) FROM records"), 20);
+  EXPECT_EQ(queryInt(out + ".db", "SELECT count(DISTINCT candidate) FROM records"), 20);
   EXPECT_NE(tune("dataset collect --shape 64x64x64 -o " + tmp("x.csv")).code, 0);
   removeDb(out + ".db");
   std::filesystem::remove(out);
