@@ -7,10 +7,10 @@
 # over seeds of the best measured after 16 / 32 / all trials and of the trial at which a run first
 # reached 90/95/99% of it. Measurements during tuning (--min-time 0.2 s each), no final
 # re-measurement (--final-rounds 0); one machine, one session.
-# Usage: experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS]
+# Usage: experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS] [TAG]
 #   defaults: 16x4096x4096 NT 48 "1 2 3" "sa:none model:default glimpse:default evolutionary:default"
 #   CONFIGS: STRATEGY:PRETRAINED pairs (PRETRAINED: default = the shipped model, none = cold start)
-# Output: experiments/results/live_curves_SHAPE_LAYOUT.txt and .json
+# Output: experiments/results/live_curves_SHAPE_LAYOUT[_TAG].txt and .json
 set -e
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
@@ -19,7 +19,8 @@ layout=${2:-NT}
 trials=${3:-48}
 seeds=${4:-1 2 3}
 configs=${5:-sa:none model:default glimpse:default evolutionary:default}
-out=experiments/results/live_curves_${shape}_${layout}
+tag=${6:-}
+out=experiments/results/live_curves_${shape}_${layout}${tag:+_$tag}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for c in $configs; do
@@ -47,7 +48,7 @@ json.dump({"shape": shape, "layout": layout, "trials": int(trials), "seeds": [in
            "configs": {c: {"curves_gflops": rs} for c, rs in runs.items()}}, open(out, "w"), indent=1)
 PY
 {
-  echo "# command: experiments/live_curves.sh $shape $layout $trials \"$seeds\" \"$configs\""
+  echo "# command: experiments/live_curves.sh $shape $layout $trials \"$seeds\" \"$configs\" $tag"
   echo "# machine: $machine"
   /usr/bin/python3 experiments/live_curves_table.py "$out.json"
 } | tee "$out.txt"
