@@ -10,7 +10,7 @@
 //    below is multiplied by it, so a prior of unlike workloads (e.g. only NN records when tuning
 //    NT) is barely used. Found by the live check of issue #11: on 16x4096x11008 NT, with only NN
 //    records in the prior, glimpse's best after 48 trials was 44 GFLOP/s (median of 5 seeds)
-//    against 63 without the prior (experiments/results/live_curves_16x4096x11008_NT.txt).
+//    against 63 without the prior (experiments/results/live_curves_16x4096x11008_NT_prior_unweighted.txt).
 //  - Before the model has data (no pretrained model, fewer than 16 records), plans are drawn from
 //    the prior (uniform without prior data).
 //  - Afterwards each round ranks a pool of 32 x the batch by the acquisition mean + k * spread.
