@@ -31,7 +31,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -217,12 +216,11 @@ int main(int argc, char** argv) {
   }
   for (const auto& s : sets)
     for (const auto& w : s.workloads) all.push_back(&w);
-  // Records of this machine's LLVM CPU are described by hostCpu(), others by cpuOfRecords' table
-  // (--host-cpu names it; default: this host's LLVM CPU). Until 2026-11-24 the default was the
-  // device of records whose CPU model string matched this one's, and "AMD EPYC" matched the Zen 5
-  // records on a Zen 4 host: they were described by the Zen 4 host (L1d 32 KiB, not 48), and the
-  // Zen 4 records by the table.
-  if (to.host_llvm_cpu.empty()) to.host_llvm_cpu = llvmHostCpuName();
+  // Records of this machine's LLVM CPU are described by hostCpu() (--host-cpu names it; default:
+  // the device of the most records measured on a CPU whose model matches this one's).
+  if (to.host_llvm_cpu.empty())
+    for (const ReplayWorkload* w : all)
+      if (w->cpu_model == hostCpu().model) to.host_llvm_cpu = w->device;
 
   if (!dump_path.empty()) {
     std::ofstream d(dump_path);

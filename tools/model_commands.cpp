@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -66,9 +65,10 @@ int cmdModelTrain(const ModelTrainArgs& a) {
   }
   TransferOptions o;
   o.epochs = a.epochs, o.seed = a.seed, o.max_per_workload = size_t(a.max_per_workload);
-  // Records of this machine (its LLVM CPU) are described by hostCpu(), others by the table. (Not
-  // by the CPU model string: "AMD EPYC" is both the Zen 4 and the Zen 5 machine kinds.)
-  o.host_llvm_cpu = llvmHostCpuName();
+  // Records of this machine (same CPU model) are described by hostCpu(), others by the table.
+  for (const auto& s : sets)
+    for (const auto& w : s.workloads)
+      if (w.cpu_model == hostCpu().model && o.host_llvm_cpu.empty()) o.host_llvm_cpu = w.device;
   std::vector<const ReplayWorkload*> use;
   json trained_on = json::array();
   for (size_t i = 0; i < sets.size(); ++i)
