@@ -10,7 +10,6 @@
 // usage: replay_strategies DATASET... [--seeds N] [--budget N] [--batch N]
 //                          [--strategies a,b,...] [--curves FILE.csv] [--json FILE]
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include "sextant/costmodel/features.h"
 #include "sextant/search/replay.h"
 #include "sextant/search/strategy.h"
+#include "censored_median.h"
 
 using namespace sextant;
 using json = nlohmann::json;
@@ -92,15 +92,7 @@ RunResult runOne(const std::string& strategy, uint64_t seed, const Space& space,
   return r;
 }
 
-// The median; values above `cap` are censored ("not reached"): when the upper middle one is, the
-// median is censored too (returned as that value), never an average of a censored and a real one.
-double median(std::vector<double> v, double cap = std::numeric_limits<double>::infinity()) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  if (n % 2 || v[n / 2] > cap) return v[n / 2];
-  return 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using experiments::median;
 
 }  // namespace
 

@@ -16,7 +16,6 @@
 //                 [--mix M] [--threads N] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv]
 //                 [--labels fastest|median]
 #include <algorithm>
-#include <limits>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +36,7 @@
 #include "sextant/search/replay.h"
 #include "sextant/search/strategy.h"
 #include "sextant/search/transfer.h"
+#include "censored_median.h"
 
 using namespace sextant;
 using json = nlohmann::json;
@@ -121,15 +121,7 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-// The median; values above `cap` are censored ("not reached"): when the upper middle one is, the
-// median is censored too (returned as that value), never an average of a censored and a real one.
-double median(std::vector<double> v, double cap = std::numeric_limits<double>::infinity()) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  if (n % 2 || v[n / 2] > cap) return v[n / 2];
-  return 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using experiments::median;
 
 // Kendall tau of `model` on the held-out workload's successful records (all, or those not in
 // `exclude`), against their recorded throughput.
