@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -208,11 +209,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& s : sets)
     for (const auto& w : s.workloads) all.push_back(&w);
-  // Records of this machine's LLVM CPU are described by hostCpu() (--host-cpu names it; default:
-  // the device of the most records measured on a CPU whose model matches this one's).
-  if (to.host_llvm_cpu.empty())
-    for (const ReplayWorkload* w : all)
-      if (w->cpu_model == hostCpu().model) to.host_llvm_cpu = w->device;
+  // Records of the table's CPUs are described by the table (cpuOfRecords); records of another CPU
+  // by this machine's own description when it is that CPU (--host-cpu names it; default: this one).
+  if (to.host_llvm_cpu.empty()) to.host_llvm_cpu = llvmHostCpuName();
 
   if (!dump_path.empty()) {
     std::ofstream d(dump_path);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -65,10 +66,9 @@ int cmdModelTrain(const ModelTrainArgs& a) {
   }
   TransferOptions o;
   o.epochs = a.epochs, o.seed = a.seed, o.max_per_workload = size_t(a.max_per_workload);
-  // Records of this machine (same CPU model) are described by hostCpu(), others by the table.
-  for (const auto& s : sets)
-    for (const auto& w : s.workloads)
-      if (w.cpu_model == hostCpu().model && o.host_llvm_cpu.empty()) o.host_llvm_cpu = w.device;
+  // Records of the table's CPUs are described by the table; records of another CPU by this
+  // machine's own description when it measured them (cpuOfRecords).
+  o.host_llvm_cpu = llvmHostCpuName();
   std::vector<const ReplayWorkload*> use;
   json trained_on = json::array();
   for (size_t i = 0; i < sets.size(); ++i)

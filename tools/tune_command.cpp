@@ -233,7 +233,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (a.study == 0) o.first_candidate = def;
   o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
   o.strategy_context.feature_version = kCpuFeatureVersion;
-  o.strategy_context.features = [&](const Candidate& c) { return cpuGemmFeatures(*w, space, c, cpu); };
+  // The features describe this CPU as the pretrained model's records describe theirs (the table
+  // for known machine kinds, else this machine's own description).
+  const HostCpu feature_cpu = cpuOfRecords(device, device, cpu);
+  o.strategy_context.features = [&, feature_cpu](const Candidate& c) {
+    return cpuGemmFeatures(*w, space, c, feature_cpu);
+  };
   {
     std::string warning;
     auto pre = cli::resolvePretrained(a.pretrained, &warning);

@@ -42,22 +42,31 @@ std::vector<std::string> cpuGemmFeatureNames() {
 }
 
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
-  if (llvm_cpu.empty() || llvm_cpu == host_llvm_cpu) return host;
+  // The machine kinds this project records on are described by the table, whichever machine
+  // trains: a record's features must not depend on where the model is trained (on the Zen 4 VM,
+  // "this machine" once meant the Zen 5 records too, whose CPU model string is the same). Caches
+  // per core as the machines report them; L3 is the slice a core shares (per CCD on AMD).
   HostCpu c;
   c.llvm_cpu = llvm_cpu;
   c.vector_isa = "avx512", c.vector_bits = 512, c.vector_registers = 32;
   c.logical_cores = 2;  // this project's machine kinds
+  c.cache_source = "table";
   if (llvm_cpu == "emeraldrapids" || llvm_cpu == "sapphirerapids" || llvm_cpu == "graniterapids") {
-    c.l1d_bytes = 48 << 10, c.l2_bytes = 2 << 20;
+    c.l1d_bytes = 48 << 10, c.l2_bytes = 2 << 20, c.l3_bytes = int64_t(llvm_cpu == "emeraldrapids" ? 320 : 105) << 20;
   } else if (llvm_cpu == "icelake-server" || llvm_cpu == "skylake-avx512" || llvm_cpu == "cascadelake") {
     c.l1d_bytes = llvm_cpu == "icelake-server" ? 48 << 10 : 32 << 10;
     c.l2_bytes = llvm_cpu == "icelake-server" ? 5 << 18 : 1 << 20;
+    c.l3_bytes = int64_t(llvm_cpu == "icelake-server" ? 48 : 33) << 20;
   } else if (llvm_cpu == "znver5" || llvm_cpu == "znver4") {
-    c.l1d_bytes = (llvm_cpu == "znver5" ? 48 : 32) << 10, c.l2_bytes = 1 << 20;
+    c.l1d_bytes = (llvm_cpu == "znver5" ? 48 : 32) << 10, c.l2_bytes = 1 << 20, c.l3_bytes = 32 << 20;
   } else if (llvm_cpu.rfind("znver", 0) == 0 || llvm_cpu == "haswell" || llvm_cpu == "skylake" ||
              llvm_cpu == "alderlake") {
     c.vector_isa = "avx2", c.vector_bits = 256, c.vector_registers = 16;
-    c.l1d_bytes = 32 << 10, c.l2_bytes = 512 << 10;
+    c.l1d_bytes = 32 << 10, c.l2_bytes = 512 << 10, c.l3_bytes = 32 << 20;
+  } else if (llvm_cpu.empty() || llvm_cpu == host_llvm_cpu) {
+    return host;  // a CPU the table does not know: this machine describes itself
+  } else {
+    c.cache_source = "";  // unknown CPU, not this one: AVX-512 and default caches assumed
   }
   return c;
 }

@@ -22,8 +22,11 @@ constexpr int kCpuFeatureVersion = 4;
 std::vector<std::string> cpuGemmFeatureNames();
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu);
 // The CPU that records measured on `llvm_cpu` (LLVM's host CPU name, the records' `device`)
-// describe: this machine's own description when it is this machine, else one from a small table
-// of known CPUs (vector width, registers, L1d and L2 per core, 2 cores; L3 unknown).
+// describe, as the cost model's features see it: for the CPUs of a small table (the machine kinds
+// datasets are recorded on: vector width, registers, L1d, L2 and the L3 a core shares, 2 cores)
+// the table's description, whichever machine trains or tunes, so that a record means the same to
+// every model; for another CPU, this machine's own description when it is this machine
+// (`host_llvm_cpu`), else AVX-512 with default caches.
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host);
 
 // GPU candidates: log2 knob values, one-hots for the matrix unit and pipelining, and analytic
