@@ -61,16 +61,8 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN and TN
   // (B is K x N in both; NT stores B transposed); records from before the knob read as 0 (B read
   // in place, as before).
-  knobs.push_back({"pack_b", w.layout != Layout::NT ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0},
-                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 2: copy each "
-                   "tile_k x reg_n micro-panel of it, in the register loop over N (n outer); 0: read B in place",
-                   0});
-  {
-    const int pb = int(knobs.size()) - 1;
-    cons.push_back(Constraint{"pack_b 2 runs the register tiles n outer", {6, pb}, [pb](const std::vector<int64_t>& v) {
-                                return v[size_t(pb)] != 2 || v[6] == 1;
-                              }});
-  }
+  knobs.push_back({"pack_b", w.layout != Layout::NT ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 0: read B in place", 0});
   // The loops above the K chunks (issue #14): 0 = a forall over (tile_m x tile_n) blocks (as
   // before); 1 = a forall over tile_m row blocks, the K chunks, then a loop over tile_n (the A
   // block is reused across it: pack_a packs it once per K chunk); 2 = a forall over tile_n column
@@ -204,11 +196,10 @@ struct PanelCopy {
   int64_t rows, width;
 };
 static std::string packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
-                               int64_t rows, int64_t width, std::vector<PanelCopy>& copies,
-                               const std::string& what = "") {
+                               int64_t rows, int64_t width, std::vector<PanelCopy>& copies) {
   const std::string H = "!transform.any_op";
   std::ostringstream o;
-  o << ind << "// " << name << ": this K chunk's " << (!what.empty() ? what : operand == 0 ? "A block" : "B panel")
+  o << ind << "// " << name << ": this K chunk's " << (operand == 0 ? "A block" : "B panel")
     << " copied into a contiguous buffer.\n"
     << ind << "%" << name << "p, %" << name << "_pad, %" << name << "_unused = transform.structured.pad " << op
     << " {padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = ["
@@ -303,9 +294,6 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   // every iteration instead of peeling it (peeling leaves the batched main loop's sizes dynamic in
   // MLIR 22, so it would be masked anyway).
   const bool pack_a = knob("pack_a") == 1 && !batched, pack_b = knob("pack_b") == 1 && !batched;
-  // pack_b 2: B micro-panels (tile_k x reg_n, contiguous: the register tile's shape), each packed
-  // in the register loop over N and read by every register tile of its column (BLIS's jr/ir).
-  const bool pack_b_micro = knob("pack_b") == 2 && !batched;
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
@@ -340,21 +328,12 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   }
   if (order != 1 && pack_a) pack(0);
   if (order != 2 && pack_b) pack(1);
-  if (pack_b_micro) {
-    o << ind << "%t2j, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [0, %reg_n, 0] : (" << H
-      << ", " << P << ") -> (" << H << ", " << H << ")\n"
-      << packOperand(ind, "%t2j", 1, "pb", tile_k, v[4], copies, "B micro-panel (tile_k x reg_n)")
-      << ind << "%t3, %r1 = transform.structured.tile_using_for %pbp tile_sizes [%reg_m, 0, 0] : (" << H << ", " << P
-      << ") -> (" << H << ", " << H << ")\n";
-  } else {
-    o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0
-      << "%reg_m, %reg_n, 0]" << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> ("
-      << H << ", " << H << ", " << H << ")\n";
-  }
-  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
+  o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
+    << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
+    << ", " << H << ", " << H << ")\n"
+    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << vectorizeRegisterTiles(ind, b1,
-                              tile_m % v[3] != 0 && !batched ? (n_outer && !pack_b_micro ? "%r2" : "%r1") : "")
+    << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 && !batched ? (n_outer ? "%r2" : "%r1") : "")
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
