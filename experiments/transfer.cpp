@@ -13,7 +13,7 @@
 // usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b]
 //                 [--variants cold,pretrained,cross] [--cross-strategies a,b]
 //                 [--hold-out SUBSTRING] [--epochs N]
-//                 [--mix M] [--threads N] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv]
+//                 [--mix M] [--threads N] [--model-seed N] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv]
 //                 [--labels fastest|median]
 #include <algorithm>
 #include <atomic>
@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-per-workload") to.max_per_workload = size_t(std::stoll(next()));
     else if (a == "--mix") mix = std::stod(next());
     else if (a == "--threads") threads = std::max(1, std::stoi(next()));
+    else if (a == "--model-seed") to.seed = std::stoull(next());
     else if (a == "--host-cpu") to.host_llvm_cpu = next();
     else if (a == "--curves") curves_path = next();
     else if (a == "--json") json_path = next();
@@ -182,9 +183,10 @@ int main(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       printf("usage: transfer DATASET... [--seeds N] [--budget N] [--batch N] [--strategies a,b] "
              "[--variants cold,pretrained,cross] [--cross-strategies a,b] [--hold-out SUBSTRING] [--epochs N] [--max-per-workload N] [--mix M] [--threads N] "
-             "[--host-cpu LLVM_CPU] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv] [--labels fastest|median]\n"
+             "[--model-seed N] [--host-cpu LLVM_CPU] [--curves FILE.csv] [--json FILE] [--dump-features FILE.csv] [--labels fastest|median]\n"
              "--dump-features writes every record's features (workload, device, gflops, failed, features) and exits,\n"
-             "for trying other learners on the same data. --labels: what the models learn from a record, its recorded\n"
+             "for trying other learners on the same data. --model-seed: the pretrained models' training seed (default 1).\n"
+             "--labels: what the models learn from a record, its recorded\n"
              "median (default, as tune) or its fastest timed call.\n");
       return 0;
     } else files.push_back(a);

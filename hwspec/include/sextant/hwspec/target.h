@@ -21,8 +21,8 @@ struct HostCpu {
   int vector_registers = 16;    // architectural SIMD registers (32 with AVX-512)
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
   std::string cache_source;     // "sysfs", "cpuid", or "" (unknown: features assume defaults)
-  std::string llvm_cpu;         // LLVM's host CPU name
-  std::string llvm_features;    // LLVM's host feature string ("+avx512f,...")
+  std::string llvm_cpu;         // LLVM's CPU name, where known (cpuOfRecords fills it; hostCpu() does
+                                // not: the hwspec module links no LLVM, use codegen's llvmHostCpuName())
 
   bool hasFlag(const std::string& f) const;
   int f32Lanes() const { return vector_bits / 32; }
@@ -31,8 +31,7 @@ struct HostCpu {
 
 // Parses /proc/cpuinfo-style text plus cache sizes (tests pass their own text).
 HostCpu parseCpuInfo(const std::string& cpuinfo_text);
-// The machine this process runs on (cpuinfo, sysfs caches, LLVM host names if provided by
-// the caller through setLlvmHostNames: the hwspec module links no LLVM).
+// The machine this process runs on (cpuinfo, sysfs or CPUID caches; no LLVM names: see llvm_cpu).
 const HostCpu& hostCpu();
 
 enum class TargetKind { Cpu, Nvidia, Amd };
