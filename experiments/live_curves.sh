@@ -5,7 +5,7 @@
 # back from its database. The reference best is the best measured in any run of this experiment;
 # the table (experiments/live_curves_table.py, from the JSON) gives per configuration the median
 # over seeds of the best measured after 16 / 32 / all trials and of the trial at which a run first
-# reached 90/95/99% of it. Measurements during tuning (--min-time 0.2 s each), no final
+# reached 90/95/99% of it. Runs interleave the configurations (seed-major). Measurements during tuning (--min-time 0.2 s each), no final
 # re-measurement (--final-rounds 0); one machine, one session.
 # Usage: experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS] [TAG]
 #   defaults: 16x4096x4096 NT 48 "1 2 3" "sa:none model:default glimpse:default evolutionary:default"
@@ -23,9 +23,12 @@ tag=${6:-}
 out=experiments/results/live_curves_${shape}_${layout}${tag:+_$tag}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for c in $configs; do
-  st=${c%%:*} pre=${c#*:}
-  for s in $seeds; do
+# Seed-major: every configuration runs once per seed before the next seed, so a machine that gets
+# slower or faster during the experiment affects all configurations alike (until 2026-11-24 all
+# runs of one configuration came first).
+for s in $seeds; do
+  for c in $configs; do
+    st=${c%%:*} pre=${c#*:}
     echo "== $st/$pre seed $s: $(date -u +%T)" >&2
     build/tools/tune --shape "$shape" --layout "$layout" --trials "$trials" --seed "$s" --strategy "$st" \
       --pretrained "$pre" --final-rounds 0 --quiet --report json --db "$tmp/$st-$pre-$s.db" > "$tmp/$st-$pre-$s.json"
