@@ -44,8 +44,9 @@ std::vector<std::string> cpuGemmFeatureNames() {
 HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_cpu, const HostCpu& host) {
   // The machine kinds this project records on are described by the table, whichever machine
   // trains: a record's features must not depend on where the model is trained (on the Zen 4 VM,
-  // "this machine" once meant the Zen 5 records too, whose CPU model string is the same). Caches
-  // per core as the machines report them; L3 is the slice a core shares (per CCD on AMD).
+  // "this machine" once meant the Zen 5 records too, whose CPU model string is the same). L1d and
+  // L2 per core as the machines report them; L3 is what a core shares: a CCD's 32 MiB on AMD (the
+  // Zen 5 VMs report 508 MiB through CPUID), the socket's on Intel (datasheet figures).
   HostCpu c;
   c.llvm_cpu = llvm_cpu;
   c.vector_isa = "avx512", c.vector_bits = 512, c.vector_registers = 32;
