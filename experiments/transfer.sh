@@ -9,7 +9,7 @@
 # (Until 2026-11-24 the Intel part ran sa, model, evolutionary only, and two parts "glimpse" and
 # "glimpse_intel" ran glimpse beside sa; their last outputs are in git history at commit 61d0f24.)
 # Results: experiments/results/transfer_{zen5,intel}.{txt,json,csv.gz} and transfer.png.
-# Usage: experiments/transfer.sh [--part zen5|intel] [extra transfer options, e.g. --seeds 3]
+# Usage: experiments/transfer.sh [--part zen5|intel] [--model-seed N] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
@@ -18,6 +18,11 @@ out=experiments/results
 mkdir -p "$out"
 part=all
 if [ "${1:-}" = "--part" ]; then part=$2; shift 2; fi
+# --model-seed N (first or after --part): the pretrained models' training seed; outputs get a
+# _seedN suffix. A replay is deterministic given its models, so differences between runs are the
+# models': compare strategies over two or more seeds (experiments/transfer_summary.py).
+suffix=
+if [ "${1:-}" = "--model-seed" ]; then suffix=_seed$2; fi  # the option itself goes on to transfer
 run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
   name=$1 hold=$2 strategies=$3 variants=$4
   shift 4
@@ -27,14 +32,18 @@ run() {  # NAME HOLD-OUT STRATEGIES VARIANTS [extra...]
     echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cpu family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPUs; $(date -u +%Y-%m-%d)"
     build/experiments/transfer datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz --hold-out "$hold" \
       --strategies "$strategies" --variants "$variants" --cross-strategies sa,model,evolutionary --seeds 10 \
-      --budget 256 --batch 16 --threads 2 --curves "$out/transfer_$name.csv" --json "$out/transfer_$name.json" "$@"
-  } | tee "$out/transfer_$name.txt"
-  gzip -f "$out/transfer_$name.csv"  # the curves: several MB as text
+      --budget 256 --batch 16 --threads 2 --curves "$out/transfer_$name$suffix.csv" --json "$out/transfer_$name$suffix.json" "$@"
+  } | tee "$out/transfer_$name$suffix.txt"
+  gzip -f "$out/transfer_$name$suffix.csv"  # the curves: several MB as text
 }
 run zen5 "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 run intel "@ emeraldrapids" sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 [ "$part" = all ] || [ "$part" = zen5 ] || [ "$part" = intel ] || exit 0
-{ zcat "$out/transfer_zen5.csv.gz"; zcat "$out/transfer_intel.csv.gz" | tail -n +2; } > "$out/transfer.csv.tmp"
-/usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer.png"
+# The plot and the summary need both parts (a part run alone plots with the other's last output).
+[ -f "$out/transfer_zen5$suffix.csv.gz" ] && [ -f "$out/transfer_intel$suffix.csv.gz" ] || exit 0
+{ zcat "$out/transfer_zen5$suffix.csv.gz"; zcat "$out/transfer_intel$suffix.csv.gz" | tail -n +2; } > "$out/transfer.csv.tmp"
+/usr/bin/python3 experiments/plot_transfer.py "$out/transfer.csv.tmp" "$out/transfer$suffix.png"
 rm -f "$out/transfer.csv.tmp"
-echo "plot: $out/transfer.png"
+echo "plot: $out/transfer$suffix.png"
+experiments/transfer_summary.py "$out/transfer_zen5$suffix.txt" "$out/transfer_intel$suffix.txt" -- \
+  "$out/transfer_zen5$suffix.txt+$out/transfer_intel$suffix.txt"
