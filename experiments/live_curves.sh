@@ -5,8 +5,8 @@
 # back from its database. The reference best is the best measured in any run of this experiment;
 # the table (experiments/live_curves_table.py, from the JSON) gives per configuration the median
 # over seeds of the best measured after 16 / 32 / all trials and of the trial at which a run first
-# reached 90/95/99% of it. Runs interleave the configurations (seed-major). Measurements during tuning (--min-time 0.2 s each), no final
-# re-measurement (--final-rounds 0); one machine, one session.
+# reached 90/95/99% of it. Runs interleave the configurations (seed-major). Measurements during
+# tuning (--min-time 0.2 s each), no final re-measurement (--final-rounds 0); one machine, one session.
 # Usage: experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS] [TAG]
 #   defaults: 16x4096x4096 NT 48 "1 2 3" "sa:none model:default glimpse:default evolutionary:default"
 #   CONFIGS: STRATEGY:PRETRAINED pairs (PRETRAINED: default = the shipped model, none = cold start)

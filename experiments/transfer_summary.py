@@ -25,7 +25,8 @@ def table(path):
         m = re.match(r"\s+(\w+/\w+)\s+(\S+)\s+(\S+)\s+(\S+)", line)
         if m and w and not m.group(1).startswith("strategy"):
             v = m.group(3)
-            rows[(w, m.group(1))] = 256.0 * 1.0001 if v.startswith(">") else float(v)
+            # '>B': not reached within the run's budget B; counted as just past it
+            rows[(w, m.group(1))] = float(v[1:]) * 1.0001 if v.startswith(">") else float(v)
     return rows
 
 

@@ -18,7 +18,8 @@ struct TransferOptions {
   size_t max_per_workload = 2000;  // records per workload (a uniform subsample beyond)
   int epochs = 300;
   uint64_t seed = 1;
-  std::string host_llvm_cpu;       // this machine's LLVM CPU name (records of it use hostCpu())
+  std::string host_llvm_cpu;       // this machine's LLVM CPU name: records of a CPU the table of
+                                   // cpuOfRecords does not know use hostCpu() when it is this one
   bool fastest_call = false;       // labels: the records' median gflops (true: learnedThroughput)
 };
 
