@@ -203,6 +203,28 @@ TEST(Compiler, PackedBPanelCompilesAndVerifies) {
   }
 }
 
+// Panels wider than 64 floats are copied in steps of at most 4 x 64 floats (a divisor of the width:
+// 128 -> 64, 192 -> 64), not one vector across the whole panel row (that spilled thousands of
+// registers at 2048^3), and still compute the right result, with both operands packed.
+TEST(Compiler, WidePanelCopiesAreTiledByColumnsAndVerify) {
+  GemmWorkload w;
+  w.m = 64, w.n = 256, w.k = 192;
+  Space s = buildCpuGemmSpace(w, hostCpu(), 1);
+  auto found = s.fromMap({{"tile_m", 32}, {"tile_n", 128}, {"tile_k", 192}, {"reg_m", 4}, {"reg_n", 32},
+                          {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_a", 1}, {"pack_b", 1}});
+  ASSERT_TRUE(found.ok()) << found.error();
+  ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
+  const std::string script = emitCpuGemmSchedule(w, s, *found);
+  EXPECT_NE(script.find("%pb_copy_cols = transform.structured.tile_using_for %pb_panel tile_sizes [4, 64]"),
+            std::string::npos) << script;
+  EXPECT_NE(script.find("%pa_copy_cols = transform.structured.tile_using_for %pa_panel tile_sizes [4, 64]"),
+            std::string::npos) << script;
+  EXPECT_NE(script.find("vectorize %pb_copy vector_sizes [4, 64]"), std::string::npos) << script;
+  EXPECT_EQ(script.find("vector_sizes [4, 128]"), std::string::npos) << script;
+  EXPECT_EQ(script.find("vector_sizes [4, 192]"), std::string::npos) << script;
+  expectCompilesAndVerifies(w, script, s.keyOf(*found), "wide-panels.so");
+}
+
 // outer_order and pack_a: every loop order with A, B, both or neither packed computes the right
 // result (verified against the reference) for NN, A packing for NT, and orders 1 and 2 on 2
 // threads. Each packed operand is copied exactly where the order says: above the inner loop when
