@@ -1,12 +1,14 @@
-// Prints the CPU schedule for a shape and candidate key (AVX-512 host model), for FileCheck.
+// Prints the CPU schedule for a shape and candidate key (AVX-512 host model; THREADS > 1: the
+// threaded space, whose keys carry threads=N), for FileCheck and hand measurements.
+#include <cstdlib>
 #include <iostream>
 
 #include "sextant/codegen/cpu_schedule.h"
 
 int main(int argc, char** argv) {
   using namespace sextant;
-  if (argc != 3) {
-    std::cerr << "usage: emit_schedule MxNxK KNOBS\n";
+  if (argc != 3 && argc != 4) {
+    std::cerr << "usage: emit_schedule MxNxK KNOBS [THREADS]\n";
     return 2;
   }
   auto w = parseGemmShape(argv[1]);
@@ -14,7 +16,7 @@ int main(int argc, char** argv) {
   HostCpu cpu;
   cpu.vector_bits = 512;
   cpu.vector_registers = 32;
-  Space s = buildCpuGemmSpace(*w, cpu);
+  Space s = buildCpuGemmSpace(*w, cpu, argc == 4 ? std::atoi(argv[3]) : 1);
   auto c = s.fromKey(argv[2]);
   if (!c || !s.isValid(*c)) return std::cerr << "invalid candidate\n", 2;
   std::cout << emitCpuGemmSchedule(*w, s, *c);
