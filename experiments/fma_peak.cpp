@@ -23,51 +23,34 @@ using Clock = std::chrono::steady_clock;
 // registers (32 zmm with AVX-512, 16 ymm/xmm without; two more hold the constants).
 constexpr int kChains512 = 24, kChains = 12;
 
-// Each kernel runs `iters` iterations of kChains independent FMAs and returns the flops done
-// (2 per lane per FMA). The result is folded into `sink` so the compiler keeps the work.
-__attribute__((target("avx512f"))) double run512(long iters, float* sink) {
-  __m512 acc[kChains512];
-  for (int i = 0; i < kChains512; ++i) acc[i] = _mm512_set1_ps(float(i) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+// Runs `iters` iterations of kChains independent multiply-adds on vectors of type V (the GCC
+// vector types of <immintrin.h>: __m512, __m256, __m128) and returns the flops done (2 per lane per
+// multiply-add). Inlined into the target-specific functions below, so each compiles with that
+// function's ISA; the file is built with -ffp-contract=fast (experiments/CMakeLists.txt), so
+// `acc * a + b` becomes one FMA where the ISA has it. The result is folded into `sink` so the
+// compiler keeps the work.
+template <typename V, int kChains>
+[[gnu::always_inline]] inline double runChains(long iters, float* sink) {
+  constexpr int kLanes = int(sizeof(V) / sizeof(float));
+  V acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = V{} + float(i) * 1e-3f;
+  const V a = V{} + 0.999999f, b = V{} + 1e-7f;
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 24
-    for (int i = 0; i < kChains512; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains512; ++i) s = _mm512_add_ps(s, acc[i]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  for (float f : out) *sink += f;
-  return double(iters) * kChains512 * 16 * 2;
+    for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * a + b;
+  V s = acc[0];
+  for (int i = 1; i < kChains; ++i) s += acc[i];
+  for (int l = 0; l < kLanes; ++l) *sink += s[l];
+  return double(iters) * kChains * kLanes * 2;
 }
 
+__attribute__((target("avx512f"))) double run512(long iters, float* sink) {
+  return runChains<__m512, kChains512>(iters, sink);
+}
 __attribute__((target("avx2,fma"))) double run256(long iters, float* sink) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  float out[8];
-  __m256 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
-  _mm256_storeu_ps(out, s);
-  for (float f : out) *sink += f;
-  return double(iters) * kChains * 8 * 2;
+  return runChains<__m256, kChains>(iters, sink);
 }
-
-double runSse(long iters, float* sink) {
-  __m128 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm_set1_ps(float(i) * 1e-3f);
-  const __m128 a = _mm_set1_ps(0.999999f), b = _mm_set1_ps(1e-7f);
-  for (long it = 0; it < iters; ++it)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm_add_ps(_mm_mul_ps(acc[i], a), b);
-  float out[4];
-  __m128 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm_add_ps(s, acc[i]);
-  _mm_storeu_ps(out, s);
-  for (float f : out) *sink += f;
-  return double(iters) * kChains * 4 * 2;
-}
+double runSse(long iters, float* sink) { return runChains<__m128, kChains>(iters, sink); }  // mul + add
 
 struct Isa {
   const char* name;
