@@ -23,6 +23,7 @@
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/fma_peak.h"
 #include "sextant/runtime/isolation.h"
 #include "sextant/search/evaluator.h"
 #include "sextant/search/strategy.h"
@@ -280,6 +281,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   const std::optional<RecordRow>& best = sum->best_confirmed ? sum->best_confirmed : sum->best_this_run;
   double best_g = fin ? fin->gflops : (best ? best->gflops : 0);
   auto ratio = [](double a, double b) { return b > 0 && a > 0 ? a / b : 0.0; };
+  // The FMA peak of as many threads, measured right after the final comparison (about a second;
+  // not for workers, which run none, nor after Ctrl-C): the summary gives the tuned kernel's and
+  // the reference's share of it.
+  FmaPeak peak;
+  if (a.study == 0 && !sum->interrupted && best_g > 0) peak = measureFmaPeak(threads, 0.15, 3);
+  const bool ref_ok = blas_b && blas_b->status == "ok";
   auto finalJson = [](const BaselineRow* b) {
     return b ? json{{"gflops", b->gflops}, {"median_s", b->median_s}, {"cv", b->cv}, {"repetitions", b->times_s.size()},
                     {"status", b->status}}
@@ -320,6 +327,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     if (def_b) j["default"]["knobs"] = def_b->detail;
     j["reference"] = finalJson(blas_b);
     if (blas_b) j["reference"]["name"] = blas_b->detail;
+    if (peak.gflops > 0) {
+      j["fma_peak"] = {{"gflops", peak.gflops}, {"isa", peak.isa}, {"threads", peak.threads}, {"measured", true}};
+      if (j["best"].is_object()) j["best"]["share_of_fma_peak"] = ratio(best_g, peak.gflops);
+      if (ref_ok) j["reference"]["share_of_fma_peak"] = ratio(blas_b->gflops, peak.gflops);
+    }
     j["speedup_over_default"] = def_b ? ratio(best_g, def_b->gflops) : 0.0;
     j["ratio_to_reference"] = blas_b ? ratio(best_g, blas_b->gflops) : 0.0;
     j["measured"] = true;
@@ -368,6 +380,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     else
       printf("  reference  failed: %s\n", blas_b->status.c_str());
   }
+  if (peak.gflops > 0)
+    printf("  peak       %.1f GFLOP/s  f32 FMA peak of %d thread%s (%s), measured after the run -> tuned %.0f%%%s\n",
+           peak.gflops, peak.threads, peak.threads == 1 ? "" : "s", peak.isa.c_str(), 100 * ratio(best_g, peak.gflops),
+           ref_ok ? (", reference " + std::to_string(int(std::lround(100 * ratio(blas_b->gflops, peak.gflops)))) + "%").c_str()
+                  : "");
   if (sum->best && best && sum->best->id != best->id)
     printf("  database   highest single search-time measurement for this workload: %.1f GFLOP/s (record %lld, run "
            "%lld);\n             the best above is the one that held up in the final comparison\n",

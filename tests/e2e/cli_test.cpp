@@ -52,6 +52,14 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   // host's kernels, not the generic fallback (a 4x slower peer would flatter every ratio).
   EXPECT_EQ(j["reference"]["name"].get<std::string>().find("Prescott"), std::string::npos) << j["reference"];
   EXPECT_GT(j["reference"]["gflops"].get<double>(), 0.5);
+  // The FMA peak measured after the run, and the shares of it: a kernel cannot beat the peak.
+  ASSERT_TRUE(j.contains("fma_peak")) << r.out;
+  EXPECT_EQ(j["fma_peak"]["measured"], true);
+  EXPECT_EQ(j["fma_peak"]["threads"], 1);
+  EXPECT_GT(j["fma_peak"]["gflops"].get<double>(), 1.0);
+  EXPECT_GT(j["best"]["share_of_fma_peak"].get<double>(), 0.0);
+  EXPECT_LT(j["best"]["share_of_fma_peak"].get<double>(), 1.05);
+  EXPECT_LT(j["reference"]["share_of_fma_peak"].get<double>(), 1.05);
 
   // Records: 6 in the database, each with repetition times; ok ones verified.
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records"), 6);
