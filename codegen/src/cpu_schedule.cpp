@@ -208,6 +208,8 @@ struct PanelCopy {
 static std::string packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
                                int64_t rows, int64_t width, std::vector<PanelCopy>& copies) {
   const std::string H = "!transform.any_op";
+  const int64_t cols = packCols(width);
+  const bool split = cols != width;  // the copy is tiled by columns too
   std::ostringstream o;
   o << ind << "// " << name << ": this K chunk's " << (operand == 0 ? "A block" : "B panel")
     << " copied into a contiguous buffer.\n"
@@ -217,10 +219,9 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
     << ", " << H << ")\n"
     << ind << "%" << name << "_panel = transform.structured.rewrite_in_destination_passing_style %" << name
     << "_pad : (" << H << ") -> " << H << "\n"
-    << ind << "%" << name << "_copy, %" << name << "_copy_loop"
-    << (packCols(width) == width ? "" : ", %" + name + "_copy_cols") << " = transform.structured.tile_using_for %" << name
-    << "_panel tile_sizes [" << packRows(rows) << ", " << (packCols(width) == width ? 0 : packCols(width))
-    << "] : (" << H << ") -> (" << H << ", " << H << (packCols(width) == width ? "" : ", " + H) << ")\n";
+    << ind << "%" << name << "_copy, %" << name << "_copy_loop" << (split ? ", %" + name + "_copy_cols" : "")
+    << " = transform.structured.tile_using_for %" << name << "_panel tile_sizes [" << packRows(rows) << ", "
+    << (split ? cols : 0) << "] : (" << H << ") -> (" << H << ", " << H << (split ? ", " + H : "") << ")\n";
   copies.push_back({"%" + name + "_copy", rows, width});
   return o.str();
 }
