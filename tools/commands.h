@@ -31,6 +31,7 @@ struct CompileArgs {
   std::string input, db = "sextant.db", target = "cpu", out;
   std::string library_out;  // also write the library that was applied
   int threads = 1;          // cpu: the records tuned with tune --threads N (target cpu:ARCH-tN)
+  bool allow_stale = false;  // use stale records (re-emitted from their knobs) instead of the default
 };
 int cmdCompile(const CompileArgs& a);
 

@@ -75,15 +75,23 @@ Result<GemmWorkload> workloadOf(const FoundOp& op) {
 }
 
 // The database's best usable record for a workload as a library entry; none (with a warning if
-// the record is stale or unusable) means the default schedule.
-Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& target, const std::string& key) {
+// the record is stale or unusable) means the default schedule. allow_stale: a stale record's
+// schedule is re-emitted from its knobs and used, with a warning (as tune export --allow-stale).
+Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& target, const std::string& key,
+                                               bool allow_stale) {
   auto best = db.best(key, target.key());
   if (!best) return Error{best.error()};
   if (!*best) return std::optional<LibraryEntry>{};
   Resolved res = resolveRecord(**best, target);
-  if (res.error.empty() && res.stale.empty()) return std::move(res.entry);
+  if (res.error.empty() && (res.stale.empty() || allow_stale)) {
+    if (!res.stale.empty())
+      std::cerr << "tune: warning: " << key << ": using a stale tuned schedule (" << res.stale
+                << "), re-emitted from its knobs\n";
+    return std::move(res.entry);
+  }
   std::cerr << "tune: warning: " << key << ": the tuned record is not usable ("
-            << (res.error.empty() ? res.stale : res.error) << "); using the default schedule\n";
+            << (res.error.empty() ? res.stale + "; --allow-stale uses it" : res.error)
+            << "); using the default schedule\n";
   return std::optional<LibraryEntry>{};
 }
 
@@ -135,7 +143,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     }
     const std::string key = w->key();
     if (!entry_of.count(key)) {
-      auto entry = tunedEntry(db, target, key);
+      auto entry = tunedEntry(db, target, key, a.allow_stale);
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = buildGpuGemmSpace(*w, *g);
@@ -255,7 +263,7 @@ int cmdCompile(const CompileArgs& a) {
       continue;
     }
     if (!entry_of.count(key)) {
-      auto entry = tunedEntry(*db, *target, key);
+      auto entry = tunedEntry(*db, *target, key, a.allow_stale);
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, *target).space;

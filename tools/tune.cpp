@@ -229,6 +229,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--threads", ca.threads,
                   "cpu: use the schedules tuned with tune --threads N (kernels on N threads; libomp is linked)")
       ->capture_default_str();
+  cmp->add_flag("--allow-stale", ca.allow_stale,
+                "use tuned schedules measured with another LLVM major version, schema or generator (re-emitted "
+                "from their knobs), with a warning; without it such a workload gets the default schedule");
 
   auto* impr = app.add_subcommand("import-results",
                                    "read a bundle's results (tune-runner) into the database as measured records");
