@@ -85,6 +85,26 @@ TargetSpace spaceFor(const GemmWorkload& w, const Target& t) {
           t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd, ""};
 }
 
+// The actions of a stored CPU schedule (emitCpuGemmSchedule's form): the lines between the match of
+// the matmul (%mm) and the sequence's yield. Empty if the script does not have that form.
+static std::string measuredCpuActions(const std::string& script) {
+  std::istringstream in(script);
+  std::string line, actions;
+  bool inside = false, closed = false;
+  while (std::getline(in, line)) {
+    if (!inside) {
+      inside = line.find("%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root") != std::string::npos;
+      continue;
+    }
+    if (line.find_first_not_of(' ') != std::string::npos && line.substr(line.find_first_not_of(' ')) == "transform.yield") {
+      closed = true;
+      break;
+    }
+    actions += line + "\n";
+  }
+  return closed ? actions : std::string();
+}
+
 Resolved resolveRecord(const RecordRow& r, const Target& target) {
   Resolved out;
   auto w = parseWorkloadKey(r.workload_key);
@@ -112,10 +132,19 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     out.stale = "measured with LLVM " + r.llvm_version + ", this is LLVM " + llvmVersion();
   else if (r.schema_version < kOldestCompatibleSchema)
     out.stale = "measured with database schema " + std::to_string(r.schema_version);
-  else if (!r.schedule.empty() && r.schedule != (target.isGpu() ? emitGpuGemmSchedule(*w, space, *cand)
-                                                                  : emitCpuGemmSchedule(*w, space, *cand)))
-    out.stale = "the schedule generator changed since it was measured";
+  std::string measured_actions;
+  if (out.stale.empty() && !r.schedule.empty() &&
+      r.schedule != (target.isGpu() ? emitGpuGemmSchedule(*w, space, *cand) : emitCpuGemmSchedule(*w, space, *cand))) {
+    // The generator has changed since: a CPU record keeps the script it was measured with (same
+    // LLVM major and schema, so it still applies); a GPU record is stale.
+    if (!target.isGpu()) measured_actions = measuredCpuActions(r.schedule);
+    if (measured_actions.empty()) out.stale = "the schedule generator changed since it was measured";
+  }
   LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}};
+  if (!measured_actions.empty()) {
+    e.actions = measured_actions;
+    e.provenance["schedule"] = "as measured (the generator emits another script for these knobs today)";
+  }
   e.provenance["record"] = std::to_string(r.id);
   char g[32];
   snprintf(g, sizeof g, "%.1f", r.gflops);

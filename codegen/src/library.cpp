@@ -120,7 +120,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     o << "} {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
       << (gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
-              : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0))
+              : !e.actions.empty() && e.batch == 0 ? e.actions
+                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0))
       << "    transform.yield\n"
       << "  }\n";
     if (gpu)

@@ -190,32 +190,44 @@ TEST_F(TunedDb, JsonRoundTripAndOrderIndependentMerge) {
   for (auto p : {db2, other, ab, ba}) removeDb(p);
 }
 
-// A record whose stored script the generator no longer emits (here: the stored text edited) is
-// stale: export refuses it unless --allow-stale, compile uses the default schedule for it unless
-// --allow-stale, and both say why.
-TEST(Stale, ExportRefusesAndCompileFallsBackUnlessAllowed) {
+// A CPU record whose stored script the generator no longer emits (here: a line added to the stored
+// actions) is exported and compiled with the script it was measured with. A record measured with
+// another LLVM major version is stale: export refuses it unless --allow-stale, compile uses the
+// default schedule for it unless --allow-stale, and both say why.
+TEST(Stale, MeasuredScriptIsKeptAndOtherLlvmRecordsAreStaleUnlessAllowed) {
   std::string db = tmp("stale.db");
   removeDb(db);
   Outcome r = tune("--shape 64x32x16 --strategy exhaustive --trials 1 --final-rounds 0 --min-time 0.001 --quiet --db " + db);
   ASSERT_EQ(r.code, 0) << r.err;
-  queryInt(db, "UPDATE schedules SET text = text || '// edited' WHERE id IN (SELECT schedule_id FROM records)");
-  ASSERT_EQ(queryInt(db, "SELECT count(*) FROM schedules WHERE text LIKE '%// edited'"), 1);
+  queryInt(db, "UPDATE schedules SET text = replace(text, '    transform.apply_patterns to %f {', "
+               "'    // measured-variant' || char(10) || '    transform.apply_patterns to %f {')");
+  ASSERT_EQ(queryInt(db, "SELECT count(*) FROM schedules WHERE text LIKE '%// measured-variant%'"), 1);
 
-  std::string lib = tmp("stale.mlir");
+  std::string lib = tmp("stale.mlir"), so = tmp("stale.so");
   std::filesystem::remove(lib);
   Outcome e = tune("export --db " + db + " --target cpu --format transform -o " + lib);
+  ASSERT_EQ(e.code, 0) << e.err;
+  const std::string text = slurp(lib);
+  EXPECT_NE(text.find("// measured-variant"), std::string::npos) << text;
+  EXPECT_NE(text.find("sextant.schedule = \"as measured"), std::string::npos) << text;
+  Outcome c = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --db " + db + " -o " + so);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tuned (record"), std::string::npos) << c.out;
+
+  queryInt(db, "UPDATE records SET llvm_version = '21.1.0'");
+  std::filesystem::remove(lib);
+  e = tune("export --db " + db + " --target cpu --format transform -o " + lib);
   EXPECT_EQ(e.code, 2) << e.out << e.err;
   EXPECT_NE(e.err.find("refusing to export stale schedules"), std::string::npos) << e.err;
-  EXPECT_NE(e.err.find("the schedule generator changed"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("measured with LLVM 21.1.0"), std::string::npos) << e.err;
   EXPECT_FALSE(std::filesystem::exists(lib));
   Outcome ea = tune("export --allow-stale --db " + db + " --target cpu --format transform -o " + lib);
   EXPECT_EQ(ea.code, 0) << ea.err;
   EXPECT_TRUE(std::filesystem::exists(lib));
 
-  std::string so = tmp("stale.so");
-  Outcome c = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --db " + db + " -o " + so);
+  c = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --db " + db + " -o " + so);
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_NE(c.err.find("not usable (the schedule generator changed"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("not usable (measured with LLVM 21.1.0"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("--allow-stale uses it"), std::string::npos) << c.err;
   EXPECT_EQ(c.out.find("tuned (record"), std::string::npos) << c.out;
   Outcome ca = tune("compile " + std::string(DATA_DIR) + "/two_gemms.mlir --allow-stale --db " + db + " -o " + so);

@@ -28,6 +28,9 @@ struct LibraryEntry {
   int64_t batch = 0;                              // > 0: a batched GEMM with this batch size
   enum class Kind { Cpu, Nvidia, Amd } kind = Kind::Cpu;  // whose schedule space `space` is
   std::map<std::string, std::string> provenance;  // tool, llvm, target, measured_at, gflops, record
+  // CPU, not batched: the measured script's actions, applied instead of the ones the generator
+  // emits for `candidate` today (set when the generator has changed since the record was measured).
+  std::string actions;
 };
 
 // What a matcher can tell apart: loop sizes (batch included) and operand bit widths.
