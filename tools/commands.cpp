@@ -96,7 +96,8 @@ static std::string measuredCpuActions(const std::string& script) {
       inside = line.find("%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root") != std::string::npos;
       continue;
     }
-    if (line.find_first_not_of(' ') != std::string::npos && line.substr(line.find_first_not_of(' ')) == "transform.yield") {
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, std::string::npos, "transform.yield") == 0) {
       closed = true;
       break;
     }
