@@ -85,27 +85,6 @@ TargetSpace spaceFor(const GemmWorkload& w, const Target& t) {
           t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd, ""};
 }
 
-// The actions of a stored CPU schedule (emitCpuGemmSchedule's form): the lines between the match of
-// the matmul (%mm) and the sequence's yield. Empty if the script does not have that form.
-static std::string measuredCpuActions(const std::string& script) {
-  std::istringstream in(script);
-  std::string line, actions;
-  bool inside = false, closed = false;
-  while (std::getline(in, line)) {
-    if (!inside) {
-      inside = line.find("%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root") != std::string::npos;
-      continue;
-    }
-    const size_t first = line.find_first_not_of(' ');
-    if (first != std::string::npos && line.compare(first, std::string::npos, "transform.yield") == 0) {
-      closed = true;
-      break;
-    }
-    actions += line + "\n";
-  }
-  return closed ? actions : std::string();
-}
-
 Resolved resolveRecord(const RecordRow& r, const Target& target) {
   Resolved out;
   auto w = parseWorkloadKey(r.workload_key);
@@ -138,7 +117,7 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
       r.schedule != (target.isGpu() ? emitGpuGemmSchedule(*w, space, *cand) : emitCpuGemmSchedule(*w, space, *cand))) {
     // The generator has changed since: a CPU record keeps the script it was measured with (same
     // LLVM major and schema, so it still applies); a GPU record is stale.
-    if (!target.isGpu()) measured_actions = measuredCpuActions(r.schedule);
+    if (!target.isGpu()) measured_actions = cpuGemmActionsOf(r.schedule);
     if (measured_actions.empty()) out.stale = "the schedule generator changed since it was measured";
   }
   LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}};

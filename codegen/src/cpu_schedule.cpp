@@ -365,6 +365,26 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   return o.str();
 }
 
+// The schedule's handle on the matmul: emitted by emitCpuGemmSchedule, found by cpuGemmActionsOf.
+static const char* const kMatchMatmul =
+    "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
+
+std::string cpuGemmActionsOf(const std::string& schedule) {
+  std::istringstream in(schedule);
+  std::string line, actions;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside) {
+      inside = line.find(kMatchMatmul) != std::string::npos;
+      continue;
+    }
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, std::string::npos, "transform.yield") == 0) return actions;
+    actions += line + "\n";
+  }
+  return std::string();  // no match line, or no yield after it
+}
+
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
   std::ostringstream o;
   o << "// Sextant CPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
@@ -372,8 +392,7 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-    << "    %mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> "
-       "!transform.any_op\n"
+    << "    " << kMatchMatmul << "\n"
     << emitCpuGemmActions(space, c, "    ") << "    transform.yield\n"
     << "  }\n"
     << "}\n";

@@ -35,5 +35,9 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 // `batched`: the op has a leading batch loop (linalg.batch_matmul), one batch element per block.
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
                                bool batched = false);
+// The actions of a schedule in emitCpuGemmSchedule's form (the lines between the match of the
+// matmul and the sequence's yield, as emitCpuGemmActions wrote them with a 4-space indent); empty
+// if the script does not have that form. tune export / compile apply a record's measured actions.
+std::string cpuGemmActionsOf(const std::string& schedule);
 
 }  // namespace sextant
