@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
         r.tool_version = r.llvm_version = r.cpu_model = r.device = "bench";
         rows.push_back(r);
       }
-      if (!db->insertRecords(rows, name)) _exit(1);
+      if (!db->insertClaimedRecords(rows, name, study)) _exit(1);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count() /
                    double(cands.size()));
     }

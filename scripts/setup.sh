@@ -13,6 +13,9 @@ PACKAGES=(
   libtorch-dev
   # reference GEMM (single-thread OpenBLAS), linear algebra for clustering / PCA
   libopenblas-dev libeigen3-dev
+  # the other reference libraries of the final comparison (issue #35): oneDNN and BLIS, loaded at
+  # run time by sextant-libref (the fastest of the three is the reference)
+  libdnnl-dev libblis-dev
   # LLVM's OpenMP runtime, linked into multi-threaded CPU kernels (tune compile --threads)
   libomp-dev
   # schedule database, JSON, command line

@@ -42,6 +42,22 @@ HostCpu cpuForTargetArch(const std::string& arch) {
 
 using json = nlohmann::json;
 
+std::string thisMachine() { return machineKey(hostCpu(), llvmHostCpuName()); }
+
+std::string machineFilter(const std::string& option, bool gpu_target) {
+  // A GPU target's records come from GPU machines (bundles measured elsewhere, or this host's
+  // GPU): "this" means every machine's for them; each exported entry names its machine.
+  if (option.empty() || option == "this") return gpu_target ? "" : thisMachine();
+  if (option == "any" || option == "all") return "";
+  return option;
+}
+
+std::string otherMachinesHint(const std::vector<std::string>& keys) {
+  if (keys.empty()) return "";
+  return "; the database has measurements of other machines (" + join(keys, ", ") +
+         "): --machine any, or --machine KEY, uses them (tune show lists them)";
+}
+
 int fail(const std::string& msg) {
   std::string m = msg;
   std::replace(m.begin(), m.end(), '\n', ' ');
@@ -120,15 +136,21 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     if (!target.isGpu()) measured_actions = cpuGemmActionsOf(r.schedule);
     if (measured_actions.empty()) out.stale = "the schedule generator changed since it was measured";
   }
-  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}};
+  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}, {}};
   if (!measured_actions.empty()) {
     e.actions = measured_actions;
     e.provenance["schedule"] = "as measured (the generator emits another script for these knobs today)";
   }
   e.provenance["record"] = std::to_string(r.id);
   char g[32];
-  snprintf(g, sizeof g, "%.1f", r.gflops);
+  snprintf(g, sizeof g, "%.1f", r.figure());  // the confirmed figure where there is one (issue #35)
   e.provenance["gflops"] = r.source == "predicted" ? "predicted" : g;
+  if (r.source == "measured") {
+    e.provenance["confirmed"] = r.confirmed() ? "yes: final comparison, " + std::to_string(r.measurements()) + " measurements"
+                                              : r.confirmations > 0 ? "failed its confirmation"
+                                                                    : "no: measured once";
+    e.provenance["machine"] = r.machine;
+  }
   e.provenance["measured_at"] = r.created_at;
   e.provenance["tool"] = r.tool_version;
   e.provenance["llvm"] = r.llvm_version;
@@ -138,24 +160,32 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
   return out;
 }
 
-// Best measured record per workload for a target (predicted ones only where asked for and no
-// measured one exists).
-static Result<std::vector<RecordRow>> bestPerWorkload(Database& db, const std::string& target_key, bool include_predicted) {
+// The best measured record per workload for a target among the machines `machine` matches,
+// ranked as Database::best ranks (ranksAbove: confirmed first); predicted ones only where asked for
+// and no measured one exists. `others`: the machines of the measured records left out.
+static Result<std::vector<RecordRow>> bestPerWorkload(Database& db, const std::string& target_key, bool include_predicted,
+                                                     const std::string& machine, std::vector<std::string>* others) {
   auto recs = db.allRecords(true);
   if (!recs) return Error{recs.error()};
   std::map<std::string, RecordRow> best;
   for (auto& r : *recs) {
     if (r.target_key != target_key || r.status != "ok") continue;
     if (r.source == "predicted" && !include_predicted) continue;
+    if (r.source == "measured" && !machineMatches(r.machine, machine)) {
+      if (others && std::find(others->begin(), others->end(), r.machine) == others->end()) others->push_back(r.machine);
+      continue;
+    }
     auto it = best.find(r.workload_key);
-    // Measured first, by GFLOP/s; predicted ones (GFLOP/s 0) by the model's score.
-    auto rank = [](const RecordRow& x) {
-      if (x.source == "measured") return std::make_pair(1, x.gflops);
+    // Measured first (ranksAbove); predicted ones (GFLOP/s 0) by the model's score.
+    auto score = [](const RecordRow& x) {
       auto st = json::parse(x.stats, nullptr, false);
-      double score = st.is_object() && st.contains("predicted") ? st["predicted"].value("score", 0.0) : 0.0;
-      return std::make_pair(0, score);
+      return st.is_object() && st.contains("predicted") ? st["predicted"].value("score", 0.0) : 0.0;
     };
-    if (it == best.end() || rank(r) > rank(it->second)) best[r.workload_key] = r;
+    auto above = [&](const RecordRow& x, const RecordRow& y) {
+      if ((x.source == "measured") != (y.source == "measured")) return x.source == "measured";
+      return x.source == "measured" ? ranksAbove(x, y) : score(x) > score(y);
+    };
+    if (it == best.end() || above(r, it->second)) best[r.workload_key] = r;
   }
   std::vector<RecordRow> out;
   for (auto& [k, r] : best) out.push_back(r);
@@ -170,22 +200,28 @@ int cmdExport(const ExportArgs& a) {
   auto target = resolveTarget(a.target);
   if (target) target = targetWithThreads(*target, a.threads);
   if (!target) return fail(target.error());
+  const std::string machine = machineFilter(a.machine, target->isGpu());
   if (a.format == "json") {
     ExportOptions o;
     o.target_key = target->key();
     o.include_predicted = a.include_predicted;
+    o.machine = machine;
     auto text = exportRecordsJsonl(*db, o);
     if (!text) return fail(text.error());
     int64_t n = std::count(text->begin(), text->end(), '\n') - 1;
-    if (n == 0) return fail(a.db + ": nothing to export for target " + target->key());
+    if (n == 0) return fail(db->path() + ": nothing to export for target " + target->key() +
+                            (machine.empty() ? "" : " measured by " + machine));
     if (auto s = writeFileAtomically(a.out, *text); !s) return fail(s.error());
     std::cout << "wrote " << n << " records for " << target->key() << " to " << a.out << "\n";
     return 0;
   }
 
-  auto best = bestPerWorkload(*db, target->key(), a.include_predicted);
+  std::vector<std::string> others;
+  auto best = bestPerWorkload(*db, target->key(), a.include_predicted, machine, &others);
   if (!best) return fail(best.error());
-  if (best->empty()) return fail(a.db + ": nothing to export: no measured schedule for target " + target->key());
+  if (best->empty())
+    return fail(db->path() + ": nothing to export: no measured schedule for target " + target->key() +
+                (machine.empty() ? "" : " by machine " + machine) + otherMachinesHint(others));
   std::vector<LibraryEntry> entries;
   std::vector<std::string> stale;
   for (const auto& r : *best) {
@@ -205,7 +241,8 @@ int cmdExport(const ExportArgs& a) {
     return fail("refusing to export stale schedules (a schedule that no longer compiles is worse than none; "
                 "--allow-stale exports them with a warning): " + join(stale, "; "));
   if (entries.empty()) return fail(a.db + ": nothing to export for target " + target->key());
-  auto lib = emitTransformLibrary(entries, "Sextant tuned schedules for " + target->key() + " from " + a.db);
+  auto lib = emitTransformLibrary(entries, "Sextant tuned schedules for " + target->key() + " from " + db->path() +
+                                               (machine.empty() ? "" : ", measured by " + machine));
   if (!lib) return fail(lib.error());
   // Never write a library that mlir-opt cannot parse.
   if (auto s = validateTransformLibrary(*lib); !s) return fail("internal error: " + s.error());
@@ -214,7 +251,8 @@ int cmdExport(const ExportArgs& a) {
             << target->key() << " to " << a.out << "\n";
   for (const auto& e : entries)
     std::cout << "  " << e.workload.key() << "  " << e.provenance.at("gflops") << " GFLOP/s  (record "
-              << e.provenance.at("record") << ", " << e.source << ")\n";
+              << e.provenance.at("record") << ", " << e.source
+              << (e.provenance.count("confirmed") ? ", confirmed " + e.provenance.at("confirmed") : std::string()) << ")\n";
   const bool own_pass = lib->find("\"sextant-") != std::string::npos;  // MFMA, bf16 mma.sync: needs sextant-opt
   std::cout << "apply with: " << (own_pass ? "sextant-opt (mlir-opt with Sextant's passes; a stock mlir-opt lacks them)" : "mlir-opt") << " IN.mlir --transform-preload-library=transform-library-paths=" << a.out << " --transform-interpreter\n";
   if (target->isGpu()) {
@@ -233,10 +271,22 @@ int cmdExport(const ExportArgs& a) {
 int cmdImport(const std::string& file, const std::string& db_path) {
   auto text = readFile(file);
   if (!text) return fail(text.error());
-  auto db = Database::open(db_path);
-  if (!db) return fail(db.error());
-  auto st = importRecordsJsonl(*db, *text, file);
-  if (!st) return fail(st.error());
+  // A failed import leaves nothing behind: a database file it created is removed again.
+  const bool created = !Database::isServerUrl(db_path) && !std::filesystem::exists(db_path);
+  auto cleanup = [&] {
+    if (!created) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(db_path + suffix, ec);
+  };
+  auto st = [&]() -> Result<ImportStats> {
+    auto db = Database::open(db_path);
+    if (!db) return Error{db.error()};
+    return importRecordsJsonl(*db, *text, file);
+  }();
+  if (!st) {
+    cleanup();
+    return fail(st.error());
+  }
   std::cout << file << ": " << st->read << " records read, " << st->inserted << " imported, " << st->duplicates
             << " duplicates skipped, " << st->conflicts
             << " conflicting measurements kept side by side with existing ones\n";

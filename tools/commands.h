@@ -14,14 +14,26 @@ class App;
 
 namespace sextant {
 struct HostCpu;
+struct DeviceInfo;
 }
 
 namespace sextant::cli {
+
+// This machine's key (machineKey of the host CPU and LLVM's name for it).
+std::string thisMachine();
+// What --machine means (issue #35): "this" (the default) -> this machine's key (for a GPU target:
+// "", every GPU machine's records, each naming its machine); "any" -> "" (every machine); anything
+// else is a key or a prefix of whole fields ("cpu:znver4").
+std::string machineFilter(const std::string& option, bool gpu_target);
+// One line for a command that found nothing of this machine: which other machines have records,
+// and the --machine option that uses them.
+std::string otherMachinesHint(const std::vector<std::string>& keys);
 
 struct ExportArgs {
   std::string db = "sextant.db", target = "cpu", format = "transform", out;
   bool include_predicted = false, allow_stale = false;
   int threads = 1;  // cpu: the records of tune --threads N (target cpu:ARCH-tN)
+  std::string machine = "this";  // whose measurements: this machine's, "any", or a key (prefix)
 };
 int cmdExport(const ExportArgs& a);
 int cmdImport(const std::string& file, const std::string& db);
@@ -32,6 +44,7 @@ struct CompileArgs {
   std::string library_out;  // also write the library that was applied
   int threads = 1;          // cpu: the records tuned with tune --threads N (target cpu:ARCH-tN)
   bool allow_stale = false;  // use stale records (re-emitted from their knobs) instead of the default
+  std::string machine = "this";  // whose measurements (see ExportArgs)
 };
 int cmdCompile(const CompileArgs& a);
 
@@ -99,6 +112,8 @@ struct GpuTuneArgs {
 int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop);
 // Reads a bundle's results file (tune-runner) into the database as measured records.
 int cmdImportResults(const std::string& dir, const std::string& results, const std::string& db);
+// The machine key of a GPU's measurements: "gpu:NAME:ARCH:driver-VERSION" (issue #35).
+std::string gpuMachineKey(const DeviceInfo& d);
 
 int fail(const std::string& msg);
 sextant::HostCpu cpuForTargetArch(const std::string& arch);  // the CPU a target key's arch describes  // prints "tune: error: MSG", returns 2

@@ -78,8 +78,8 @@ Result<GemmWorkload> workloadOf(const FoundOp& op) {
 // the record is stale or unusable) means the default schedule. allow_stale: a stale record's
 // schedule is re-emitted from its knobs and used, with a warning (as tune export --allow-stale).
 Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& target, const std::string& key,
-                                               bool allow_stale) {
-  auto best = db.best(key, target.key());
+                                               bool allow_stale, const std::string& machine) {
+  auto best = db.best(key, target.key(), machine);
   if (!best) return Error{best.error()};
   if (!*best) return std::optional<LibraryEntry>{};
   Resolved res = resolveRecord(**best, target);
@@ -143,7 +143,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     }
     const std::string key = w->key();
     if (!entry_of.count(key)) {
-      auto entry = tunedEntry(db, target, key, a.allow_stale);
+      auto entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = buildGpuGemmSpace(*w, *g);
@@ -155,7 +155,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
         }
         *entry = LibraryEntry{*w, space, c, "default", 0,
                               target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
-                              {}};
+                              {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));
@@ -255,7 +255,7 @@ int cmdCompile(const CompileArgs& a) {
       key = "batch " + std::to_string(op.batch) + " x " + key;
       if (!entry_of.count(key)) {
         Space space = spaceFor(*w, *target).space;
-        LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}};
+        LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}, {}};
         entry_of[key] = entries.size();
         entries.push_back(std::move(e));
       }
@@ -263,11 +263,11 @@ int cmdCompile(const CompileArgs& a) {
       continue;
     }
     if (!entry_of.count(key)) {
-      auto entry = tunedEntry(*db, *target, key, a.allow_stale);
+      auto entry = tunedEntry(*db, *target, key, a.allow_stale, machineFilter(a.machine, target->isGpu()));
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, *target).space;
-        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}};
+        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));

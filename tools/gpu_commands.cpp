@@ -20,6 +20,7 @@
 #include "sextant/db/database.h"
 #include "sextant/hwspec/devices.h"
 #include "sextant/runtime/bundle.h"
+#include "sextant/runtime/cpu_runner.h"
 #include "sextant/runtime/gpu_runner.h"
 #include "sextant/search/gpu_evaluator.h"
 #include "sextant/search/strategy.h"
@@ -148,6 +149,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   eo.jobs = a.jobs;
   eo.bundle_dir = a.out;
   std::string device_name = g->display + " (datasheet; not present)";
+  std::string machine = "none";  // compiled only: nothing measured
   if (*mode == GpuMeasureMode::Device) {
     auto dev = openGpuDevice(target->vendor());
     if (!dev) return fail(noDeviceHelp(dev.error(), *target));
@@ -156,6 +158,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
         !s)
       return fail("target " + target->name + " (" + g->chip + ") does not match the device here: " + s.error());
     device_name = di.name + " (" + di.arch + ", driver " + di.driver_version + ")";
+    machine = gpuMachineKey(di);
     eo.runner = findTuneRunner();
     if (eo.runner.empty())
       return fail("tune-runner not found (next to tune, in PATH, or $SEXTANT_RUNNER): it measures GPU kernels");
@@ -211,7 +214,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     if (!all) return fail(all.error());
     const std::vector<double>& me = blueprintOf(*target);
     std::map<std::string, double> weight;  // per target key
-    o.strategy_context.prior = priorFromRecords(*all, w->key(), target->key(), [&](const std::string& k) {
+    o.strategy_context.prior = priorFromRecords(*all, w->key(), target->key(), machine, [&](const std::string& k) {
       auto it = weight.find(k);
       if (it != weight.end()) return it->second;
       auto t = gpuTargetOfKey(k);
@@ -223,7 +226,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
       return weight[k] = t ? std::exp(-d2 / 2) : 0.0;
     });
   }
-  TuneContext ctx{*db, *w, *target, space, evaluator, device_name, "", llvmVersion()};
+  TuneContext ctx{*db, *w, *target, space, evaluator, device_name, "", llvmVersion(), machine};
   if (!a.quiet)
     fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, measure %s\n",
             w->key().c_str(), target->key().c_str(), g->display.c_str(), g->chip.c_str(),
@@ -262,6 +265,8 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
       const Prediction& q = pred[order[rank]];
       RecordRow r = src;
       r.id = 0;
+      r.uid.clear();  // a record of its own
+      r.machine = "none";
       r.source = "predicted";
       r.status = "ok";
       r.gflops = 0;  // no time is made up: the prediction is a relative score (in stats)
@@ -333,6 +338,13 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     printf("\nNo kernel was run: figures above are compile-time facts (registers, shared memory, occupancy in\n"
            "`tune show`/export json), not performance.\n");
   return sum->interrupted ? 130 : 0;
+}
+
+std::string gpuMachineKey(const DeviceInfo& d) {
+  std::string name = d.name;
+  for (char& c : name)
+    if (c == ':' || c == ' ') c = '-';
+  return "gpu:" + name + ":" + d.arch + ":driver-" + d.driver_version;
 }
 
 int cmdImportResults(const std::string& dir, const std::string& results_path, const std::string& db_path) {
@@ -408,6 +420,7 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
       run.tool_version = SEXTANT_VERSION;
       run.llvm_version = llvmVersion();
       run.host = res->host;
+      run.machine = gpuMachineKey(dev);
       auto id = db->beginRun(run);
       if (!id) return fail(id.error());
       run_of[w->key()] = *id;
@@ -433,6 +446,17 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
     row.median_s = kr.median_s;
     row.cv = kr.cv;
     row.gflops = kr.gflops;
+    // The figure is recomputed from the repetitions and the workload's FLOPs (issue #35), never
+    // taken from the file; a file whose own figure disagrees is named.
+    if (kr.status == "ok") {
+      if (kr.times_s.empty()) return fail(rp + ": kernel " + kr.id + " is 'ok' but has no repetition times");
+      summarize(kr.times_s, row.median_s, row.cv);
+      row.gflops = row.median_s > 0 ? w->flops() / row.median_s / 1e9 : 0;
+      if (kr.gflops > 0 && std::fabs(kr.gflops - row.gflops) > 0.01 * row.gflops)
+        fprintf(stderr, "tune: warning: %s: kernel %s says %.2f GFLOP/s, its times give %.2f: recorded %.2f\n",
+                rp.c_str(), kr.id.c_str(), kr.gflops, row.gflops, row.gflops);
+    }
+    row.machine = gpuMachineKey(dev);
     row.max_abs_err = kr.max_abs_err;
     row.tool_version = SEXTANT_VERSION;
     row.llvm_version = llvmVersion();
@@ -442,8 +466,8 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
     if (auto s = db->insertRecords({row}); !s) return fail(s.error());
     ++imported;
     double p = peer.count(k.workload) ? peer[k.workload] : 0;
-    printf("%-14s %-13s %10.1f %9s  %s\n", k.id.c_str(), kr.status.c_str(), kr.gflops,
-           p > 0 && kr.status == "ok" ? (fmt1(100 * kr.gflops / p) + "%").c_str() : "-", key.c_str());
+    printf("%-14s %-13s %10.1f %9s  %s\n", k.id.c_str(), kr.status.c_str(), row.gflops,
+           p > 0 && kr.status == "ok" ? (fmt1(100 * row.gflops / p) + "%").c_str() : "-", key.c_str());
   }
   for (const auto& r : res->references) {
     if (!run_of.count(r.workload)) continue;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -48,37 +50,72 @@ json recordJson(const RecordRow& r) {
 
 // ---------------------------------------------------------------------------------------------
 // tune show
-int cmdShow(const std::string& db_path) {
+int cmdShow(const std::string& db_path, const std::string& machine_option) {
   auto db = Database::open(db_path, /*create=*/false);
   if (!db) return fail(db.error());
+  const std::string me = thisMachine(), cpu_filter = machineFilter(machine_option, false),
+                    gpu_filter = machineFilter(machine_option, true);
+  // Which machines measured what (issue #35): a database may hold several machines' records
+  // (import, merge, a shared server); figures of different machines are not comparable.
+  auto machines = db->machines();
+  if (!machines) return fail(machines.error());
   auto runs = db->runs();
   if (!runs) return fail(runs.error());
-  if (runs->empty()) {
-    std::cout << db_path << ": no tuning runs yet\n";
+  if (machines->empty() && runs->empty()) {
+    std::cout << db->path() << ": no records yet\n";
     return 0;
   }
-  printf("%-5s %-36s %-20s %-11s %-12s %9s %9s %10s %10s\n", "run", "workload", "target", "strategy", "status",
-         "records", "failures", "unmeasured", "best GF/s");
+  if (!machines->empty()) {
+    printf("Machines whose measurements the database holds (this one: %s):\n", me.c_str());
+    for (const auto& m : *machines)
+      printf("  %-44s %7lld records, %7lld ok, %4lld confirmed  %s%s\n", m.key.c_str(), (long long)m.records,
+             (long long)m.ok, (long long)m.confirmed, m.key == me ? "THIS MACHINE; " : "",
+             describeMachineKey(m.key).c_str());
+  }
   std::vector<std::pair<std::string, std::string>> pairs;
-  for (const auto& r : *runs) {
-    printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10lld %10.1f\n", (long long)r.id, r.workload_key.c_str(),
-           r.target_key.c_str(), (r.strategy + ":" + std::to_string(r.seed)).c_str(), r.status.c_str(),
-           (long long)r.records, (long long)(r.records - r.ok_records - r.unmeasured), (long long)r.unmeasured,
-           r.best_gflops);
+  if (!runs->empty()) {
+    printf("\n%-5s %-36s %-20s %-11s %-12s %9s %9s %10s %10s\n", "run", "workload", "target", "strategy", "status",
+           "records", "failures", "unmeasured", "best GF/s");
+    for (const auto& r : *runs) {
+      printf("%-5lld %-36s %-20s %-11s %-12s %9lld %9lld %10lld %10.1f%s\n", (long long)r.id, r.workload_key.c_str(),
+             r.target_key.c_str(), (r.strategy + ":" + std::to_string(r.seed)).c_str(), r.status.c_str(),
+             (long long)r.records, (long long)(r.records - r.ok_records - r.unmeasured), (long long)r.unmeasured,
+             r.best_gflops, r.machine == me ? "" : ("  (on " + r.machine + ")").c_str());
+      std::pair<std::string, std::string> p{r.workload_key, r.target_key};
+      if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+    }
+  }
+  // Workloads with records but no run here (imported, merged) too.
+  auto all = db->allRecords(false);
+  if (!all) return fail(all.error());
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> machines_of;
+  for (const auto& r : *all) {
     std::pair<std::string, std::string> p{r.workload_key, r.target_key};
     if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+    if (r.source == "measured" && r.status == "ok") machines_of[p].insert(r.machine);
   }
-  printf("\nBest measured schedule per workload and target:\n");
+  printf("\nBest schedule per workload and target, %s (confirmed figures first: docs/database.md):\n",
+         cpu_filter.empty() ? "of every machine's measurements"
+                            : ("of the measurements of " + cpu_filter + (gpu_filter.empty() ? " (GPU targets: every GPU's)" : "")).c_str());
   for (const auto& [w, t] : pairs) {
-    auto best = db->best(w, t);
+    const std::string& filter = t.rfind("cpu:", 0) == 0 ? cpu_filter : gpu_filter;
+    auto best = db->best(w, t, filter);
     if (!best) return fail(best.error());
+    std::vector<std::string> others;
+    for (const auto& m : machines_of[{w, t}])
+      if (!machineMatches(m, filter)) others.push_back(m);
+    const std::string also = others.empty() ? "" : "\n    also measured by " + join(others, ", ") + " (--machine KEY)";
     if (!*best) {
-      printf("  %s on %s: no successful measurement\n", w.c_str(), t.c_str());
+      printf("  %s on %s: no successful measurement%s%s\n", w.c_str(), t.c_str(),
+             filter.empty() ? "" : " by this machine", also.c_str());
       continue;
     }
     const RecordRow& b = **best;
-    printf("  %s on %s: %.1f GFLOP/s (record %lld, run %lld, cv %.1f%%)\n    %s\n", w.c_str(), t.c_str(), b.gflops,
-           (long long)b.id, (long long)b.run_id, 100 * b.cv, b.candidate.c_str());
+    const std::string how = b.confirmed() ? "confirmed, " + std::to_string(b.measurements()) + " measurements"
+                                          : "measured once, not confirmed";
+    printf("  %s on %s: %.1f GFLOP/s (%s; record %lld, run %lld%s)\n    %s%s\n", w.c_str(), t.c_str(), b.figure(),
+           how.c_str(), (long long)b.id, (long long)b.run_id,
+           filter == b.machine || b.machine == me ? "" : (", " + b.machine).c_str(), b.candidate.c_str(), also.c_str());
   }
   // Studies and their workers (tune --workers, tune worker).
   auto studies = db->studies();
@@ -110,12 +147,30 @@ int cmdBest(const WorkloadArgs& a) {
   if (!t) return fail(t.error());
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
-  auto best = db->best(w->key(), t->key());
+  const std::string filter = machineFilter(a.machine, t->isGpu());
+  auto best = db->best(w->key(), t->key(), filter);
   if (!best) return fail(best.error());
-  if (!*best) return fail("no measured schedule for " + w->key() + " on " + t->key() + " in " + a.db);
+  if (!*best) {
+    std::vector<std::string> others;
+    auto recs = db->records(w->key(), t->key());
+    if (!recs) return fail(recs.error());
+    for (const auto& r : *recs)
+      if (r.source == "measured" && r.status == "ok" && !machineMatches(r.machine, filter) &&
+          std::find(others.begin(), others.end(), r.machine) == others.end())
+        others.push_back(r.machine);
+    return fail("no measured schedule for " + w->key() + " on " + t->key() + " in " + db->path() +
+                (filter.empty() ? "" : " by machine " + filter) + otherMachinesHint(others));
+  }
   const RecordRow& b = **best;
-  std::cout << "// best measured: " << fmt("%.2f", b.gflops) << " GFLOP/s (median of " << b.times_s.size()
-            << " repetitions, record " << b.id << ", run " << b.run_id << ", " << b.created_at << ")\n"
+  std::cout << "// best measured: " << fmt("%.2f", b.figure()) << " GFLOP/s, "
+            << (b.confirmed() ? "confirmed in a final comparison (median of " +
+                                    std::to_string(b.confirmed_times.size()) + " repetitions over " +
+                                    std::to_string(b.confirmations) + " re-measurement" +
+                                    (b.confirmations == 1 ? "" : "s") + "; " + fmt("%.2f", b.gflops) + " when found)"
+                              : "measured once, not confirmed (median of " + std::to_string(b.times_s.size()) +
+                                    " repetitions)")
+            << "\n// record " << b.id << ", run " << b.run_id << ", " << b.created_at << ", machine " << b.machine
+            << "\n"
             << b.schedule;
   return 0;
 }

@@ -178,12 +178,15 @@ int main(int argc, char** argv) {
   worker->add_flag("--quiet,-q", wa.quiet, "no progress output");
 
   auto* show = app.add_subcommand("show", "list tuning runs and the best schedule per workload and target");
-  std::string show_db = "sextant.db";
+  std::string show_db = "sextant.db", show_machine = "this";
   show->add_option("--db", show_db, "schedule database")->capture_default_str();
+  show->add_option("--machine", show_machine, "best schedules of which machine's measurements: \"this\", \"any\", or a "
+                   "machine key or its prefix")->capture_default_str();
 
   auto* bestc = app.add_subcommand("best", "print the best measured schedule (Transform script) for a workload");
   WorkloadArgs bw;
   addWorkloadOptions(bestc, bw, true);
+  bestc->add_option("--machine", bw.machine, "whose measurements: \"this\" (this machine's; the default), \"any\", or a machine key or its prefix (e.g. cpu:znver4; tune show lists them)")->capture_default_str();
 
   auto* exp = app.add_subcommand("export", "write the best schedules as a Transform library (mlir-opt applies it) "
                                           "or all records as JSON lines");
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
   exp->add_option("--format", ea.format, "transform (a Transform-dialect library) or json (JSON lines)")
       ->capture_default_str();
   exp->add_option("-o,--output", ea.out, "output file")->required();
+  exp->add_option("--machine", ea.machine, "whose measurements: \"this\" (this machine's; the default), \"any\", or a machine key or its prefix (e.g. cpu:znver4; tune show lists them)")->capture_default_str();
   exp->add_flag("--include-predicted", ea.include_predicted, "also export predicted (never measured) records, marked");
   exp->add_flag("--allow-stale", ea.allow_stale,
                 "export schedules measured with another LLVM major version, schema or generator, with a warning");
@@ -229,6 +233,7 @@ int main(int argc, char** argv) {
   cmp->add_option("--threads", ca.threads,
                   "cpu: use the schedules tuned with tune --threads N (kernels on N threads; libomp is linked)")
       ->capture_default_str();
+  cmp->add_option("--machine", ca.machine, "whose measurements: \"this\" (this machine's; the default), \"any\", or a machine key or its prefix (e.g. cpu:znver4; tune show lists them)")->capture_default_str();
   cmp->add_flag("--allow-stale", ca.allow_stale,
                 "use tuned schedules measured with another LLVM major version, schema or generator (re-emitted "
                 "from their knobs), with a warning; without it such a workload gets the default schedule");
@@ -305,7 +310,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*worker) return cmdWorker(wa);
-  if (*show) return cmdShow(show_db);
+  if (*show) return cmdShow(show_db, show_machine);
   if (*bestc) return cmdBest(bw);
   if (*exp) return cli::cmdExport(ea);
   if (*imp) return cli::cmdImport(imp_file, imp_db);
@@ -314,7 +319,7 @@ int main(int argc, char** argv) {
   if (*model_eval) return cli::cmdModelEval(me);
   if (*model_train) {
     json args;
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    for (int i = 1; i < argc; ++i) args.push_back(maskSecrets(argv[i]));
     mt.args_json = args.dump();
     return cli::cmdModelTrain(mt);
   }
@@ -326,14 +331,14 @@ int main(int argc, char** argv) {
   }
   if (*dsc) {
     json args;
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    for (int i = 1; i < argc; ++i) args.push_back(maskSecrets(argv[i]));
     return cmdDatasetCollect(dw, ds_count, ds_seed, ds_min_time, ds_jobs, ds_out, args.dump());
   }
   if (*hw_list) return cli::cmdHwList();
   if (*hw_show) return cli::cmdHwShow(hw_name);
   if (*hw_check) return cli::cmdHwCheck();
-  json args;
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  json args;  // stored with the run: never a password (issue #35)
+  for (int i = 1; i < argc; ++i) args.push_back(maskSecrets(argv[i]));
   if (!ta.suite.empty()) return cmdTuneSuite(ta, args.dump());
   if (ta.workers >= 0) return cmdMakeStudy(ta, args.dump());
   return cmdTune(ta, args.dump());

@@ -25,12 +25,14 @@
 #include "sextant/runtime/cpu_runner.h"
 #include "sextant/runtime/fma_peak.h"
 #include "sextant/runtime/isolation.h"
+#include "sextant/runtime/libraries.h"
 #include "sextant/search/evaluator.h"
 #include "sextant/search/strategy.h"
 #include "sextant/search/transfer.h"
 #include "sextant/search/tuner.h"
 #include "commands.h"
 #include "tune_internal.h"
+#include "tune_summary.h"
 
 using json = nlohmann::json;
 
@@ -54,7 +56,7 @@ class ProgressLine {
     if (quiet_) return;
     std::string line;
     if (p.phase == "final") {
-      line = "final comparison: best candidates, untuned default and OpenBLAS, interleaved...";
+      line = "final comparison: best candidates, untuned default and the reference libraries, interleaved...";
     } else {
       line = "[" + std::to_string(p.done) + "/" + std::to_string(p.total) + "] failures " +
              std::to_string(p.failures) + " | best " + fmt("%.1f", p.best_gflops) + " GFLOP/s | elapsed " +
@@ -158,7 +160,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   eo.jobs = a.jobs;
   CpuEvaluator evaluator(*w, space, *problem, eo);
 
-  TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion()};
+  const std::string machine = thisMachine();
+  TuneContext ctx{*db, *w, *target, space, evaluator, device, cpu.model, llvmVersion(), machine};
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
@@ -180,9 +183,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     run.args = argv_json;
     run.tool_version = SEXTANT_VERSION;
     run.llvm_version = llvmVersion();
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    run.host = host;
+    run.host = hostName();
+    run.machine = machine;
     auto run_id = db->beginRun(run);
     if (!run_id) return fail(run_id.error());
     RecordRow r = recordOf(ctx, *run_id, key, json(schedule_knobs).dump(), e);
@@ -192,13 +194,13 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
       std::cout << json{{"workload", w->key()}, {"target", target->key()}, {"schedule", a.schedule_file},
                         {"status", e.status}, {"message", e.message}, {"gflops", e.measurement.gflops},
                         {"median_s", e.measurement.median_s}, {"cv", e.measurement.cv},
-                        {"compile_s", e.compile_s}, {"db", a.w.db}}
+                        {"compile_s", e.compile_s}, {"machine", machine}, {"db", db->path()}}
                        .dump(2)
                 << "\n";
     } else if (e.status == "ok") {
       printf("%s: %.2f GFLOP/s measured (median of %zu repetitions, cv %.1f%%), compiled in %.2f s; recorded in %s\n",
              a.schedule_file.c_str(), e.measurement.gflops, e.measurement.times_s.size(), 100 * e.measurement.cv,
-             e.compile_s, a.w.db.c_str());
+             e.compile_s, db->path().c_str());
     } else {
       std::string msg = e.message;
       std::replace(msg.begin(), msg.end(), '\n', ' ');
@@ -209,9 +211,20 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
 
   Candidate def = defaultCpuCandidate(space);
   std::vector<Contender> references = {
-      {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def))},
-      {"openblas", problem->referenceName(threads), 0, [&] { return measureOpenBlas(*problem, mo); }},
+      {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def)), false},
   };
+  // The reference libraries (issue #35): OpenBLAS, oneDNN and BLIS, each at its best, measured
+  // interleaved with the tuned candidates; the fastest of them is the reference.
+  int libraries = 0;
+  for (const CpuLibrary& lib : cpuLibraries()) {
+    if (!lib.available) continue;
+    ++libraries;
+    references.push_back({lib.name, lib.describe(threads, problem->usesGemv()), 0,
+                          [&, lib] { return measureLibrary(*problem, lib, mo); }, true});
+  }
+  if (libraries == 0)  // no sextant-libref: OpenBLAS in a forked child, as before it
+    references.push_back({"openblas", problem->referenceName(threads), 0, [&] { return measureOpenBlas(*problem, mo); },
+                          true});
   ConfirmFactory confirm = [&](const RecordRow& r) {
     return Contender{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};
   };
@@ -253,7 +266,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     auto all = db->allRecords(false);
     if (!all) return fail(all.error());
     const std::string tk = target->key();
-    o.strategy_context.prior = priorFromRecords(*all, w->key(), tk, [&](const std::string& k) {
+    o.strategy_context.prior = priorFromRecords(*all, w->key(), tk, machine, [&](const std::string& k) {
       return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
     });
     // And the prior shipped beside the pretrained model (its training records), so that a fresh
@@ -274,133 +287,19 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   progress.end();
   if (!sum) return fail(sum.error());
 
-  const BaselineRow* def_b = sum->finalOf("default");
-  const BaselineRow* blas_b = sum->finalOf("openblas");
-  const BaselineRow* fin = sum->finalBestTuned();
-  // The reported best is the confirmed one: its record, with the pooled final-comparison figures.
-  const std::optional<RecordRow>& best = sum->best_confirmed ? sum->best_confirmed : sum->best_this_run;
-  double best_g = fin ? fin->gflops : (best ? best->gflops : 0);
-  auto ratio = [](double a, double b) { return b > 0 && a > 0 ? a / b : 0.0; };
   // The FMA peak of as many threads, measured right after the final comparison (about a second;
   // not for workers, which run none, nor after Ctrl-C): the summary gives the tuned kernel's and
   // the reference's share of it.
-  FmaPeak peak;
-  if (a.study == 0 && !sum->interrupted && best_g > 0) peak = measureFmaPeak(threads, 0.15, 3);
-  const bool ref_ok = blas_b && blas_b->status == "ok";
-  auto finalJson = [](const BaselineRow* b) {
-    return b ? json{{"gflops", b->gflops}, {"median_s", b->median_s}, {"cv", b->cv}, {"repetitions", b->times_s.size()},
-                    {"status", b->status}}
-             : json(nullptr);
-  };
-
-  if (a.report == "json") {
-    json j;
-    j["workload"] = w->key();
-    j["target"] = target->key();
-    j["threads"] = threads;
-    j["device"] = device;
-    j["cpu_model"] = cpu.model;
-    j["run_id"] = sum->run_id;
-    j["resumed"] = sum->resumed;
-    j["trials"] = sum->trials;
-    j["failures"] = sum->failures;
-    j["rejected"] = sum->rejected;
-    j["not_measured"] = sum->not_measured;
-    j["interrupted"] = sum->interrupted;
-    j["space_exhausted"] = sum->exhausted;
-    j["space_size"] = space.size();
-    j["strategy"] = a.strategy;
-    if (!sum->strategy_report.empty()) j["strategy_report"] = sum->strategy_report;
-    j["seed"] = a.seed;
-    j["elapsed_s"] = sum->elapsed_s;
-    j["best"] = best ? recordJson(*best) : json(nullptr);
-    if (best && fin) {
-      j["best"]["search_gflops"] = best->gflops;  // its measurement during the search
-      j["best"]["gflops"] = fin->gflops;          // pooled final-comparison measurement
-      j["best"]["median_s"] = fin->median_s;
-      j["best"]["cv"] = fin->cv;
-      j["best"]["repetitions"] = fin->times_s.size();
-    }
-    j["final_rounds"] = a.final_rounds;
-    j["best_in_db"] = sum->best ? recordJson(*sum->best) : json(nullptr);
-    j["default"] = finalJson(def_b);
-    if (def_b) j["default"]["knobs"] = def_b->detail;
-    j["reference"] = finalJson(blas_b);
-    if (blas_b) j["reference"]["name"] = blas_b->detail;
-    if (peak.gflops > 0) {
-      j["fma_peak"] = {{"gflops", peak.gflops}, {"isa", peak.isa}, {"threads", peak.threads}, {"measured", true}};
-      if (j["best"].is_object()) j["best"]["share_of_fma_peak"] = ratio(best_g, peak.gflops);
-      if (ref_ok) j["reference"]["share_of_fma_peak"] = ratio(blas_b->gflops, peak.gflops);
-    }
-    j["speedup_over_default"] = def_b ? ratio(best_g, def_b->gflops) : 0.0;
-    j["ratio_to_reference"] = blas_b ? ratio(best_g, blas_b->gflops) : 0.0;
-    j["measured"] = true;
-    j["db"] = a.w.db;
-    std::cout << j.dump(2) << "\n";
-    return sum->interrupted ? 130 : 0;
-  }
-
-  printf("\nSextant tuning summary%s\n", sum->interrupted ? " (interrupted: resume by running the same command)" : "");
-  printf("  workload   %s  (%.3f GFLOP per call)\n", w->key().c_str(), w->flops() / 1e9);
-  printf("  target     %s  (%s; %s)\n", target->key().c_str(), device.c_str(), cpu.model.c_str());
-  printf("  run        #%lld: %s, seed %llu, %lld trials, %lld failures%s, %s%s\n", (long long)sum->run_id,
-         a.strategy.c_str(), (unsigned long long)a.seed, (long long)sum->trials, (long long)sum->failures,
-         (sum->rejected || sum->not_measured ? ", " + std::to_string(sum->rejected) + " rejected, " +
-                                                   std::to_string(sum->not_measured) + " not measured"
-                                             : std::string())
-             .c_str(),
-         fmtDuration(sum->elapsed_s).c_str(),
-         sum->resumed ? (", resumed with " + std::to_string(sum->resumed_records) + " records").c_str() : "");
-  if (!sum->strategy_report.empty()) printf("  strategy   %s\n", sum->strategy_report.c_str());
-  if (sum->exhausted) printf("             the space (%llu schedules) is fully explored\n", (unsigned long long)space.size());
-  if (best && fin) {
-    printf("  best       %.1f GFLOP/s  (confirmed: median of %zu repetitions over %d interleaved rounds, cv %.1f%%;\n"
-           "             %.1f GFLOP/s when found; record %lld, schedule %lld)\n",
-           fin->gflops, fin->times_s.size(), a.final_rounds, 100 * fin->cv, best->gflops, (long long)best->id,
-           (long long)best->schedule_id);
-    printf("             %s\n", best->candidate.c_str());
-  } else if (best) {
-    printf("  best       %.1f GFLOP/s  (median of %zu repetitions, cv %.1f%%; record %lld, schedule %lld; not confirmed)\n",
-           best->gflops, best->times_s.size(), 100 * best->cv, (long long)best->id, (long long)best->schedule_id);
-    printf("             %s\n", best->candidate.c_str());
-  } else {
-    printf("  best       no candidate of this run was measured successfully\n");
-  }
-  if (def_b) {
-    if (def_b->status == "ok")
-      printf("  default    %.1f GFLOP/s  untuned default schedule (%s) -> speed-up %.2fx\n", def_b->gflops,
-             def_b->detail.c_str(), ratio(best_g, def_b->gflops));
-    else
-      printf("  default    failed: %s\n", def_b->status.c_str());
-  }
-  if (blas_b) {
-    if (blas_b->status == "ok")
-      printf("  reference  %.1f GFLOP/s  %s -> tuned / reference %.2fx\n", blas_b->gflops, blas_b->detail.c_str(),
-             ratio(best_g, blas_b->gflops));
-    else
-      printf("  reference  failed: %s\n", blas_b->status.c_str());
-  }
-  if (peak.gflops > 0)
-    printf("  peak       %.1f GFLOP/s  f32 FMA peak of %d thread%s (%s), measured after the run -> tuned %.0f%%%s\n",
-           peak.gflops, peak.threads, peak.threads == 1 ? "" : "s", peak.isa.c_str(), 100 * ratio(best_g, peak.gflops),
-           ref_ok ? (", reference " + std::to_string(int(std::lround(100 * ratio(blas_b->gflops, peak.gflops)))) + "%").c_str()
-                  : "");
-  if (sum->best && best && sum->best->id != best->id)
-    printf("  database   highest single search-time measurement for this workload: %.1f GFLOP/s (record %lld, run "
-           "%lld);\n             the best above is the one that held up in the final comparison\n",
-           sum->best->gflops, (long long)sum->best->id, (long long)sum->best->run_id);
-  printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", a.w.db.c_str(), a.w.db.c_str(),
-         a.w.db.c_str());
-  if (a.study > 0)
-    printf("All figures are measurements on this machine by this worker of study %lld: medians of repeated\n"
-           "calls with the operands flushed from the caches, every result verified against OpenBLAS (workers\n"
-           "run no final comparison).\n",
-           (long long)a.study);
-  else
-    printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
-           "operands flushed from the caches before each call, every result verified against OpenBLAS; best,\n"
-           "default and reference were re-measured side by side in the final comparison.\n");
-  return sum->interrupted ? 130 : 0;
+  TuneReport rep(a, *w, *target, cpu);
+  rep.device = device, rep.machine = machine, rep.db_shown = db->path();
+  rep.threads = threads;
+  rep.space_size = space.size();
+  rep.sum = &*sum;
+  rep.libraries = cpuLibraries();
+  rep.uses_gemv = problem->usesGemv();
+  if (a.study == 0 && !sum->interrupted && (sum->best_confirmed || sum->best_this_run))
+    rep.peak = measureFmaPeak(threads, 0.15, 3);
+  return reportTune(rep);
 }
 
 // tune --suite FILE: every workload of a suite in turn (the other options apply to each).

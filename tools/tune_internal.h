@@ -30,6 +30,7 @@ std::string fmt(const char* f, double v);
 
 struct WorkloadArgs {
   std::string op = "gemm", shape, dtype = "f32", layout = "NN", target = "cpu", db = "sextant.db";
+  std::string machine = "this";  // tune best: whose measurements (--machine)
 };
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a);
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default);
@@ -81,7 +82,7 @@ int runLocalWorkers(const std::string& db, int n, int64_t study_id);
 
 int cmdTune(const TuneArgs& a, const std::string& argv_json);
 int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json);
-int cmdShow(const std::string& db_path);
+int cmdShow(const std::string& db_path, const std::string& machine);
 int cmdBest(const WorkloadArgs& a);
 int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, double min_time, int jobs,
                       const std::string& out, const std::string& argv_json);

@@ -87,9 +87,10 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
     if (s.id == *id) printf("study %lld: %lld of %lld trials recorded by %d workers%s\n", (long long)s.id,
                             (long long)s.records, (long long)s.trials, a.workers,
                             failed ? (" (" + std::to_string(failed) + " stopped with an error)").c_str() : "");
-  auto best = db->best(w->key(), target->key());
+  auto best = db->best(w->key(), target->key(), thisMachine());
   if (best && *best)
-    printf("  best %.1f GFLOP/s (record %lld): %s\n", (*best)->gflops, (long long)(*best)->id, (*best)->candidate.c_str());
+    printf("  best of this machine's measurements %.1f GFLOP/s (record %lld, %s): %s\n", (*best)->figure(),
+           (long long)(*best)->id, (*best)->confirmed() ? "confirmed" : "measured once", (*best)->candidate.c_str());
   return failed ? 1 : 0;
 }
 

@@ -7,6 +7,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -24,13 +27,17 @@ namespace {
 // bufferization, then omp.parallel + omp.wsloop; memref lowering runs before scf-to-cf (the loop
 // bodies sit in single-block memref.alloca_scope regions), and the omp ops become __kmpc_* calls
 // in the LLVM IR translation.
+// Two parts: bufferization, then (after stridedCopiesToLoops) the lowering to the LLVM dialect.
+std::string cpuBufferization() {
+  return "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+         // Buffers allocated in a loop (pack_b's panel, once per K chunk) are allocated once
+         // before it instead; not out of the forall (one buffer per block and thread).
+         "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref";
+}
+
 std::string cpuLowering(int threads, int64_t prefetch = 0) {
   const bool omp = threads > 1;
-  return std::string(
-             "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-             // Buffers allocated in a loop (pack_b's panel, once per K chunk) are allocated once
-             // before it instead; not out of the forall (one buffer per block and thread).
-             "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,") +
+  return std::string() +
          // The schedule's prefetch distance (compiler_cpu_prefetch.cpp), on memrefs, before the
          // transfers are lowered.
          (prefetch > 0 ? "sextant-cpu-prefetch{distance=" + std::to_string(prefetch) + "}," : std::string()) +
@@ -41,6 +48,28 @@ std::string cpuLowering(int threads, int64_t prefetch = 0) {
               : std::string("convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,")) +
          "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,convert-ub-to-llvm," +
          (omp ? "convert-openmp-to-llvm," : "") + "reconcile-unrealized-casts";
+}
+
+// Copies between strided views (bufferization makes them for the accumulators of peeled register
+// tiles, e.g. tile_m 16 with reg_m 12: a 12 x 16 and a 4 x 16 tile of C) would become calls to
+// MLIR's runtime function `memrefCopy`, which our shared objects do not link ("undefined symbol:
+// memrefCopy" when loaded, issue #35): they become linalg.copy, lowered to loops below.
+// Contiguous copies stay (they become memcpy).
+void stridedCopiesToLoops(mlir::ModuleOp m) {
+  llvm::SmallVector<mlir::memref::CopyOp> strided;
+  m.walk([&](mlir::memref::CopyOp c) {
+    auto src = llvm::dyn_cast<mlir::MemRefType>(c.getSource().getType());
+    auto dst = llvm::dyn_cast<mlir::MemRefType>(c.getTarget().getType());
+    if (!src || !dst) return;
+    if (mlir::memref::isStaticShapeAndContiguousRowMajor(src) && mlir::memref::isStaticShapeAndContiguousRowMajor(dst))
+      return;
+    strided.push_back(c);
+  });
+  for (mlir::memref::CopyOp c : strided) {
+    mlir::OpBuilder b(c);
+    mlir::linalg::CopyOp::create(b, c.getLoc(), mlir::ValueRange{c.getSource()}, mlir::ValueRange{c.getTarget()});
+    c.erase();
+  }
 }
 
 }  // namespace
@@ -94,6 +123,11 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
   });
 
+  mlir::PassManager bufferize(ctx.get());
+  if (mlir::failed(mlir::parsePassPipeline(cpuBufferization(), bufferize)))
+    return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
+  if (mlir::failed(bufferize.run(*payloadMod))) return finish("lower", diags.text);
+  stridedCopiesToLoops(*payloadMod);
   mlir::PassManager pm(ctx.get());
   if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <random>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -11,72 +13,6 @@
 
 namespace sextant {
 namespace {
-
-// Schema migrations: kMigrations[i] takes a database from version i to i + 1.
-const char* const kMigrations[] = {
-    R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE workloads(
-  id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, op TEXT NOT NULL,
-  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL,
-  dtype_a TEXT NOT NULL, dtype_b TEXT NOT NULL, dtype_c TEXT NOT NULL, layout TEXT NOT NULL,
-  flops REAL NOT NULL);
-CREATE TABLE targets(
-  id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, arch TEXT NOT NULL,
-  device TEXT NOT NULL, features TEXT NOT NULL);
-CREATE TABLE runs(
-  id INTEGER PRIMARY KEY,
-  workload_id INTEGER NOT NULL REFERENCES workloads(id),
-  target_id INTEGER NOT NULL REFERENCES targets(id),
-  strategy TEXT NOT NULL, seed INTEGER NOT NULL, space TEXT NOT NULL, space_fingerprint TEXT NOT NULL,
-  trials_requested INTEGER NOT NULL, status TEXT NOT NULL,
-  started_at TEXT NOT NULL, finished_at TEXT, args TEXT NOT NULL,
-  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, host TEXT NOT NULL,
-  owner_pid INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE schedules(id INTEGER PRIMARY KEY, text TEXT UNIQUE NOT NULL);
-CREATE TABLE records(
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER REFERENCES runs(id),
-  workload_id INTEGER NOT NULL REFERENCES workloads(id),
-  target_id INTEGER NOT NULL REFERENCES targets(id),
-  candidate TEXT NOT NULL, knobs TEXT NOT NULL,
-  schedule_id INTEGER REFERENCES schedules(id),
-  status TEXT NOT NULL, source TEXT NOT NULL DEFAULT 'measured', message TEXT NOT NULL DEFAULT '',
-  times TEXT NOT NULL DEFAULT '[]', median_s REAL, cv REAL, gflops REAL, compile_s REAL, max_abs_err REAL,
-  tool_version TEXT NOT NULL, llvm_version TEXT NOT NULL, cpu_model TEXT NOT NULL, device TEXT NOT NULL,
-  created_at TEXT NOT NULL, schema_version INTEGER NOT NULL DEFAULT 1);
-CREATE INDEX records_by_workload_target ON records(workload_id, target_id, candidate);
-CREATE INDEX records_by_run ON records(run_id);
-CREATE TABLE baselines(
-  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-  detail TEXT NOT NULL, record_id INTEGER REFERENCES records(id), status TEXT NOT NULL, message TEXT NOT NULL,
-  times TEXT NOT NULL, median_s REAL, cv REAL, gflops REAL, created_at TEXT NOT NULL);
-)sql",
-    // v2: compile statistics and pre-flight results of GPU kernels (JSON object; {} for CPU).
-    R"sql(
-ALTER TABLE records ADD COLUMN stats TEXT NOT NULL DEFAULT '{}';
-)sql",
-    // v3 (issue #17): studies that workers join, the workers, and their leased claims on candidates
-    // (studies.cpp). Times of leases and heartbeats are seconds since the epoch (REAL).
-    R"sql(
-ALTER TABLE runs ADD COLUMN study_id INTEGER;
-CREATE TABLE studies(
-  id INTEGER PRIMARY KEY,
-  workload_id INTEGER NOT NULL REFERENCES workloads(id),
-  target_id INTEGER NOT NULL REFERENCES targets(id),
-  strategy TEXT NOT NULL, trials INTEGER NOT NULL, args TEXT NOT NULL, status TEXT NOT NULL,
-  created_at TEXT NOT NULL);
-CREATE TABLE workers(
-  id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  device TEXT NOT NULL, study_id INTEGER, started_at TEXT NOT NULL, heartbeat REAL NOT NULL,
-  measured INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE claims(
-  id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id), candidate TEXT NOT NULL,
-  worker TEXT NOT NULL, expires REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 1,
-  UNIQUE(study_id, candidate));
-)sql",
-};
-static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 using dbengine::Query;
 
@@ -124,10 +60,12 @@ Result<Database> Database::open(const std::string& path, bool create) {
   // for), so these steps are retried for up to 30 s.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (int attempt = 0;; ++attempt) {
-    Status st = d.db_->engine() == "sqlite"
-                    ? d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
-                    : okStatus();
-    if (st) st = d.migrate();
+    // (WAL after the schema: a reading command on an empty file fails in migrate with nothing
+    // written to the file.)
+    const bool sqlite = d.db_->engine() == "sqlite";
+    Status st = sqlite ? d.exec("PRAGMA foreign_keys=ON;") : okStatus();
+    if (st) st = d.migrate(create);
+    if (st && sqlite) st = d.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     if (st) break;
     if (!d.db_->retryable(st.error()) || std::chrono::steady_clock::now() > deadline) return Error{st.error()};
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 10 * (attempt % 8)));
@@ -139,41 +77,6 @@ int Database::schemaVersion() const {
   Query q(db_, "SELECT value FROM meta WHERE key='schema_version'");
   if (!q.ok() || !q.row()) return 0;
   return std::atoi(q.text(0).c_str());
-}
-
-// Each step decides what to do inside its own IMMEDIATE transaction: whether the file is fresh,
-// not Sextant's, or at which version, is read under the write lock, so that processes creating
-// or migrating one database at the same moment serialise instead of failing.
-Status Database::migrate() {
-  for (;;) {
-    if (auto s = db_->beginWrite(); !s) return s;
-    auto rollback = [&](Status st) {
-      exec("ROLLBACK");
-      return st;
-    };
-    auto tables = db_->tables();
-    if (!tables) return rollback(Error{tables.error()});
-    const bool has_meta = std::find(tables->begin(), tables->end(), "meta") != tables->end();
-    int version = 0;
-    if (!tables->empty()) {
-      if (!has_meta)
-        return rollback(Error{db_->explain(std::string("a ") + (db_->engine() == "sqlite" ? "SQLite" : "PostgreSQL") +
-                                           " database, but not a Sextant schedule database")});
-      version = schemaVersion();
-      if (version <= 0) return rollback(Error{db_->explain("the Sextant database has no schema version (corrupt?)")});
-      if (version > kSchemaVersion)
-        return rollback(Error{db_->explain("schema version " + std::to_string(version) +
-                                           " was written by a newer Sextant (this one reads up to " +
-                                           std::to_string(kSchemaVersion) + ")")});
-    }
-    if (version == kSchemaVersion) return exec("COMMIT");
-    if (auto s = exec(db_->ddl(kMigrations[version])); !s) return rollback(s);
-    Query up(db_, "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
-                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
-    up.bind(1, std::to_string(version + 1));
-    if (!up.done()) return rollback(Error{db_->explain(up.error())});
-    if (auto s = exec("COMMIT"); !s) return s;
-  }
 }
 
 Status Database::upsertWorkload(const WorkloadRow& w) {
@@ -198,27 +101,36 @@ Status Database::upsertTarget(const TargetRow& t) {
 Result<int64_t> Database::beginRun(const RunRow& r) {
   Query s(db_,
          "INSERT INTO runs(workload_id, target_id, strategy, seed, space, space_fingerprint, trials_requested, "
-         "status, started_at, args, tool_version, llvm_version, host, owner_pid, study_id) "
+         "status, started_at, args, tool_version, llvm_version, host, owner_pid, study_id, machine, heartbeat) "
          "VALUES((SELECT id FROM workloads WHERE key=?), (SELECT id FROM targets WHERE key=?), ?,?,?,?,?, "
-         "'running', ?,?,?,?,?,?,?) RETURNING id");
+         "'running', ?,?,?,?,?,?,?,?, " + db_->nowSql() + ") RETURNING id");
   s.bind(1, r.workload_key).bind(2, r.target_key).bind(3, r.strategy).bind(4, r.seed).bind(5, r.space)
       .bind(6, r.space_fingerprint).bind(7, r.trials_requested).bind(8, nowIso8601()).bind(9, r.args)
       .bind(10, r.tool_version).bind(11, r.llvm_version).bind(12, r.host).bind(13, r.owner_pid);
   if (r.study_id) s.bind(14, r.study_id);
   else s.bindNull(14);
+  s.bind(15, r.machine.empty() ? std::string("unknown") : r.machine);
   if (!s.row()) return Error{db_->explain(s.failed() ? s.error() : "no run id returned")};
   return s.i64(0);
 }
 
-static const char* kRunColumns =
+// NOW stands for the engine's clock (Conn::nowSql).
+static const char* kRunColumnsTemplate =
     "r.id, w.key, t.key, r.strategy, r.seed, r.space, r.space_fingerprint, r.trials_requested, r.status, "
     "r.started_at, coalesce(r.finished_at, ''), r.args, r.tool_version, r.llvm_version, r.host, "
     "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.source != 'predicted'), "
     "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'ok' AND x.source = 'measured'), "
     "coalesce((SELECT max(gflops) FROM records x WHERE x.run_id = r.id AND x.status = 'ok' AND x.source = 'measured'), 0), "
     "r.owner_pid, "
-    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'not_measured') "
+    "(SELECT count(*) FROM records x WHERE x.run_id = r.id AND x.status = 'not_measured'), "
+    "r.machine, coalesce(NOW - r.heartbeat, -1), coalesce(r.study_id, 0) "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
+
+static std::string runColumns(const std::unique_ptr<dbengine::Conn>& c) {
+  std::string s = kRunColumnsTemplate;
+  s.replace(s.find("NOW"), 3, c->nowSql());
+  return s;
+}
 
 static RunRow runFrom(Query& q) {
   RunRow r;
@@ -242,24 +154,29 @@ static RunRow runFrom(Query& q) {
   r.unmeasured = q.i64(19);
   r.best_gflops = q.f64(17);
   r.owner_pid = q.i64(18);
+  r.machine = q.text(20);
+  r.heartbeat_age_s = q.f64(21);
+  r.study_id = q.i64(22);
   return r;
 }
 
 Result<std::optional<RunRow>> Database::findUnfinishedRun(const std::string& workload_key,
                                                           const std::string& target_key,
                                                           const std::string& strategy, int64_t seed,
-                                                          const std::string& space_fingerprint) {
-  std::string sql = std::string("SELECT ") + kRunColumns +
+                                                          const std::string& space_fingerprint,
+                                                          const std::string& machine) {
+  std::string sql = std::string("SELECT ") + runColumns(db_) +
                     "WHERE w.key=? AND t.key=? AND r.strategy=? AND r.seed=? AND r.space_fingerprint=? "
-                    "AND r.status IN ('running', 'interrupted') ORDER BY r.id DESC LIMIT 1";
+                    "AND r.machine=? AND r.status IN ('running', 'interrupted') ORDER BY r.id DESC LIMIT 1";
   Query q(db_, sql.c_str());
-  q.bind(1, workload_key).bind(2, target_key).bind(3, strategy).bind(4, seed).bind(5, space_fingerprint);
+  q.bind(1, workload_key).bind(2, target_key).bind(3, strategy).bind(4, seed).bind(5, space_fingerprint)
+      .bind(6, machine.empty() ? std::string("unknown") : machine);
   if (q.row()) return std::optional<RunRow>(runFrom(q));
   return std::optional<RunRow>();
 }
 
 Status Database::claimRun(int64_t run_id, const std::string& host, int64_t pid) {
-  Query s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running' WHERE id=?");
+  Query s(db_, "UPDATE runs SET host=?, owner_pid=?, status='running', heartbeat=" + db_->nowSql() + " WHERE id=?");
   s.bind(1, host).bind(2, pid).bind(3, run_id);
   if (!s.done()) return Error{db_->explain(s.error())};
   return okStatus();
@@ -274,13 +191,21 @@ Result<Database::RunClaim> Database::claimOrBeginRun(const RunRow& r, bool resum
   };
   RunClaim c;
   if (resume) {
-    auto prev = findUnfinishedRun(r.workload_key, r.target_key, r.strategy, r.seed, r.space_fingerprint);
+    auto prev = findUnfinishedRun(r.workload_key, r.target_key, r.strategy, r.seed, r.space_fingerprint, r.machine);
     if (!prev) return rollback(prev.error());
     if (*prev) {
       const RunRow& p = **prev;
       if (owned_by_live && owned_by_live(p))
         return rollback("run " + std::to_string(p.id) + " with these settings is being tuned by process " +
                         std::to_string(p.owner_pid) + " on " + p.host + "; wait for it to finish, or stop it");
+      // A run of another host cannot be asked whether its process lives: it is taken as alive
+      // while it commits batches (its heartbeat; the database's clock).
+      if (p.status == "running" && p.host != r.host && p.heartbeat_age_s >= 0 &&
+          p.heartbeat_age_s < kRunAliveWindowS)
+        return rollback("run " + std::to_string(p.id) + " with these settings is being tuned on host " + p.host +
+                        " (process " + std::to_string(p.owner_pid) + ", last batch committed " +
+                        std::to_string(int64_t(p.heartbeat_age_s)) + " s ago); wait for it to finish, stop it, or "
+                        "start a run of your own with --fresh");
       if (auto s = claimRun(p.id, r.host, r.owner_pid); !s) return rollback(s.error());
       c.id = p.id, c.resumed = true, c.records = p.records;
     }
@@ -311,25 +236,69 @@ Result<int64_t> Database::scheduleId(const std::string& text) {
   return q.i64(0);
 }
 
-Status Database::insertRecords(const std::vector<RecordRow>& records) { return insertRecords(records, ""); }
+// A random 128-bit identifier in hex (records' uids).
+static std::string newUid() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  char buf[40];
+  snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)rng(), (unsigned long long)rng());
+  return buf;
+}
+
+// The uids are given once, before the first attempt: a retry after a reconnection sends the same.
+static std::vector<RecordRow> withUids(const std::vector<RecordRow>& records) {
+  std::vector<RecordRow> out = records;
+  for (auto& r : out)
+    if (r.uid.empty()) r.uid = newUid();
+  return out;
+}
 
 bool Database::reconnected(const std::string& error) { return db_->lostAndReconnected(error, 300); }
 
-Status Database::insertRecords(const std::vector<RecordRow>& records, const std::string& release_worker) {
+Status Database::insertRecords(const std::vector<RecordRow>& records) {
+  const std::vector<RecordRow> rows = withUids(records);
   for (;;) {
-    Status s = insertRecordsOnce(records, release_worker);
+    auto s = insertRecordsOnce(rows, "", 0);
+    if (s) return okStatus();
+    if (!reconnected(s.error())) return Error{s.error()};
+  }
+}
+
+Result<int64_t> Database::insertClaimedRecords(const std::vector<RecordRow>& records, const std::string& worker,
+                                               int64_t study_id) {
+  const std::vector<RecordRow> rows = withUids(records);
+  for (;;) {
+    auto s = insertRecordsOnce(rows, worker, study_id);
     if (s || !reconnected(s.error())) return s;
   }
 }
 
-Status Database::insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker) {
-  if (records.empty() && release_worker.empty()) return okStatus();
-  if (auto s = db_->beginWrite(); !s) return s;
-  auto fail = [&](const std::string& e) -> Status {
+Result<int64_t> Database::insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker,
+                                            int64_t study_id) {
+  if (records.empty() && release_worker.empty()) return int64_t(0);
+  if (auto s = db_->beginWrite(); !s) return Error{s.error()};
+  auto fail = [&](const std::string& e) -> Error {
     exec("ROLLBACK");
     return Error{db_->explain(e)};
   };
+  int64_t dropped = 0, stored = 0;
+  std::set<int64_t> runs;
   for (const RecordRow& r : records) {
+    if (!r.uid.empty()) {  // already stored (a COMMIT went through but its acknowledgement was lost)
+      Query q(db_, "SELECT count(*) FROM records WHERE uid=?");
+      q.bind(1, r.uid);
+      if (!q.row()) return fail(q.error());
+      if (q.i64(0) > 0) continue;
+    }
+    if (!release_worker.empty()) {  // a worker records only what it still holds
+      Query c(db_, "SELECT count(*) FROM claims WHERE study_id=? AND candidate=? AND worker=?");
+      c.bind(1, study_id).bind(2, r.candidate).bind(3, release_worker);
+      if (!c.row()) return fail(c.error());
+      if (c.i64(0) == 0) {
+        ++dropped;
+        continue;
+      }
+    }
     int64_t sid = 0;
     if (!r.schedule.empty()) {
       auto id = scheduleId(r.schedule);
@@ -342,8 +311,9 @@ Status Database::insertRecordsOnce(const std::vector<RecordRow>& records, const 
     Query s(db_,
            "INSERT INTO records(run_id, workload_id, target_id, candidate, knobs, schedule_id, status, source, "
            "message, times, median_s, cv, gflops, compile_s, max_abs_err, tool_version, llvm_version, "
-           "cpu_model, device, created_at, schema_version, stats) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
-           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "cpu_model, device, created_at, schema_version, stats, machine, confirmations, confirmed_times, "
+           "confirmed_gflops, uid) VALUES(?, (SELECT id FROM workloads WHERE key=?), "
+           "(SELECT id FROM targets WHERE key=?), ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (r.run_id) s.bind(1, r.run_id);
     else s.bindNull(1);
     s.bind(2, r.workload_key).bind(3, r.target_key).bind(4, r.candidate).bind(5, r.knobs);
@@ -353,18 +323,30 @@ Status Database::insertRecordsOnce(const std::vector<RecordRow>& records, const 
         .bind(12, r.cv).bind(13, r.gflops).bind(14, r.compile_s).bind(15, r.max_abs_err).bind(16, r.tool_version)
         .bind(17, r.llvm_version).bind(18, r.cpu_model).bind(19, r.device)
         .bind(20, r.created_at.empty() ? nowIso8601() : r.created_at).bind(21, int64_t(r.schema_version))
-        .bind(22, r.stats.empty() ? std::string("{}") : r.stats);
+        .bind(22, r.stats.empty() ? std::string("{}") : r.stats)
+        .bind(23, r.machine.empty() ? std::string("unknown") : r.machine).bind(24, r.confirmations)
+        .bind(25, timesJson(r.confirmed_times)).bind(26, r.confirmed_gflops);
+    if (r.uid.empty()) s.bindNull(27);
+    else s.bind(27, r.uid);
     if (!s.done()) return fail(s.error());
+    ++stored;
+    if (r.run_id) runs.insert(r.run_id);
+  }
+  for (int64_t run : runs) {  // the runs' heartbeats: they are alive (claimOrBeginRun)
+    Query h(db_, "UPDATE runs SET heartbeat=" + db_->nowSql() + " WHERE id=?");
+    h.bind(1, run);
+    if (!h.done()) return fail(h.error());
   }
   if (!release_worker.empty()) {
     Query d(db_, "DELETE FROM claims WHERE worker=?");
     d.bind(1, release_worker);
     if (!d.done()) return fail(d.error());
     Query u(db_, "UPDATE workers SET measured = measured + ? WHERE name=?");
-    u.bind(1, int64_t(records.size())).bind(2, release_worker);
+    u.bind(1, stored).bind(2, release_worker);
     if (!u.done()) return fail(u.error());
   }
-  return exec("COMMIT");
+  if (auto s = exec("COMMIT"); !s) return Error{s.error()};
+  return dropped;
 }
 
 Status Database::insertBaseline(const BaselineRow& b) {
@@ -380,13 +362,14 @@ Status Database::insertBaseline(const BaselineRow& b) {
 }
 
 Result<std::set<std::string>> Database::triedCandidates(const std::string& workload_key,
-                                                        const std::string& target_key) {
+                                                        const std::string& target_key, const std::string& machine) {
   Query q(db_,
-         "SELECT DISTINCT r.candidate FROM records r JOIN workloads w ON w.id=r.workload_id "
+         "SELECT DISTINCT r.candidate, r.machine FROM records r JOIN workloads w ON w.id=r.workload_id "
          "JOIN targets t ON t.id=r.target_id WHERE w.key=? AND t.key=? AND r.source='measured'");
   q.bind(1, workload_key).bind(2, target_key);
   std::set<std::string> out;
-  while (q.row()) out.insert(q.text(0));
+  while (q.row())
+    if (machineMatches(q.text(1), machine)) out.insert(q.text(0));
   if (q.failed()) return Error{db_->explain(q.error())};
   return out;
 }
@@ -395,7 +378,8 @@ static const char* kRecordColumns =
     "r.id, coalesce(r.run_id, 0), w.key, t.key, r.candidate, r.knobs, coalesce(r.schedule_id, 0), r.status, "
     "r.source, r.message, r.times, coalesce(r.median_s, 0), coalesce(r.cv, 0), coalesce(r.gflops, 0), "
     "coalesce(r.compile_s, 0), coalesce(r.max_abs_err, 0), r.tool_version, r.llvm_version, r.cpu_model, "
-    "r.device, r.created_at, coalesce(s.text, ''), r.schema_version, r.stats FROM records r JOIN workloads w ON w.id=r.workload_id "
+    "r.device, r.created_at, coalesce(s.text, ''), r.schema_version, r.stats, r.machine, r.confirmations, "
+    "r.confirmed_times, r.confirmed_gflops, coalesce(r.uid, '') FROM records r JOIN workloads w ON w.id=r.workload_id "
     "JOIN targets t ON t.id=r.target_id LEFT JOIN schedules s ON s.id=r.schedule_id ";
 
 static RecordRow recordFrom(Query& q, bool with_schedule) {
@@ -424,6 +408,11 @@ static RecordRow recordFrom(Query& q, bool with_schedule) {
   if (with_schedule) r.schedule = q.text(21);
   r.schema_version = int(q.i64(22));
   r.stats = q.text(23);
+  r.machine = q.text(24);
+  r.confirmations = q.i64(25);
+  r.confirmed_times = timesFrom(q.text(26));
+  r.confirmed_gflops = q.f64(27);
+  r.uid = q.text(28);
   return r;
 }
 
@@ -447,19 +436,28 @@ Result<std::vector<RecordRow>> Database::recordsOnce(const std::string& workload
   return out;
 }
 
-Result<std::optional<RecordRow>> Database::best(const std::string& workload_key, const std::string& target_key) {
+Result<std::optional<RecordRow>> Database::best(const std::string& workload_key, const std::string& target_key,
+                                                const std::string& machine) {
+  // Ranked in SQL as ranksAbove ranks (confirmed, then measured once, then failed confirmations),
+  // the first of a matching machine taken.
   std::string sql = std::string("SELECT ") + kRecordColumns +
-                    "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' "
-                    "ORDER BY r.gflops DESC, r.id ASC LIMIT 1";
+                    "WHERE w.key=? AND t.key=? AND r.status='ok' AND r.source='measured' ORDER BY "
+                    "CASE WHEN r.confirmations > 0 AND r.confirmed_gflops > 0 THEN 2 WHEN r.confirmations = 0 THEN 1 "
+                    "ELSE 0 END DESC, CASE WHEN r.confirmations > 0 THEN r.confirmed_gflops ELSE r.gflops END DESC, "
+                    "r.id ASC";
   Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   q.bind(1, workload_key).bind(2, target_key);
-  if (q.row()) return std::optional<RecordRow>(recordFrom(q, true));
+  while (q.row()) {
+    RecordRow r = recordFrom(q, true);
+    if (machineMatches(r.machine, machine)) return std::optional<RecordRow>(std::move(r));
+  }
+  if (q.failed()) return Error{db_->explain(q.error())};
   return std::optional<RecordRow>();
 }
 
 Result<std::vector<RunRow>> Database::runs() {
-  std::string sql = std::string("SELECT ") + kRunColumns + "ORDER BY r.id";
+  std::string sql = std::string("SELECT ") + runColumns(db_) + "ORDER BY r.id";
   Query q(db_, sql.c_str());
   if (!q.ok()) return Error{db_->explain(q.error())};
   std::vector<RunRow> out;

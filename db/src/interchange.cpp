@@ -1,5 +1,6 @@
 #include "sextant/db/interchange.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,11 @@ static json recordToJson(const RecordRow& r, const WorkloadRow& w, const TargetR
               {"device", r.device},
               {"created_at", r.created_at},
               {"schema_version", r.schema_version},
-              {"stats", json::parse(r.stats.empty() ? std::string("{}") : r.stats, nullptr, false)}};
+              {"stats", json::parse(r.stats.empty() ? std::string("{}") : r.stats, nullptr, false)},
+              {"machine", r.machine},
+              {"confirmations", r.confirmations},
+              {"confirmed_times", r.confirmed_times},
+              {"confirmed_gflops", r.confirmed_gflops}};
 }
 
 Result<std::string> exportRecordsJsonl(Database& db, const ExportOptions& o) {
@@ -45,6 +50,7 @@ Result<std::string> exportRecordsJsonl(Database& db, const ExportOptions& o) {
     if (!o.workload_key.empty() && r.workload_key != o.workload_key) continue;
     if (r.source == "predicted" && !o.include_predicted) continue;
     if (r.status != "ok" && !o.include_failures) continue;
+    if (r.source == "measured" && !machineMatches(r.machine, o.machine)) continue;
     auto w = db.workload(r.workload_key);
     auto t = db.target(r.target_key);
     if (!w || !*w || !t || !*t) return Error{db.path() + ": record " + std::to_string(r.id) + " has no workload or target"};
@@ -75,7 +81,7 @@ struct Parsed {
   TargetRow t;
 };
 
-Result<Parsed> parseLine(const json& j) {
+Result<Parsed> parseLine(const json& j, int version) {
   Parsed p;
   if (!j.is_object()) return Error{"not a JSON object"};
   const json* w = j.contains("workload") ? &j["workload"] : nullptr;
@@ -117,6 +123,16 @@ Result<Parsed> parseLine(const json& j) {
   if (r.source != "measured" && r.source != "predicted" && r.source != "compiled")
     return Error{"unknown source '" + r.source + "'"};
   if (r.candidate.empty()) return Error{"empty candidate"};
+  // Version 2 (issue #35) names the measuring machine and carries confirmations; a version-1
+  // record gets the machine its fields tell (legacyMachineOf: never "this machine").
+  if (version >= 2) {
+    if (!get(j, "machine", r.machine) || r.machine.empty()) return Error{"missing or invalid field 'machine'"};
+    if (!get(j, "confirmations", r.confirmations) || r.confirmations < 0 ||
+        !get(j, "confirmed_times", r.confirmed_times) || !get(j, "confirmed_gflops", r.confirmed_gflops))
+      return Error{"missing or invalid confirmation fields"};
+  } else {
+    r.machine = legacyMachineOf(r, p.t.arch);
+  }
   return p;
 }
 
@@ -128,6 +144,7 @@ Result<ImportStats> importRecordsJsonl(Database& db, const std::string& text, co
   int lineno = 0;
   std::vector<Parsed> parsed;
   bool header = false;
+  int version = 1;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
@@ -141,9 +158,10 @@ Result<ImportStats> importRecordsJsonl(Database& db, const std::string& text, co
         return Error{where + "format version " + std::to_string(j.value("version", 0)) + " is newer than this Sextant reads (" +
                      std::to_string(kRecordsFormatVersion) + ")"};
       header = true;
+      version = j.value("version", 1);
       continue;
     }
-    auto p = parseLine(j);
+    auto p = parseLine(j, version);
     if (!p) return Error{where + p.error()};
     parsed.push_back(std::move(*p));
   }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "sextant/db/database.h"
 #include "sql_engine.h"
 
 namespace sextant::dbengine {
@@ -33,9 +34,21 @@ std::string pgDdl(const std::string& sql) {
   return std::regex_replace(s, std::regex(R"(\bREAL\b)"), "DOUBLE PRECISION");
 }
 
-std::string shownUrl(const std::string& url) {
-  return std::regex_replace(url, std::regex(R"(^(postgres(?:ql)?://[^:/@]*):[^@]*@)"), "$1:***@");
+std::string shownUrl(const std::string& url) { return maskSecrets(url); }
+
+}  // namespace sextant::dbengine
+
+namespace sextant {
+
+std::string maskSecrets(const std::string& text) {
+  static const std::regex url(R"((postgres(?:ql)?://[^:/@\s]*):[^@\s]*@)", std::regex::icase);
+  static const std::regex kv(R"((\bpassword\s*=\s*)('[^']*'|[^\s&]*))", std::regex::icase);
+  return std::regex_replace(std::regex_replace(text, url, "$1:***@"), kv, "$1***");
 }
+
+}  // namespace sextant
+
+namespace sextant::dbengine {
 
 namespace {
 
@@ -141,6 +154,7 @@ class PgConn : public Conn {
     return out;
   }
   std::string ddl(const std::string& sqlite_ddl) const override { return pgDdl(sqlite_ddl); }
+  std::string nowSql() const override { return "extract(epoch from clock_timestamp())::double precision"; }
   std::string explain(const std::string& msg) const override { return shown(url_) + ": " + msg; }
   bool retryable(const std::string& msg) const override {
     return msg.find("could not serialize") != std::string::npos || msg.find("deadlock") != std::string::npos;

@@ -46,6 +46,9 @@ class Conn {
   virtual Result<std::vector<std::string>> tables() = 0;
   // The DDL of a migration as this engine needs it.
   virtual std::string ddl(const std::string& sqlite_ddl) const = 0;
+  // An SQL expression for the database's clock in seconds since the epoch (the server's, for
+  // PostgreSQL: leases and heartbeats never use a client's clock).
+  virtual std::string nowSql() const = 0;
   // Turns an engine message into one a user can act on.
   virtual std::string explain(const std::string& msg) const = 0;
   // Is this error a lock or serialisation conflict worth retrying?

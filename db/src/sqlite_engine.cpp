@@ -74,6 +74,7 @@ class SqliteConn : public Conn {
     return out;
   }
   std::string ddl(const std::string& sqlite_ddl) const override { return sqlite_ddl; }
+  std::string nowSql() const override { return "((julianday('now') - 2440587.5) * 86400.0)"; }
   std::string explain(const std::string& msg) const override {
     if (msg.find("file is not a database") != std::string::npos)
       return path_ + ": not a SQLite database (the file exists but is something else, or is corrupt)";

@@ -17,10 +17,6 @@ using dbengine::Query;
 
 namespace {
 
-double nowEpoch() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Records of a study: those of the runs its workers made.
 const char* kStudyRecords = "(SELECT count(*) FROM records x JOIN runs u ON u.id = x.run_id WHERE u.study_id = s.id)";
 
@@ -83,7 +79,9 @@ Result<ClaimResult> Database::claimCandidatesOnce(int64_t study_id, const std::s
     exec("ROLLBACK");
     return Error{db_->explain(e)};
   };
-  const double now = nowEpoch();
+  auto server_now = serverNow();  // leases run on the database's clock, never a client's
+  if (!server_now) return fail(server_now.error());
+  const double now = *server_now;
   ClaimResult out;
   // Expired claims first: re-issued to this worker, or given up after max_attempts workers.
   {
@@ -153,10 +151,9 @@ Result<std::set<std::string>> Database::claimedCandidatesOnce(int64_t study_id) 
 
 Status Database::registerWorker(const WorkerRow& w) {
   Query q(db_,
-          "INSERT INTO workers(name, host, pid, device, study_id, started_at, heartbeat) VALUES(?,?,?,?,?,?,?) "
-          "ON CONFLICT(name) DO UPDATE SET study_id=excluded.study_id, heartbeat=excluded.heartbeat");
-  q.bind(1, w.name).bind(2, w.host).bind(3, w.pid).bind(4, w.device).bind(5, w.study_id).bind(6, nowIso8601())
-      .bind(7, nowEpoch());
+          "INSERT INTO workers(name, host, pid, device, study_id, started_at, heartbeat) VALUES(?,?,?,?,?,?," +
+              db_->nowSql() + ") ON CONFLICT(name) DO UPDATE SET study_id=excluded.study_id, heartbeat=excluded.heartbeat");
+  q.bind(1, w.name).bind(2, w.host).bind(3, w.pid).bind(4, w.device).bind(5, w.study_id).bind(6, nowIso8601());
   if (!q.done()) return Error{db_->explain(q.error())};
   return okStatus();
 }
@@ -170,7 +167,12 @@ Status Database::heartbeat(const std::string& worker, double lease_s) {
 
 Status Database::heartbeatOnce(const std::string& worker, double lease_s) {
   if (auto s = db_->beginWrite(); !s) return s;
-  const double now = nowEpoch();
+  auto server_now = serverNow();
+  if (!server_now) {
+    exec("ROLLBACK");
+    return Error{server_now.error()};
+  }
+  const double now = *server_now;
   Query w(db_, "UPDATE workers SET heartbeat=? WHERE name=?");
   w.bind(1, now).bind(2, worker);
   Query c(db_, "UPDATE claims SET expires=? WHERE worker=?");
@@ -184,9 +186,11 @@ Status Database::heartbeatOnce(const std::string& worker, double lease_s) {
 }
 
 Result<std::vector<WorkerRow>> Database::workers() {
+  auto server_now = serverNow();
+  if (!server_now) return Error{server_now.error()};
+  const double now = *server_now;
   Query q(db_, "SELECT name, host, pid, device, coalesce(study_id, 0), started_at, heartbeat, measured FROM workers ORDER BY id");
   std::vector<WorkerRow> out;
-  const double now = nowEpoch();
   while (q.row()) {
     WorkerRow w;
     w.name = q.text(0), w.host = q.text(1), w.pid = q.i64(2), w.device = q.text(3), w.study_id = q.i64(4);

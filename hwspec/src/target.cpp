@@ -47,6 +47,8 @@ HostCpu parseCpuInfo(const std::string& text) {
     if (!first) continue;
     if (key == "model name") cpu.model = val;
     else if (key == "vendor_id") cpu.vendor = val;
+    else if (key == "cpu family") cpu.family = std::atoi(val.c_str());
+    else if (key == "model") cpu.model_number = std::atoi(val.c_str());
     else if (key == "cpu MHz") cpu.mhz = std::atof(val.c_str());
     else if (key == "flags") {
       std::istringstream fs(val);
@@ -69,6 +71,36 @@ HostCpu parseCpuInfo(const std::string& text) {
     cpu.vector_registers = 16;
   }
   return cpu;
+}
+
+std::string machineKey(const HostCpu& cpu, const std::string& llvm_cpu) {
+  auto field = [](std::string s) {
+    for (char& c : s)
+      if (c == ':' || c == ' ') c = '-';
+    return s.empty() ? std::string("?") : s;
+  };
+  return "cpu:" + field(llvm_cpu) + ":" + field(cpu.vector_isa) + ":" + field(cpu.vendor) + "-" +
+         std::to_string(cpu.family) + "-" + std::to_string(cpu.model_number) + ":" +
+         std::to_string(cpu.logical_cores) + "c";
+}
+
+std::string describeMachineKey(const std::string& key) {
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (;;) {
+    size_t c = key.find(':', start);
+    f.push_back(key.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  if (key == "none") return "not measured (predicted or compiled only)";
+  if (key == "unknown") return "a machine nothing in the record names";
+  if (f.size() >= 2 && f[0] == "gpu") return "GPU " + key.substr(4);
+  if (f.size() == 4 && f[0] == "cpu" && f[3] == "?")
+    return "CPU " + f[1] + " (" + f[2] + "), family, model and cores unknown (a record from before schema 4)";
+  if (f.size() == 5 && f[0] == "cpu")
+    return "CPU " + f[1] + " (" + f[2] + "), " + f[3] + ", " + f[4].substr(0, f[4].size() - 1) + " logical cores";
+  return key;
 }
 
 static int64_t readCacheSize(const std::string& path) {

@@ -44,9 +44,10 @@ Buffer alignedCopy(const std::vector<float>& v) {
   return b;
 }
 
-// Runs inside the child: verify once, then time. Returns the measurement as JSON text.
-std::string measureInChild(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
-                           const MeasureOptions& o) {
+}  // namespace
+
+std::string measureKernelHere(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
+                              const MeasureOptions& o) {
   const GemmWorkload& w = p.workload();
   Buffer a = alignedCopy(p.a()), b = alignedCopy(p.b());
   std::vector<float> cinit(size_t(w.m * w.n), std::nanf(""));  // poison: unwritten C is caught
@@ -118,7 +119,7 @@ std::string measureInChild(const GemmProblem& p, const std::function<void(float*
   return out.dump();
 }
 
-Measurement fromChild(const ChildOutcome& co, const GemmWorkload& w) {
+Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w) {
   Measurement m;
   if (co.kind == ChildOutcome::Kind::TimedOut) {
     m.status = MeasureStatus::Timeout;
@@ -155,8 +156,6 @@ Measurement fromChild(const ChildOutcome& co, const GemmWorkload& w) {
   return m;
 }
 
-}  // namespace
-
 const char* measureStatusName(MeasureStatus s) {
   switch (s) {
     case MeasureStatus::Ok: return "ok";
@@ -190,6 +189,7 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   if (!blas) return Error{blas.error()};
   GemmProblem p;
   p.w_ = w;
+  p.seed_ = seed;
   p.blas_ = *blas;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -219,6 +219,7 @@ void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
 
 Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o) {
   const GemmWorkload& w = p.workload();
+  MachineLock lock(MachineLock::Mode::Measure);
   auto co = runIsolated(
       [&]() -> std::string {
         limitChildAddressSpace(o.memory_limit_bytes == 0 ? defaultChildMemoryLimit() : o.memory_limit_bytes);
@@ -229,7 +230,7 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
           return nlohmann::json{{"status", "load_error"}, {"message", "no _mlir_ciface_sextant_gemm in " + so_path}}
               .dump();
         const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
-        return measureInChild(
+        return measureKernelHere(
             p,
             [&](float* a, float* b, float* c) {
               MemRef2D da = ta ? descriptor(a, w.k, w.m) : descriptor(a, w.m, w.k);
@@ -240,17 +241,18 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
             o);
       },
       o.timeout_s);
-  return fromChild(co, w);
+  return measurementFromChild(co, w);
 }
 
 Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o) {
+  MachineLock lock(MachineLock::Mode::Measure);
   auto co = runIsolated(
       [&]() -> std::string {
         if (o.blas_threads > 1 && p.blas().set_threads) p.blas().set_threads(o.blas_threads);
-        return measureInChild(p, [&](float* a, float* b, float* c) { p.runBlas(a, b, c); }, o);
+        return measureKernelHere(p, [&](float* a, float* b, float* c) { p.runBlas(a, b, c); }, o);
       },
       o.timeout_s);
-  return fromChild(co, p.workload());
+  return measurementFromChild(co, p.workload());
 }
 
 }  // namespace sextant

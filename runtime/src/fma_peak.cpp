@@ -1,5 +1,6 @@
 // The measured f32 FMA peak (see sextant/runtime/fma_peak.h).
 #include "sextant/runtime/fma_peak.h"
+#include "sextant/runtime/isolation.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -102,6 +103,7 @@ double measure(const Isa& isa, int threads, double seconds, int reps) {
 }  // namespace
 
 FmaPeak measureFmaPeak(int threads, double seconds, int reps) {
+  MachineLock lock(MachineLock::Mode::Measure);  // nothing else of Sextant's runs meanwhile
   FmaPeak out;
   out.threads = std::max(1, threads);
   __builtin_cpu_init();

@@ -4,11 +4,15 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <fstream>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +117,42 @@ bool drain(int fd, std::string& into) {
 }
 
 }  // namespace
+
+std::string machineLockPath() {
+  const char* p = getenv("SEXTANT_MACHINE_LOCK");
+  return p && *p ? p : "/tmp/sextant-machine.lock";
+}
+
+MachineLock::MachineLock(Mode mode) {
+  const std::string path = machineLockPath();
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) return;
+  fchmod(fd_, 0666);  // every user's Sextant takes turns on this machine (umask aside)
+  const int op = mode == Mode::Measure ? LOCK_EX : LOCK_SH;
+  const auto start = std::chrono::steady_clock::now();
+  bool told = false;
+  while (flock(fd_, op | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {  // no locking on this file system: not enforced
+      close(fd_);
+      fd_ = -1;
+      return;
+    }
+    if (stopRequested()) break;  // Ctrl-C: the caller stops anyway
+    if (!told && std::chrono::steady_clock::now() - start > std::chrono::seconds(5)) {
+      fprintf(stderr, "sextant: waiting for another Sextant process on this machine to finish %s (lock %s)\n",
+              mode == Mode::Measure ? "compiling or measuring" : "measuring", path.c_str());
+      told = true;
+    }
+    usleep(2000);
+  }
+}
+
+MachineLock::~MachineLock() {
+  if (fd_ >= 0) {
+    flock(fd_, LOCK_UN);
+    close(fd_);
+  }
+}
 
 std::string ChildOutcome::describe() const {
   switch (kind) {

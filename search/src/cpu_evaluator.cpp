@@ -52,7 +52,11 @@ std::vector<CpuEvaluator::Compiled> CpuEvaluator::compile(const std::vector<std:
       return nlohmann::json{{"ok", c.ok}, {"stage", c.stage}, {"message", c.message}, {"seconds", c.seconds}}.dump();
     });
   }
-  std::vector<ChildOutcome> done = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
+  std::vector<ChildOutcome> done;
+  {
+    MachineLock lock(MachineLock::Mode::Compile);  // not while another process measures (issue #35)
+    done = runIsolated(jobs, o_.jobs, o_.compile_timeout_s);
+  }
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ChildOutcome& co = done[i];
     auto j = nlohmann::json::parse(co.output, nullptr, false);

@@ -1,5 +1,7 @@
-#include <map>
 #include "sextant/search/tuner.h"
+
+#include <map>
+#include <tuple>
 
 #include <algorithm>
 #include <cctype>
@@ -39,9 +41,29 @@ const BaselineRow* TuneSummary::finalBestTuned() const {
   return best;
 }
 
-// Measures every contender in interleaved rounds and pools each one's repetitions.
+bool TuneSummary::isLibrary(const BaselineRow& b) const {
+  return std::find(library_names.begin(), library_names.end(), b.name) != library_names.end();
+}
+
+const BaselineRow* TuneSummary::fastestLibrary() const {
+  const BaselineRow* best = nullptr;
+  for (const auto& b : final)
+    if (isLibrary(b) && b.status == "ok" && (!best || b.gflops > best->gflops)) best = &b;
+  return best;
+}
+
+double TuneSummary::ratioToReference() const {
+  if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok" ||
+      head_to_head[1].gflops <= 0)
+    return 0;
+  return head_to_head[0].gflops / head_to_head[1].gflops;
+}
+
+// Measures every contender in interleaved rounds and pools each one's repetitions. `alternate`:
+// odd rounds go in reverse order (A B, B A, ...), so that neither of two contenders always runs
+// right after the other.
 static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& contenders, int rounds, double flops,
-                                                const std::atomic<bool>& stop) {
+                                                const std::atomic<bool>& stop, bool alternate = false) {
   std::vector<BaselineRow> rows(contenders.size());
   for (size_t i = 0; i < contenders.size(); ++i) {
     rows[i].name = contenders[i].name;
@@ -50,7 +72,8 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
     rows[i].status = "ok";
   }
   for (int r = 0; r < rounds && !stop.load(); ++r) {
-    for (size_t i = 0; i < contenders.size() && !stop.load(); ++i) {
+    for (size_t j = 0; j < contenders.size() && !stop.load(); ++j) {
+      const size_t i = alternate && r % 2 ? contenders.size() - 1 - j : j;
       if (rows[i].status != "ok") continue;
       Measurement m = contenders[i].measure();
       if (!m.ok()) {
@@ -80,19 +103,24 @@ std::string costModelPath(const std::string& db_path, const std::string& target_
 }
 
 std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records, const std::string& workload_key,
-                                          const std::string& target_key,
+                                          const std::string& target_key, const std::string& machine,
                                           const std::function<double(const std::string&)>& target_weight) {
-  std::map<std::pair<std::string, std::string>, double> best;
+  using Group = std::tuple<std::string, std::string, std::string>;  // workload, target, machine
+  std::map<Group, double> best;
+  auto own = [&](const RecordRow& r) {
+    return r.workload_key == workload_key && r.target_key == target_key && r.machine == machine;
+  };
   for (const auto& r : records)
-    if (r.source == "measured" && r.status == "ok" && !(r.workload_key == workload_key && r.target_key == target_key)) {
-      double& b = best[{r.workload_key, r.target_key}];
+    if (r.source == "measured" && r.status == "ok" && !own(r)) {
+      double& b = best[{r.workload_key, r.target_key, r.machine}];
       b = std::max(b, r.gflops);
     }
   std::vector<PriorRecord> out;
   for (const auto& r : records) {
-    auto it = best.find({r.workload_key, r.target_key});
+    auto it = best.find({r.workload_key, r.target_key, r.machine});
     if (it == best.end() || r.status != "ok" || r.source != "measured" || it->second <= 0) continue;
     double w = target_weight ? target_weight(r.target_key) : 1.0;
+    if (r.workload_key == workload_key) w *= 0.5;  // this workload, measured by another machine
     if (w <= 0) continue;
     auto j = nlohmann::json::parse(r.knobs, nullptr, false);
     if (!j.is_object()) continue;
@@ -130,6 +158,7 @@ RecordRow recordOf(const TuneContext& ctx, int64_t run_id, const std::string& ca
   r.device = e.device.empty() ? ctx.device : e.device;
   r.source = e.source;
   r.stats = e.stats;
+  r.machine = e.source == "measured" ? ctx.machine : "none";
   return r;
 }
 
@@ -152,6 +181,7 @@ Status claimRun(TuneContext& ctx, const TuneOptions& o, TuneSummary& sum) {
   r.host = hostName();
   r.owner_pid = getpid();
   r.study_id = o.study_id;
+  r.machine = ctx.machine;
   // A run still owned by a live process on this machine is not resumed: two processes on one
   // run would measure the same candidates.
   auto live = [](const RunRow& p) {
@@ -166,7 +196,9 @@ Status claimRun(TuneContext& ctx, const TuneOptions& o, TuneSummary& sum) {
   return okStatus();
 }
 
-// Stage 2: what is known already (all runs) is never measured again, and the strategy learns it.
+// Stage 2: what this machine knows already (all its runs) is never measured again, and the
+// strategy learns it. Other machines' records are not "tried" here (issue #35): their figures are
+// not this machine's; they reach the search as transfer data (the prior) only.
 Status learnKnownRecords(TuneContext& ctx, const TuneOptions& o, SearchStrategy& strategy,
                          std::unordered_set<uint64_t>& tried) {
   auto known = ctx.db.records(ctx.workload.key(), ctx.target.key());
@@ -174,6 +206,7 @@ Status learnKnownRecords(TuneContext& ctx, const TuneOptions& o, SearchStrategy&
   std::vector<Observation> history;
   for (const auto& r : *known) {
     if (r.source == "predicted") continue;
+    if (r.source == "measured" && r.machine != ctx.machine) continue;
     auto c = ctx.space.fromKey(r.candidate);
     if (!c || !ctx.space.isValid(*c)) continue;  // from another space version
     if (o.measure_unmeasured && r.status == "not_measured") continue;
@@ -211,25 +244,63 @@ Result<std::vector<RecordRow>> countRun(TuneContext& ctx, TuneSummary& sum) {
   return ok_this_run;
 }
 
-// Stage 5: the final comparison: references and the run's best candidates, interleaved.
+// Stage 5: the final comparison: references and the run's best candidates (plus this machine's
+// confirmed best of earlier runs), interleaved; every tuned candidate measured there is confirmed
+// (its record keeps the repetitions); then the winner and the fastest library head to head.
 Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::vector<Contender>& references,
                             const ConfirmFactory& confirm, const std::atomic<bool>& stop,
                             const std::vector<RecordRow>& ok_this_run, TuneSummary& sum) {
   std::vector<Contender> contenders = references;
+  for (const auto& c : references)
+    if (c.library) sum.library_names.push_back(c.name);
+  std::vector<RecordRow> confirming;
   for (int i = 0; i < o.final_top_k && i < int(ok_this_run.size()) && confirm; ++i)
-    contenders.push_back(confirm(ok_this_run[size_t(i)]));
-  sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);
-  if (!stop.load()) {
-    for (auto& row : sum.final) {
-      row.run_id = sum.run_id;
-      if (auto s = ctx.db.insertBaseline(row); !s) return s;
-    }
-  } else {
-    sum.final.clear();
+    confirming.push_back(ok_this_run[size_t(i)]);
+  if (confirm && o.final_top_k > 0) {
+    auto prior = ctx.db.best(ctx.workload.key(), ctx.target.key(), ctx.machine);
+    if (!prior) return Error{prior.error()};
+    if (*prior && (*prior)->confirmed() &&
+        std::none_of(confirming.begin(), confirming.end(), [&](const RecordRow& r) { return r.id == (*prior)->id; }))
+      confirming.push_back(**prior);
   }
-  if (const BaselineRow* fin = sum.finalBestTuned())
-    for (const RecordRow& r : ok_this_run)
+  for (const RecordRow& r : confirming) contenders.push_back(confirm(r));
+  sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);
+  if (stop.load()) {
+    sum.final.clear();
+    return okStatus();
+  }
+  for (auto& row : sum.final) {
+    row.run_id = sum.run_id;
+    if (auto s = ctx.db.insertBaseline(row); !s) return s;
+    if (row.name == "tuned" && row.record_id)
+      if (auto s = ctx.db.confirmRecord(row.record_id, row.times_s, row.status != "ok"); !s) return s;
+  }
+  const BaselineRow* fin = sum.finalBestTuned();
+  if (fin)
+    for (const RecordRow& r : confirming)
       if (r.id == fin->record_id) sum.best_confirmed = r;
+  // Head to head: the winner against the fastest library, in rounds of their own.
+  const BaselineRow* lib = sum.fastestLibrary();
+  if (!fin || !lib || o.final_rounds <= 0) return okStatus();
+  std::vector<Contender> pair;
+  for (const Contender& c : contenders)
+    if (c.name == "tuned" && c.record_id == fin->record_id) pair.push_back(c);
+  for (const Contender& c : contenders)
+    if (c.library && c.name == lib->name && c.detail == lib->detail) pair.push_back(c);
+  if (pair.size() != 2) return okStatus();
+  sum.head_to_head = finalComparison(pair, o.final_rounds, ctx.workload.flops(), stop, /*alternate=*/true);
+  if (stop.load()) {
+    sum.head_to_head.clear();
+    return okStatus();
+  }
+  for (auto& row : sum.head_to_head) {
+    row.run_id = sum.run_id;
+    BaselineRow stored = row;
+    stored.name = "head-to-head:" + row.name;
+    if (auto s = ctx.db.insertBaseline(stored); !s) return s;
+  }
+  if (sum.head_to_head[0].status == "ok")
+    if (auto s = ctx.db.confirmRecord(fin->record_id, sum.head_to_head[0].times_s, false); !s) return s;
   return okStatus();
 }
 
@@ -328,9 +399,15 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
   sum.strategy_report = (*strategy)->report();
   sum.interrupted = stop.load();
   if (auto s = ctx.db.finishRun(sum.run_id, sum.interrupted ? "interrupted" : "finished"); !s) return Error{s.error()};
-  auto best = ctx.db.best(ctx.workload.key(), ctx.target.key());
+  auto best = ctx.db.best(ctx.workload.key(), ctx.target.key(), ctx.machine);
   if (!best) return Error{best.error()};
   sum.best = *best;
+  if (sum.best_confirmed) {  // with its confirmations as they are now
+    auto recs = ctx.db.records(ctx.workload.key(), ctx.target.key(), true);
+    if (!recs) return Error{recs.error()};
+    for (const auto& r : *recs)
+      if (r.id == sum.best_confirmed->id) sum.best_confirmed = r;
+  }
   sum.elapsed_s = elapsed();
   return sum;
 }

@@ -5,6 +5,7 @@
 // got, and stores the records and releases its claims in one transaction. A heartbeat thread on
 // its own connection keeps the claims' leases alive while the batch compiles and measures.
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -15,28 +16,47 @@ namespace sextant {
 
 namespace {
 
-// Renews the worker's leases every heartbeat_s until destroyed.
+// Renews the worker's leases every heartbeat_s until destroyed, on its own connection. A watchdog
+// raises `halt` when the user stops (Ctrl-C) or when no renewal has succeeded for a whole lease
+// (`lost`): the database is unreachable, the claims may be re-issued to another worker, so this
+// one must stop measuring them.
 class Heartbeat {
  public:
-  Heartbeat(const TuneOptions& o) : o_(o) {
-    t_ = std::thread([this] {
+  Heartbeat(const TuneOptions& o, const std::atomic<bool>& stop) : o_(o), stop_user_(stop) {
+    last_ok_ = now();
+    renew_ = std::thread([this] {
       auto db = Database::open(o_.db_path, false);
-      while (!stop_.load()) {
-        if (db) db->heartbeat(o_.worker, o_.lease_s);
-        for (int i = 0; i < int(o_.heartbeat_s * 20) && !stop_.load(); ++i)
+      while (!done_.load()) {
+        if (db && db->heartbeat(o_.worker, o_.lease_s)) last_ok_ = now();
+        for (int i = 0; i < int(o_.heartbeat_s * 20) && !done_.load(); ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    watch_ = std::thread([this] {
+      while (!done_.load()) {
+        if (stop_user_.load()) halt = true;
+        if (now() - last_ok_.load() > o_.lease_s) lost = halt = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });
   }
   ~Heartbeat() {
-    stop_ = true;
-    t_.join();
+    done_ = true;
+    watch_.join();
+    renew_.join();  // may wait for a reconnection attempt to give up
   }
+  double sinceLastRenewal() const { return now() - last_ok_.load(); }
+  std::atomic<bool> halt{false}, lost{false};
 
  private:
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
   const TuneOptions& o_;
-  std::atomic<bool> stop_{false};
-  std::thread t_;
+  const std::atomic<bool>& stop_user_;
+  std::atomic<bool> done_{false};
+  std::atomic<double> last_ok_{0};
+  std::thread renew_, watch_;
 };
 
 }  // namespace
@@ -44,11 +64,17 @@ class Heartbeat {
 Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& strategy,
                         std::unordered_set<uint64_t>& tried, int64_t run_id, const std::atomic<bool>& stop,
                         const std::function<void(int64_t, int64_t, double)>& progress) {
-  Heartbeat hb(o);
+  Heartbeat hb(o, stop);
   int64_t failures = 0;
   double best = 0;
+  auto leaseLost = [&] {
+    return Error{"worker " + o.worker + ": could not renew its lease for " + std::to_string(int(hb.sinceLastRenewal())) +
+                 " s (lease " + std::to_string(int(o.lease_s)) +
+                 " s; is the database reachable?): it stopped measuring, and its claims go back to the study"};
+  };
   for (;;) {
     if (stop.load()) return false;
+    if (hb.lost.load()) return leaseLost();
     // Where the study stands.
     auto studies = ctx.db.studies();
     if (!studies) return Error{studies.error()};
@@ -59,12 +85,20 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
     if (progress) progress(st->records, failures, best);
     if (st->records >= st->trials) return false;
     // What the other workers learnt.
+    // (This machine's records, and the study's own of any machine: another machine's records
+    // outside the study are not "tried" here, issue #35.)
     auto known = ctx.db.records(ctx.workload.key(), ctx.target.key());
     if (!known) return Error{known.error()};
+    auto runs = ctx.db.runs();
+    if (!runs) return Error{runs.error()};
+    std::unordered_set<int64_t> study_runs;
+    for (const auto& r : *runs)
+      if (r.study_id == o.study_id) study_runs.insert(r.id);
     std::vector<Observation> news;
     for (const auto& r : *known) {
       auto c = ctx.space.fromKey(r.candidate);
       if (!c || !ctx.space.isValid(*c) || r.source == "predicted") continue;
+      if (r.machine != ctx.machine && !study_runs.count(r.run_id)) continue;
       if (tried.insert(ctx.space.encode(*c)).second && (r.source == "measured" || r.status == "compile_error"))
         news.push_back({*c, r.status == "ok", r.gflops});
       if (r.status == "ok" && r.source == "measured") best = std::max(best, r.gflops);
@@ -110,7 +144,8 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
-    auto results = ctx.evaluator.evaluate(batch, stop, [](size_t, const Evaluation&) {});
+    auto results = ctx.evaluator.evaluate(batch, hb.halt, [](size_t, const Evaluation&) {});
+    if (hb.lost.load()) return leaseLost();  // its claims may be another worker's by now
     std::vector<RecordRow> rows;
     std::vector<Observation> obs;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -122,9 +157,14 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       if (e.source == "measured" || e.status == "rejected" || e.status == "compile_error")
         obs.push_back({batch[i], e.status == "ok", e.measurement.gflops});
     }
-    // The records and the release of this worker's claims: one transaction. Candidates the batch
-    // did not finish (Ctrl-C) go back to the study at once.
-    if (auto s = ctx.db.insertRecords(rows, o.worker); !s) return Error{s.error()};
+    // The records and the release of this worker's claims: one transaction, which drops the
+    // records of candidates another worker took over meanwhile. Candidates the batch did not
+    // finish (Ctrl-C) go back to the study at once.
+    auto dropped = ctx.db.insertClaimedRecords(rows, o.worker, o.study_id);
+    if (!dropped) return Error{dropped.error()};
+    if (*dropped > 0)
+      fprintf(stderr, "worker %s: %lld measurement(s) not recorded: their leases had expired and another worker "
+                      "took the candidates over\n", o.worker.c_str(), (long long)*dropped);
     strategy.observe(ctx.space, obs);
   }
 }

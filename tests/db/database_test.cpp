@@ -32,8 +32,11 @@ void seed(Database& db) {
   ASSERT_TRUE(db.upsertTarget({"cpu:x86_64-avx512", "cpu", "x86_64-avx512", "test", "avx512"}).ok());
 }
 
+const std::string kMachine = "cpu:test:avx512:Vendor-1-2:2c";
+
 RunRow run(const std::string& strategy = "random", int64_t seed = 1) {
   RunRow r;
+  r.machine = kMachine;
   r.workload_key = "gemm:NN:8x8x8:f32*f32->f32";
   r.target_key = "cpu:x86_64-avx512";
   r.strategy = strategy;
@@ -65,6 +68,7 @@ RecordRow record(int64_t run_id, const std::string& cand, double gflops, const s
   r.llvm_version = "22";
   r.cpu_model = "cpu";
   r.device = "dev";
+  r.machine = kMachine;
   return r;
 }
 }  // namespace
@@ -86,10 +90,10 @@ TEST(Database, RoundTripsRecords) {
   EXPECT_EQ((*recs)[1].times_s, (std::vector<double>{0.001, 0.002, 0.0015}));
   EXPECT_EQ((*recs)[1].schedule, "schedule for a=2");
   EXPECT_EQ((*recs)[2].status, "crash");
-  auto best = db->best("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512");
+  auto best = db->best("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", kMachine);
   ASSERT_TRUE(best.ok() && best->has_value());
   EXPECT_EQ((*best)->candidate, "a=2");
-  auto tried = db->triedCandidates("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512");
+  auto tried = db->triedCandidates("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", kMachine);
   EXPECT_EQ(tried->size(), 3u);
 
   // Reopen: everything is still there.
@@ -110,17 +114,17 @@ TEST(Database, FindsUnfinishedRunsForResume) {
   seed(*db);
   auto done = db->beginRun(run());
   ASSERT_TRUE(db->finishRun(*done, "finished").ok());
-  auto none = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp");
+  auto none = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp", kMachine);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   auto killed = db->beginRun(run());  // never finished (as after kill -9)
   db->insertRecords({record(*killed, "a=1", 5)});
-  auto found = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp");
+  auto found = db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 1, "fp", kMachine);
   ASSERT_TRUE(found.ok() && found->has_value());
   EXPECT_EQ((*found)->id, *killed);
   EXPECT_EQ((*found)->records, 1);
   // Other settings do not resume it.
-  EXPECT_FALSE(db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 2, "fp")->has_value());
+  EXPECT_FALSE(db->findUnfinishedRun("gemm:NN:8x8x8:f32*f32->f32", "cpu:x86_64-avx512", "random", 2, "fp", kMachine)->has_value());
 }
 
 TEST(Database, BatchIsAllOrNothing) {

@@ -96,10 +96,10 @@ TEST_F(Postgres, SameSemanticsAsSqlite) {
   EXPECT_EQ((*recs)[1].message, "it's broken?");
   EXPECT_EQ((*recs)[0].schedule, "// schedule with 'quotes' and ? marks 0");
   EXPECT_DOUBLE_EQ((*recs)[0].times_s[0], 1.0 / 3);  // doubles survive exactly
-  auto best = db->best(kW, kT);
+  auto best = db->best(kW, kT, "");
   ASSERT_TRUE(best.ok() && *best);
   EXPECT_EQ((*best)->candidate, "tile_m=32");  // the fastest ok one, not the compile error
-  auto tried = db->triedCandidates(kW, kT);
+  auto tried = db->triedCandidates(kW, kT, "");
   ASSERT_TRUE(tried.ok());
   EXPECT_EQ(tried->size(), 3u);
   auto runs = db->runs();
@@ -227,7 +227,9 @@ TEST_F(Postgres, ClaimsLeasesAndTheStudyBudget) {
     r.tool_version = r.llvm_version = r.cpu_model = r.device = "x";
     rows.push_back(r);
   }
-  ASSERT_TRUE(db->insertRecords(rows, "w1").ok());
+  auto dropped = db->insertClaimedRecords(rows, "w1", *sid);
+  ASSERT_TRUE(dropped.ok()) << dropped.error();
+  EXPECT_EQ(*dropped, 0);
   EXPECT_EQ(db->claimedCandidates(*sid)->size(), 2u);
   auto c = db->claimCandidates(*sid, "w3", 60, 2, {"c1", "c7"});
   ASSERT_TRUE(c.ok());

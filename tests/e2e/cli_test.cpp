@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <chrono>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -47,11 +48,35 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   EXPECT_TRUE(j["best"]["knobs"].contains("tile_m"));
   EXPECT_GT(j["best"]["schedule_id"].get<int64_t>(), 0);
   EXPECT_GT(j["default"]["gflops"].get<double>(), 0.5);
-  EXPECT_NE(j["reference"]["name"].get<std::string>().find("OpenBLAS"), std::string::npos);
-  // tune links LibTorch, which loads OpenBLAS before main(): the reference must still run the
-  // host's kernels, not the generic fallback (a 4x slower peer would flatter every ratio).
-  EXPECT_EQ(j["reference"]["name"].get<std::string>().find("Prescott"), std::string::npos) << j["reference"];
+  // The reference libraries (issue #35): OpenBLAS, oneDNN and BLIS each listed, measured or named
+  // as not measured with the reason; the reference is the fastest measured one.
+  ASSERT_TRUE(j["libraries"].is_array()) << r.out;
+  double fastest = 0;
+  std::set<std::string> names;
+  for (const auto& l : j["libraries"]) {
+    names.insert(l["name"].get<std::string>());
+    if (l["status"] == "ok") {
+      fastest = std::max(fastest, l["gflops"].get<double>());
+      EXPECT_EQ(l["threads"], 1);
+      EXPECT_FALSE(l["kernels"].get<std::string>().empty()) << l;
+    } else {
+      EXPECT_EQ(l["status"], "not measured") << l;  // never a silent gap
+      EXPECT_FALSE(l["reason"].get<std::string>().empty()) << l;
+    }
+    // tune links LibTorch, which loads OpenBLAS before main(): the reference must still run the
+    // host's kernels, not the generic fallback (a 4x slower peer would flatter every ratio).
+    if (l["name"] == "openblas") EXPECT_EQ(l["kernels"].get<std::string>().find("Prescott"), std::string::npos) << l;
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"openblas", "onednn", "blis"}));
+  EXPECT_DOUBLE_EQ(j["reference"]["gflops"].get<double>(), fastest);
   EXPECT_GT(j["reference"]["gflops"].get<double>(), 0.5);
+  // The ratio comes from head-to-head rounds run after the winner was picked.
+  ASSERT_TRUE(j.contains("head_to_head")) << r.out;
+  EXPECT_NEAR(j["ratio_to_reference"].get<double>(),
+              j["head_to_head"]["tuned"]["gflops"].get<double>() / j["head_to_head"]["reference"]["gflops"].get<double>(),
+              1e-9);
+  EXPECT_DOUBLE_EQ(j["best"]["gflops"].get<double>(), j["head_to_head"]["tuned"]["gflops"].get<double>());
+  EXPECT_EQ(j["machine"].get<std::string>().rfind("cpu:", 0), 0u);
   // The FMA peak measured after the run, and the shares of it: a kernel cannot beat the peak.
   ASSERT_TRUE(j.contains("fma_peak")) << r.out;
   EXPECT_EQ(j["fma_peak"]["measured"], true);
@@ -71,10 +96,15 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE id = (SELECT min(id) FROM records) AND candidate = '" +
                          j["default"]["knobs"].get<std::string>() + "'"),
             1);
-  // Final comparison: default, OpenBLAS and the 3 best candidates, each re-measured in 3
-  // interleaved rounds; the reported best is the confirmed figure.
-  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name IN ('default', 'openblas')"), 2);
+  // Final comparison: default, the libraries and the 3 best candidates, each re-measured in 3
+  // interleaved rounds; then the winner and the fastest library head to head. Every candidate of
+  // the final comparison is confirmed: its record keeps the repetitions.
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name = 'default'"), 1);
+  EXPECT_GE(queryInt(db, "SELECT count(*) FROM baselines WHERE name IN ('openblas', 'onednn', 'blis')"), 1);
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name = 'tuned' AND record_id IS NOT NULL"), 3);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM baselines WHERE name LIKE 'head-to-head:%'"), 2);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE confirmations > 0 AND confirmed_gflops > 0"), 3);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE machine = '" + j["machine"].get<std::string>() + "'"), 6);
   EXPECT_GE(queryInt(db, "SELECT min(json_array_length(times)) FROM baselines"), 15);  // 3 rounds x >= 5
   EXPECT_TRUE(j["best"].contains("search_gflops"));
   EXPECT_GE(j["best"]["repetitions"].get<int64_t>(), 15);

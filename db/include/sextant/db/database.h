@@ -19,10 +19,14 @@ namespace dbengine {
 class Conn;
 }
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // Records measured into a database of this schema or newer carry schedules this version still
-// reads as they were (v2 only added the stats column, v3 studies, workers and claims).
+// reads as they were (v2 only added the stats column, v3 studies, workers and claims, v4 the
+// measuring machine, confirmations and record uids).
 constexpr int kOldestCompatibleSchema = 1;
+// A "running" run of another host whose last batch was committed less than this ago (database
+// clock) is taken as alive: never resumed (taken over) by this host.
+constexpr double kRunAliveWindowS = 1800;
 
 struct WorkloadRow {
   std::string key;  // canonical workload key
@@ -48,7 +52,10 @@ struct RunRow {
   std::string started_at, finished_at;
   std::string args;    // JSON of the command line options
   std::string tool_version, llvm_version, host;
+  std::string machine;                  // the machine that measures it (machineKey; issue #35)
   int64_t owner_pid = 0;                // the process running it (on `host`) while status is running
+  double heartbeat_age_s = -1;          // filled by queries: seconds since its last committed batch
+                                        // (server clock; -1: never)
   int64_t study_id = 0;                 // the study a worker ran it for (0: none)
   int64_t records = 0, ok_records = 0;  // filled by queries (predicted records not counted;
                                         // ok_records: measured and verified)
@@ -75,6 +82,47 @@ struct RecordRow {
   int schema_version = kSchemaVersion;  // of the database the record was measured into
   std::string stats = "{}";  // JSON: GPU compile statistics (registers, spills, shared memory,
                              // occupancy, pre-flight verdict); {} for CPU records
+  // The machine that measured it (issue #35): "cpu:LLVM:ISA:VENDOR-FAMILY-MODEL:Nc" (machineKey in
+  // hwspec), "gpu:..." for GPU measurements, "cpu:LLVM:ISA:?" for records from before schema 4
+  // whose machine is only partly known, "unknown", or "none" (not measured: predicted, compiled).
+  std::string machine = "unknown";
+  // The confirmed figure: every repetition of the final comparisons it took part in (pooled), how
+  // many final comparisons measured it, and the GFLOP/s of the pooled median (0: never confirmed,
+  // or a confirmation failed). See rankOf.
+  int64_t confirmations = 0;
+  std::vector<double> confirmed_times;
+  double confirmed_gflops = 0;
+  std::string uid;  // unique per record, set when it is first stored (idempotent commits)
+
+  bool confirmed() const { return confirmations > 0 && confirmed_gflops > 0; }
+  // The figure to quote: the confirmed one where there is one, else the single measurement.
+  double figure() const { return confirmations > 0 ? confirmed_gflops : gflops; }
+  // Times measured: the search's measurement plus each final comparison.
+  int64_t measurements() const { return (source == "measured" ? 1 : 0) + confirmations; }
+};
+
+// How records rank as "the best" (best, export, compile, show; issue #35): a confirmed record (it
+// held up in a final comparison) by its confirmed figure, above any record measured only once (by
+// that measurement), above a record whose confirmation failed. Ties: the older record.
+// True if `a` ranks above `b`.
+bool ranksAbove(const RecordRow& a, const RecordRow& b);
+
+// Does a record's machine key match a filter? "" matches every machine; otherwise the key itself,
+// or a prefix of whole fields ("cpu:znver4" matches "cpu:znver4:avx512:?").
+bool machineMatches(const std::string& machine, const std::string& filter);
+
+// The machine of a record written before schema 4 (or in a version-1 records file), from what it
+// carries: CPU records "cpu:LLVM:ISA:?" (LLVM's CPU name was stored as `device`, the ISA is in
+// the target's arch), GPU measurements "gpu:DEVICE:?", "none" for what was not measured,
+// "unknown" when nothing tells. Never this machine's full key: its family, model and cores are
+// not known.
+std::string legacyMachineOf(const RecordRow& r, const std::string& target_arch);
+
+// A machine that measured records of a database, and how many.
+struct MachineRow {
+  std::string key;
+  int64_t records = 0, ok = 0, confirmed = 0;
+  std::string first, last;  // created_at of its oldest and newest record
 };
 
 // A measurement of the final comparison of a run (see TuneOptions::final_rounds).
@@ -133,14 +181,17 @@ class Database {
 
   Result<int64_t> beginRun(const RunRow& r);
   // The latest run with these settings that did not finish (interrupted or killed), if any.
+  // (On the same machine: a run measured elsewhere is never resumed here.)
   Result<std::optional<RunRow>> findUnfinishedRun(const std::string& workload_key, const std::string& target_key,
                                                   const std::string& strategy, int64_t seed,
-                                                  const std::string& space_fingerprint);
+                                                  const std::string& space_fingerprint, const std::string& machine);
   // Takes over an unfinished run (resume).
   Status claimRun(int64_t run_id, const std::string& host, int64_t pid);
   // Atomically (one IMMEDIATE transaction, so that processes starting together serialise): with
   // `resume`, takes over the latest unfinished run with r's settings unless `owned_by_live` says
-  // its owner still runs (then an error naming it); else, or when there is none, begins a new run.
+  // its owner still runs (then an error naming it; a run of another host counts as running while
+  // its last committed batch is younger than kRunAliveWindowS); else, or when there is none,
+  // begins a new run.
   struct RunClaim {
     int64_t id = 0;
     bool resumed = false;
@@ -150,16 +201,28 @@ class Database {
                                    const std::function<bool(const RunRow&)>& owned_by_live);
   Status finishRun(int64_t run_id, const std::string& status);
 
-  // One transaction for the whole batch: all of it is stored or none.
+  // One transaction for the whole batch: all of it is stored or none. Idempotent: each record gets
+  // a uid before the first attempt, so a batch sent again after a lost COMMIT acknowledgement
+  // (PostgreSQL reconnection) is not stored twice. The batch's runs get a heartbeat (server clock).
   Status insertRecords(const std::vector<RecordRow>& records);
   Status insertBaseline(const BaselineRow& b);
 
-  // Candidates that already have a record (any status) for this workload and target.
-  Result<std::set<std::string>> triedCandidates(const std::string& workload_key, const std::string& target_key);
+  // Candidates that already have a measured record (any status) for this workload and target on
+  // the machines `machine` matches (machineMatches).
+  Result<std::set<std::string>> triedCandidates(const std::string& workload_key, const std::string& target_key,
+                                                const std::string& machine);
   Result<std::vector<RecordRow>> records(const std::string& workload_key, const std::string& target_key,
                                          bool include_schedule = false);
-  // Best measured ("ok", source measured) record for a workload and target.
-  Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key);
+  // The best measured ("ok", source measured) record for a workload and target among the records
+  // of the machines `machine` matches ("" every machine), ranked by ranksAbove.
+  Result<std::optional<RecordRow>> best(const std::string& workload_key, const std::string& target_key,
+                                        const std::string& machine);
+  // A final comparison measured record `record_id` again: its repetitions join the record's
+  // confirmed times and its confirmed figure becomes their pooled median (`failed`: the record
+  // crashed, timed out or gave a wrong result there: its confirmed figure becomes 0 for good).
+  Status confirmRecord(int64_t record_id, const std::vector<double>& times, bool failed);
+  // The machines whose records the database holds, with counts.
+  Result<std::vector<MachineRow>> machines();
   Result<std::vector<RunRow>> runs();
   Result<std::vector<BaselineRow>> baselines(int64_t run_id);
 
@@ -175,8 +238,12 @@ class Database {
   Status registerWorker(const WorkerRow& w);
   Status heartbeat(const std::string& worker, double lease_s);  // extends its claims too
   Result<std::vector<WorkerRow>> workers();
-  // insertRecords, then (same transaction) the worker's claims released and its count raised.
-  Status insertRecords(const std::vector<RecordRow>& records, const std::string& release_worker);
+  // insertRecords for a worker of study `study_id`: in the same transaction, records of candidates
+  // the worker no longer holds a claim on are dropped (its lease expired and another worker took
+  // the candidate: exactly one of them records it), then its claims are released and its count
+  // raised. Returns how many records were dropped.
+  Result<int64_t> insertClaimedRecords(const std::vector<RecordRow>& records, const std::string& worker,
+                                       int64_t study_id);
 
   // For export and import.
   Result<std::vector<RecordRow>> allRecords(bool include_schedule);
@@ -185,11 +252,15 @@ class Database {
   // Records with the same workload, target, candidate and source; `exact` also requires the same
   // measurement (times and timestamp).
   Result<int64_t> countSame(const RecordRow& r, bool exact);
+  // Seconds since the epoch on the database's clock (the server's, for PostgreSQL): leases and
+  // heartbeats use it, never a client's clock.
+  Result<double> serverNow();
 
  private:
   Database();
   Status exec(const std::string& sql);
-  Status migrate();
+  Status migrate(bool create);  // create: an empty database gets the schema (else an error, nothing written)
+  Status migrateV4Data();  // machines of old records, confirmations from old final comparisons
   Result<int64_t> scheduleId(const std::string& text);
   // PostgreSQL: after a lost connection, reconnects (waiting up to 5 minutes for the server) and
   // says whether to run the operation again (its transaction was rolled back by the server).
@@ -197,7 +268,8 @@ class Database {
   // The operations workers repeat, each run again after a reconnection (see above).
   Result<std::vector<RecordRow>> recordsOnce(const std::string& workload_key, const std::string& target_key,
                                              bool include_schedule);
-  Status insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker);
+  Result<int64_t> insertRecordsOnce(const std::vector<RecordRow>& records, const std::string& release_worker,
+                                    int64_t study_id);
   Result<std::vector<StudyRow>> studiesOnce();
   Result<ClaimResult> claimCandidatesOnce(int64_t study_id, const std::string& worker, double lease_s, int max_attempts,
                                           const std::vector<std::string>& wanted);
@@ -208,5 +280,10 @@ class Database {
 };
 
 std::string nowIso8601();
+
+// `text` with every password masked (issue #35): a postgresql://USER:PASSWORD@... URL's password,
+// and `password=...` (libpq's key=value and URI query forms). Runs' and studies' arguments,
+// summaries, reports and errors go through it; libpq still reads PGPASSWORD and ~/.pgpass.
+std::string maskSecrets(const std::string& text);
 
 }  // namespace sextant

@@ -13,13 +13,16 @@
 
 namespace sextant {
 
-constexpr int kRecordsFormatVersion = 1;
+// Version 2 (issue #35): each record names its machine and carries its confirmations. Version-1
+// files still import (their machine is what legacyMachineOf reads from their fields).
+constexpr int kRecordsFormatVersion = 2;
 
 struct ExportOptions {
   std::string target_key;          // empty: every target
   std::string workload_key;        // empty: every workload
   bool include_predicted = false;  // predicted records are skipped unless asked for
   bool include_failures = true;    // failure records are data too
+  std::string machine;             // measured records of these machines only (machineMatches; "": all)
 };
 
 // Deterministic: the same records give the same text, whatever order they were inserted in.

@@ -13,6 +13,7 @@ namespace sextant {
 struct HostCpu {
   std::string model;            // "model name" from /proc/cpuinfo
   std::string vendor;           // vendor_id
+  int family = 0, model_number = 0;  // "cpu family" and "model" (x86)
   int logical_cores = 1;
   double mhz = 0;               // as reported (may be nominal in a VM)
   std::vector<std::string> flags;
@@ -28,6 +29,15 @@ struct HostCpu {
   int f32Lanes() const { return vector_bits / 32; }
   int64_t lastLevelCacheBytes() const;
 };
+
+// The identity of a machine that measures (issue #35): records name it, and best, export,
+// compile, "already tried", the final comparison and resume use this machine's records.
+// "cpu:LLVM:ISA:VENDOR-FAMILY-MODEL:Nc", e.g. "cpu:znver5:avx512:AuthenticAMD-26-2:2c": machines
+// of one kind (same CPU, same core count) share a key. `llvm_cpu`: LLVM's name for the host CPU
+// (codegen's llvmHostCpuName; this module links no LLVM).
+std::string machineKey(const HostCpu& cpu, const std::string& llvm_cpu);
+// A machine key in words ("CPU znver5 (avx512), AuthenticAMD-26-2, 2 logical cores").
+std::string describeMachineKey(const std::string& key);
 
 // Parses /proc/cpuinfo-style text plus cache sizes (tests pass their own text).
 HostCpu parseCpuInfo(const std::string& cpuinfo_text);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class GemmProblem {
  public:
   static Result<GemmProblem> create(const GemmWorkload& w, uint64_t seed = 42);
   const GemmWorkload& workload() const { return w_; }
+  uint64_t seed() const { return seed_; }
   const OpenBlas& blas() const { return *blas_; }
   // M = 1: the reference (and the peer's speed) is cblas_sgemv, OpenBLAS's best routine there.
   bool usesGemv() const { return w_.m == 1 && blas_->sgemv; }
@@ -63,6 +65,7 @@ class GemmProblem {
 
  private:
   GemmWorkload w_;
+  uint64_t seed_ = 42;
   const OpenBlas* blas_ = nullptr;
   std::vector<float> a_, b_, ref_;
 };
@@ -71,6 +74,16 @@ class GemmProblem {
 Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o);
 // The OpenBLAS peer, through the same harness (isolation, flush, repetitions).
 Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o);
+
+// The measurement itself, in the calling process (a measuring child, or sextant-libref): calls
+// `kernel` once and verifies C against the reference, then times repetitions with the operands
+// evicted from the caches before each. Returns the measurement as JSON text (status, times,
+// max_abs_err, message), which measurementFromChild reads back.
+std::string measureKernelHere(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
+                              const MeasureOptions& o);
+struct ChildOutcome;
+// A measuring child's outcome (its JSON, or how it died) as a Measurement of workload `w`.
+Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w);
 
 // Median and coefficient of variation of a sample.
 void summarize(const std::vector<double>& times, double& median, double& cv);

@@ -39,6 +39,28 @@ bool limitChildAddressSpace(long long extra_bytes);
 // Half the physical memory: the default cap on what a measuring child may map.
 long long defaultChildMemoryLimit();
 
+// One measuring process per machine at a time (issue #35): a machine-wide lock on a file
+// ($SEXTANT_MACHINE_LOCK, default /tmp/sextant-machine.lock). Measuring holds it exclusively
+// (measureSharedObject, the reference libraries, the FMA peak); compiling candidates holds it
+// shared, so that no Sextant process on the machine measures while another compiles or measures:
+// two `tune` runs or two workers on one machine take turns instead of disturbing each other's
+// timings. Waiting longer than a few seconds prints one line on stderr. RAII; the lock goes with
+// the process if it dies.
+class MachineLock {
+ public:
+  enum class Mode { Measure, Compile };
+  explicit MachineLock(Mode mode);
+  ~MachineLock();
+  MachineLock(const MachineLock&) = delete;
+  MachineLock& operator=(const MachineLock&) = delete;
+  bool held() const { return fd_ >= 0; }  // false: the lock file could not be opened (not enforced)
+
+ private:
+  int fd_ = -1;
+};
+// The lock file's path.
+std::string machineLockPath();
+
 // Kills every child still running (used by signal handlers); safe to call at any time.
 void killAllChildren();
 

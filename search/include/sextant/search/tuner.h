@@ -25,9 +25,13 @@ struct TuneOptions {
   double time_budget_s = 0;     // 0: no time limit
   int batch = 16;               // candidates proposed, compiled and committed together
   bool resume = true;           // continue an unfinished run with the same settings
-  // Final comparison: the best `final_top_k` candidates of the run, the untuned default and the
-  // reference are measured again in `final_rounds` interleaved rounds (A B C A B C ...), so that
-  // drift on a noisy machine hits all of them alike; the reported figures pool those rounds.
+  // Final comparison: the best `final_top_k` candidates of the run (and this machine's confirmed
+  // best of earlier runs), the untuned default and the reference libraries are measured again in
+  // `final_rounds` interleaved rounds (A B C A B C ...), so that drift on a noisy machine hits all
+  // of them alike; the figures pool those rounds, and every tuned candidate's become its record's
+  // confirmation. Then the winner and the fastest library are measured again, head to head, in
+  // `final_rounds` rounds of their own (A B B A ...): the reported ratio comes from those, not from
+  // the rounds the winner was picked in (no selection bias).
   int final_rounds = 3;
   int final_top_k = 3;
   std::string args_json = "{}"; // the command line, stored with the run
@@ -56,13 +60,14 @@ struct TuneProgress {
   std::string phase;  // "tuning", "final"
 };
 
-// Something measured in the final comparison: a reference point (untuned default schedule,
-// BLAS peer) or a confirmed tuned candidate.
+// Something measured in the final comparison: a reference point (untuned default schedule, a
+// reference library) or a tuned candidate being confirmed.
 struct Contender {
-  std::string name;    // "default", "openblas", "tuned"
+  std::string name;    // "default", "tuned", or a library: "openblas", "onednn", "blis"
   std::string detail;  // knobs, library description
   int64_t record_id = 0;
   std::function<Measurement()> measure;  // one measurement (its own repetitions)
+  bool library = false;                  // a reference library (the fastest one is the reference)
 };
 // Makes a contender for a record of this run (compiles its schedule).
 using ConfirmFactory = std::function<Contender(const RecordRow&)>;
@@ -83,10 +88,18 @@ struct TuneSummary {
   std::optional<RecordRow> best;           // best measured record of this workload/target (all runs)
   std::optional<RecordRow> best_this_run;  // best of this run during the search
   std::optional<RecordRow> best_confirmed; // the record that won the final comparison
-  // Final comparison (empty when interrupted): pooled over the interleaved rounds.
+  // Final comparison (empty when interrupted or not run): pooled over the interleaved rounds.
   std::vector<BaselineRow> final;
-  const BaselineRow* finalOf(const std::string& name) const;  // "default", "openblas"
+  std::vector<std::string> library_names;  // which rows of `final` are reference libraries
+  // The head-to-head rounds after it: [0] the winner, [1] the fastest library (empty if either
+  // is missing or it was interrupted).
+  std::vector<BaselineRow> head_to_head;
+  const BaselineRow* finalOf(const std::string& name) const;  // "default", "openblas", ...
   const BaselineRow* finalBestTuned() const;                   // highest pooled GFLOP/s of "tuned"
+  const BaselineRow* fastestLibrary() const;                   // highest pooled GFLOP/s of a library
+  bool isLibrary(const BaselineRow& b) const;
+  // Tuned / fastest library, from the head-to-head rounds (0 when they did not run).
+  double ratioToReference() const;
 };
 
 struct TuneContext {
@@ -98,6 +111,9 @@ struct TuneContext {
   std::string device;     // e.g. LLVM's host CPU name
   std::string cpu_model;  // /proc/cpuinfo model name
   std::string llvm_version;
+  // The machine that measures (machineKey; "gpu:..." for GPUs): its records are what this run
+  // has tried and resumes; other machines' records are transfer data (the prior), never "tried".
+  std::string machine;
 };
 
 // The database record of one evaluation in run `run_id`: `candidate` is its key in the space (or
@@ -115,11 +131,13 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
                          const ConfirmFactory& confirm, const std::atomic<bool>& stop,
                          const std::function<void(const TuneProgress&)>& progress);
 
-// Glimpse's prior data: the measured records of every other workload (any target) in `records`,
-// each scored against the best of its own workload and target, weighted by `target_weight`
-// (e.g. Blueprint similarity to the target being tuned; 0 drops a target).
+// Glimpse's prior data: the measured records in `records` other than this workload's on this
+// target measured by `machine` (those are the run's own history), each scored against the best
+// of its own workload, target and machine, weighted by `target_weight` (e.g. Blueprint similarity
+// to the target being tuned; 0 drops a target) and halved for this workload's records of other
+// machines (issue #35: transfer data, not this machine's figures).
 std::vector<PriorRecord> priorFromRecords(const std::vector<RecordRow>& records, const std::string& workload_key,
-                                          const std::string& target_key,
+                                          const std::string& target_key, const std::string& machine,
                                           const std::function<double(const std::string& target_key)>& target_weight);
 
 // Where model-based strategies keep the cost model of a workload on a target, fine-tuned on its

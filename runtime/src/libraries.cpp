@@ -1,0 +1,152 @@
+// The reference libraries, from the tuner's side: the probe and the measurements, each in a fresh
+// sextant-libref process (runtime/libref/libref_main.cpp does the library work).
+#include "sextant/runtime/libraries.h"
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sextant/runtime/isolation.h"
+
+namespace sextant {
+namespace {
+
+bool isExecutable(const std::string& p) { return !p.empty() && access(p.c_str(), X_OK) == 0; }
+
+// Runs sextant-libref with `args` and returns what it printed on stdout. Called inside an isolated
+// child (runIsolated): its failures become that child's (the same signal, or exit code 3 with the
+// reason on stderr), so the caller sees a crash or a timeout as for any candidate.
+std::string runLibref(const std::vector<std::string>& args) {
+  const std::string exe = librefPath();
+  int out[2];
+  if (pipe(out) != 0) {
+    fprintf(stderr, "cannot make a pipe for sextant-libref\n");
+    _exit(3);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(exe.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(exe.c_str(), argv.data());
+    fprintf(stderr, "cannot run %s\n", exe.c_str());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(out[0], buf, sizeof buf);
+    if (n > 0) text.append(buf, size_t(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  close(out[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) raise(WTERMSIG(status));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "sextant-libref exited with code %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    _exit(3);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string CpuLibrary::describe(int threads, bool gemv) const {
+  std::string r = gemv && name != "onednn" ? "cblas_sgemv: M = 1" : routine;
+  return version + " (" + r + ", " + kernels + " kernels, " + std::to_string(threads) + " thread" +
+         (threads == 1 ? "" : "s") + ")";
+}
+
+std::string librefPath() {
+  if (const char* e = getenv("SEXTANT_LIBREF"); e && *e) return e;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, size_t(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    if (isExecutable(dir + "/sextant-libref")) return dir + "/sextant-libref";
+  }
+#ifdef SEXTANT_LIBREF_BUILD_PATH
+  if (isExecutable(SEXTANT_LIBREF_BUILD_PATH)) return SEXTANT_LIBREF_BUILD_PATH;
+#endif
+  return "";
+}
+
+const std::vector<CpuLibrary>& cpuLibraries() {
+  static std::vector<CpuLibrary> libs;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto unavailable = [](const std::string& why) {
+      std::vector<CpuLibrary> out;
+      for (const char* n : {"openblas", "onednn", "blis"}) {
+        CpuLibrary l;
+        l.name = n;
+        l.missing = why;
+        out.push_back(l);
+      }
+      return out;
+    };
+    if (librefPath().empty()) {
+      libs = unavailable("sextant-libref, which measures the libraries, was not found beside tune (build it: "
+                         "scripts/build.sh)");
+      return;
+    }
+    ChildOutcome co = runIsolated([] { return runLibref({"probe"}); }, 60);
+    auto j = nlohmann::json::parse(co.output, nullptr, false);
+    if (!co.finished() || !j.is_array()) {
+      libs = unavailable("sextant-libref probe failed: " + co.describe() + " " + co.stderr_text.substr(0, 300));
+      return;
+    }
+    for (const auto& e : j) {
+      CpuLibrary l;
+      l.name = e.value("name", "");
+      l.config = e.value("config", "");
+      l.config_index = e.value("config_index", -1);
+      l.available = e.value("available", false);
+      l.missing = e.value("missing", "");
+      l.version = e.value("version", "");
+      l.kernels = e.value("kernels", "");
+      l.routine = e.value("routine", "");
+      libs.push_back(l);
+    }
+  });
+  return libs;
+}
+
+Measurement measureLibrary(const GemmProblem& p, const CpuLibrary& lib, const MeasureOptions& o) {
+  if (!lib.available) {
+    Measurement m;
+    m.status = MeasureStatus::LoadError;
+    m.message = lib.id() + " not measured: " + lib.missing;
+    return m;
+  }
+  nlohmann::json spec{{"library", lib.name},          {"config", lib.config},     {"config_index", lib.config_index},
+                      {"workload", p.workload().key()},
+                      {"seed", p.seed()},             {"threads", o.blas_threads}, {"warmup", o.warmup},
+                      {"min_reps", o.min_reps},       {"max_reps", o.max_reps},   {"min_time_s", o.min_time_s},
+                      {"flush_cache", o.flush_cache}, {"flush_bytes", o.flush_bytes}, {"rtol", o.rtol},
+                      {"atol_per_k", o.atol_per_k}};
+  MachineLock lock(MachineLock::Mode::Measure);
+  // The inputs and OpenBLAS's reference are made again in sextant-libref: allow for that.
+  const double setup_s = 5 + double(p.workload().flops()) / 20e9;
+  ChildOutcome co = runIsolated([&] { return runLibref({"measure", spec.dump()}); }, o.timeout_s + setup_s);
+  return measurementFromChild(co, p.workload());
+}
+
+}  // namespace sextant
