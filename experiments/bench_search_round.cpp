@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
   std::vector<Knob> knobs;
   const int sizes[] = {6, 6, 6, 6, 6, 6, 4, 5};
   for (int i = 0; i < 8; ++i) {
-    Knob k{"k" + std::to_string(i), {}, ""};
+    std::string name = "k";  // (appended: GCC 12 warns falsely, -Wrestrict, on "k" + std::to_string(i))
+    name += std::to_string(i);
+    Knob k{name, {}, ""};
     for (int v = 0; v < sizes[i]; ++v) k.values.push_back(int64_t(1) << v);
     knobs.push_back(k);
   }

@@ -187,7 +187,11 @@ int main(int argc, char** argv) {
               curves << wd.workload.key() << "," << s << "," << seed << "," << i + 1 << "," << r.curve[i] << "\n";
         }
         auto cell = [&](const std::vector<double>& v) {
-          auto fmt = [&](double x) { return x > budget ? ">" + std::to_string(budget) : std::to_string(int(x)); };
+          auto fmt = [&](double x) {
+            std::string s = x > budget ? ">" : "";  // (appended: GCC 12 warns falsely, -Wrestrict, on ">" + ...)
+            s += std::to_string(x > budget ? budget : int(x));
+            return s;
+          };
           double m = median(v, budget);
           return fmt(m) + " [" + fmt(*std::min_element(v.begin(), v.end())) + "-" +
                  fmt(*std::max_element(v.begin(), v.end())) + "]";

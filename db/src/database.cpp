@@ -19,8 +19,11 @@ using dbengine::Query;
 std::string timesJson(const std::vector<double>& t) { return nlohmann::json(t).dump(); }
 std::vector<double> timesFrom(const std::string& s) {
   auto j = nlohmann::json::parse(s, nullptr, false);
-  if (!j.is_array()) return {};
-  return j.get<std::vector<double>>();
+  std::vector<double> out;
+  if (!j.is_array()) return out;
+  for (const auto& t : j)
+    if (t.is_number()) out.push_back(t.get<double>());  // (a non-finite time was stored as null)
+  return out;
 }
 
 }  // namespace

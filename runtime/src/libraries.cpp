@@ -125,6 +125,17 @@ const std::vector<CpuLibrary>& cpuLibraries() {
       l.routine = e.value("routine", "");
       libs.push_back(l);
     }
+    // $SEXTANT_REFERENCE_LIBRARIES (e.g. "openblas,onednn"): measure only these; the others are
+    // listed as excluded (a shorter final comparison, or a test of a missing library).
+    if (const char* only = getenv("SEXTANT_REFERENCE_LIBRARIES"); only && *only) {
+      const std::string list = std::string(",") + only + ",";
+      for (CpuLibrary& l : libs)
+        if (l.available && list.find("," + l.name + ",") == std::string::npos &&
+            list.find("," + l.id() + ",") == std::string::npos) {
+          l.available = false;
+          l.missing = std::string("excluded by SEXTANT_REFERENCE_LIBRARIES=") + only;
+        }
+    }
   });
   return libs;
 }

@@ -46,6 +46,12 @@ class Heartbeat {
     renew_.join();  // may wait for a reconnection attempt to give up
   }
   double sinceLastRenewal() const { return now() - last_ok_.load(); }
+  // After a lost lease has been dealt with: measuring may start again once renewals succeed.
+  void rearm() {
+    last_ok_ = now();
+    lost = false;
+    halt = stop_user_.load();
+  }
   std::atomic<bool> halt{false}, lost{false};
 
  private:
@@ -67,14 +73,8 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
   Heartbeat hb(o, stop);
   int64_t failures = 0;
   double best = 0;
-  auto leaseLost = [&] {
-    return Error{"worker " + o.worker + ": could not renew its lease for " + std::to_string(int(hb.sinceLastRenewal())) +
-                 " s (lease " + std::to_string(int(o.lease_s)) +
-                 " s; is the database reachable?): it stopped measuring, and its claims go back to the study"};
-  };
   for (;;) {
     if (stop.load()) return false;
-    if (hb.lost.load()) return leaseLost();
     // Where the study stands.
     auto studies = ctx.db.studies();
     if (!studies) return Error{studies.error()};
@@ -145,7 +145,15 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       continue;
     }
     auto results = ctx.evaluator.evaluate(batch, hb.halt, [](size_t, const Evaluation&) {});
-    if (hb.lost.load()) return leaseLost();  // its claims may be another worker's by now
+    const bool lost = hb.lost.load();
+    if (lost) {  // its claims may be another worker's by now, and a frozen process's timings are wrong
+      fprintf(stderr,
+              "worker %s: could not renew its lease for %d s (lease %d s; database unreachable, or this process "
+              "was stopped): stopped measuring; the batch's %zu measurement(s) are discarded and its %zu "
+              "candidates go back to the study\n",
+              o.worker.c_str(), int(hb.sinceLastRenewal()), int(o.lease_s), results.size(), batch.size());
+      results.clear();
+    }
     std::vector<RecordRow> rows;
     std::vector<Observation> obs;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -166,6 +174,7 @@ Result<bool> workerLoop(TuneContext& ctx, const TuneOptions& o, SearchStrategy& 
       fprintf(stderr, "worker %s: %lld measurement(s) not recorded: their leases had expired and another worker "
                       "took the candidates over\n", o.worker.c_str(), (long long)*dropped);
     strategy.observe(ctx.space, obs);
+    if (lost) hb.rearm();  // the database answered the commit: go on with fresh claims
   }
 }
 

@@ -57,9 +57,8 @@ std::string gfx942Disassembly(const Built& b) {
 
 void checkPtxas(const Built& b, const std::string& arch) {
   std::string ptxas = findPtxas();
-  if (ptxas.empty()) {
-    std::cout << "[ note ] no ptxas on this machine: PTX not assembled\n";
-    return;
+  if (ptxas.empty()) {  // the test's other checks have run; it is reported as skipped, not passed
+    GTEST_SKIP() << "no ptxas on this machine (CUDA toolkit): the PTX was not assembled";
   }
   auto r = runPtxas(ptxas, b.path, arch, b.path + ".cubin");
   ASSERT_TRUE(r.ok()) << r.error();
@@ -126,6 +125,7 @@ TEST(GpuCodegen, Bf16TensorCoresOnSm90AndSm80) {
 // array, the launch carries its size, ptxas sees no static shared memory, and the pre-flight
 // counts the dynamic bytes against the device's opt-in maximum.
 TEST(GpuCodegen, DynamicSharedMemoryPast48KiB) {
+  bool no_ptxas = false;
   for (const char* knobs : {"block_m=128,block_n=256,block_k=64,mma=1,warp_m=64,warp_n=64,thread_m=2,thread_n=1,"
                             "copy_bits=128,pipeline=3,swizzle=1",
                             "block_m=128,block_n=128,block_k=64,mma=0,warp_m=16,warp_n=8,thread_m=8,thread_n=4,"
@@ -139,7 +139,10 @@ TEST(GpuCodegen, DynamicSharedMemoryPast48KiB) {
     EXPECT_EQ(ptxSharedBytes(b.object), 0) << "a static shared array beside the dynamic one";
     EXPECT_GT(count(b.object, "cp.async.cg.shared.global"), 0);
     std::string ptxas = findPtxas();
-    if (ptxas.empty()) continue;
+    if (ptxas.empty()) {
+      no_ptxas = true;
+      continue;
+    }
     auto r = runPtxas(ptxas, b.path, "sm_90", b.path + ".cubin");
     ASSERT_TRUE(r.ok()) << r.error();
     EXPECT_EQ(r->smem_bytes, 0);
@@ -164,6 +167,7 @@ TEST(GpuCodegen, DynamicSharedMemoryPast48KiB) {
   Preflight pf = preflightCheck(*gpuTargetInfo(*resolveTarget("a100")), r, 256);
   EXPECT_FALSE(pf.ok);
   EXPECT_NE(pf.reason.find("dynamic"), std::string::npos) << pf.reason;
+  if (no_ptxas) GTEST_SKIP() << "no ptxas on this machine (CUDA toolkit): the PTX was not assembled";
 }
 
 TEST(GpuCodegen, FmaWithoutPipelineHasNoAsyncCopiesOnSm80) {
@@ -454,7 +458,7 @@ TEST(GpuLibrary, LibraryKernelIsTheTunedKernel) {
                   (p.swizzle ? "-swizzle" : ""));
       LibraryEntry e{w, s, c, "tuned", 0,
                      t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
-                     {{"record", "1"}}};
+                     {{"record", "1"}}, {}};
       auto lib = emitTransformLibrary({e}, "test");
       ASSERT_TRUE(lib.ok()) << lib.error();
       ASSERT_TRUE(validateTransformLibrary(*lib).ok());

@@ -98,7 +98,9 @@ TEST(MfmaLayout, WrongLayoutsFail) {
   for (const auto& mi : all()) {
     EXPECT_FALSE(layoutReproducesProduct(mi, mfmaLaneA, mfmaLaneB, c_transposed, 1)) << mi.name();
     EXPECT_FALSE(layoutReproducesProduct(mi, a_swapped, mfmaLaneB, mfmaLaneC, 1)) << mi.name();
-    if (mi.m == 32) EXPECT_FALSE(layoutReproducesProduct(mi, mfmaLaneA, mfmaLaneB, c_rows_contiguous, 1)) << mi.name();
+    if (mi.m == 32) {
+      EXPECT_FALSE(layoutReproducesProduct(mi, mfmaLaneA, mfmaLaneB, c_rows_contiguous, 1)) << mi.name();
+    }
   }
 }
 

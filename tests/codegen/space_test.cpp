@@ -161,7 +161,9 @@ TEST(Space, Gfx942MfmaSpaceMatchesBruteForceAndTheRules) {
       EXPECT_EQ(p->block_k % p->mfma.k, 0);
       // Double-buffered LDS: both halves within the 64 KiB, at least two K steps.
       ASSERT_TRUE(p->pipeline == 1 || p->pipeline == 2);
-      if (p->pipeline == 2) EXPECT_GE(w.k / p->block_k, 2);
+      if (p->pipeline == 2) {
+        EXPECT_GE(w.k / p->block_k, 2);
+      }
       pipelined += p->pipeline == 2;
     }
     EXPECT_GT(pipelined, 0) << key;

@@ -31,9 +31,8 @@ std::string knobs(int bm, int bn, int warp_m, int stages, int ws = 0) {
 // ptxas as the pre-flight runs it (arch sm_90: runPtxas picks sm_90a from the PTX).
 void assemble(const Built& b, int64_t max_regs) {
   std::string ptxas = findPtxas();
-  if (ptxas.empty()) {
-    std::cout << "[ note ] no ptxas on this machine: PTX not assembled\n";
-    return;
+  if (ptxas.empty()) {  // the test's other checks have run; it is reported as skipped, not passed
+    GTEST_SKIP() << "no ptxas on this machine (CUDA toolkit): the PTX was not assembled";
   }
   auto r = runPtxas(ptxas, b.path, "sm_90", b.path + ".cubin");
   ASSERT_TRUE(r.ok()) << r.error();
@@ -181,7 +180,7 @@ TEST(Wgmma, LibraryKernelIsTheTunedKernel) {
   const std::string k = knobs(128, 256, 64, 2);
   Built direct = build("h100", kF16, k);
   ASSERT_TRUE(direct.out.ok) << direct.out.message;
-  LibraryEntry e{w, s, *s.fromKey(k), "tuned", 0, LibraryEntry::Kind::Nvidia, {{"record", "1"}}};
+  LibraryEntry e{w, s, *s.fromKey(k), "tuned", 0, LibraryEntry::Kind::Nvidia, {{"record", "1"}}, {}};
   auto lib = emitTransformLibrary({e}, "test");
   ASSERT_TRUE(lib.ok()) << lib.error();
   EXPECT_NE(lib->find("\"sextant-wgmma-gemm\""), std::string::npos);

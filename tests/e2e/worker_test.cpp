@@ -33,7 +33,8 @@ std::string query(const sextant::pgtest::PgServer& s, const std::string& db, con
   return out;
 }
 
-pid_t startWorker(const std::string& url, const std::string& err = "/dev/null") {
+pid_t startWorker(const std::string& url, const std::string& err = "/dev/null", const char* lease = "4",
+                  const char* heartbeat = "0.5") {
   fflush(stdout);  // the child must not write the test's buffered output again
   fflush(stderr);
   pid_t p = fork();
@@ -41,8 +42,8 @@ pid_t startWorker(const std::string& url, const std::string& err = "/dev/null") 
     setpgid(0, 0);
     freopen("/dev/null", "w", stdout);
     freopen(err.c_str(), "w", stderr);
-    execl(TUNE_BIN, "tune", "worker", "--db", url.c_str(), "--lease", "4", "--heartbeat", "0.5", "--jobs", "1", "-q",
-          (char*)nullptr);
+    execl(TUNE_BIN, "tune", "worker", "--db", url.c_str(), "--lease", lease, "--heartbeat", heartbeat, "--jobs", "1",
+          "-q", (char*)nullptr);
     _exit(127);
   }
   return p;
@@ -136,6 +137,56 @@ TEST(Workers, SurviveAServerRestart) {
   const std::string said = slurp(err0) + slurp(err1);
   EXPECT_NE(said.find("lost the connection"), std::string::npos) << said;
   EXPECT_NE(said.find("reconnected"), std::string::npos) << said;
+  std::filesystem::remove(err0);
+  std::filesystem::remove(err1);
+}
+
+// Issue #35: a worker that cannot renew its lease (here: frozen with SIGSTOP for longer than its
+// lease, as a worker whose network is cut) stops measuring and says so; its candidates go to the
+// other worker, and every candidate is recorded exactly once. A password in the database URL is
+// never stored, printed or put in the JSON report.
+TEST(Workers, ALostLeaseStopsMeasuringAndNoCandidateIsRecordedTwice) {
+  sextant::pgtest::PgServer server;
+  ASSERT_TRUE(server.error().empty()) << server.error();
+  // (The test server trusts local connections: the password is accepted and ignored.)
+  const std::string secret = "Pa55w0rd-never-stored";
+  std::string url = server.url();
+  url.insert(url.find('@'), ":" + secret);
+  const int trials = 16;
+  Outcome st = tune("--op gemm --shape 96x96x96 --trials " + std::to_string(trials) +
+                    " --batch 4 --min-time 0.3 --strategy random --workers 0 --report json --db " + url);
+  ASSERT_EQ(st.code, 0) << st.err << st.out;
+  EXPECT_EQ((st.out + st.err).find(secret), std::string::npos) << st.out << st.err;
+  const std::string err0 = tmp("frozen.err"), err1 = tmp("other.err");
+  pid_t frozen = startWorker(url, err0, "1.5", "0.3");
+  const std::string name = hostName() + ":" + std::to_string(frozen);
+  for (int i = 0; i < 400; ++i) {
+    if (query(server, "sextant_test", "SELECT count(*) FROM claims WHERE worker='" + name + "'") != "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  kill(-frozen, SIGSTOP);  // its heartbeat stops; its leases run out on the server's clock
+  pid_t other = startWorker(url, err1, "1.5", "0.3");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  kill(-frozen, SIGCONT);
+  int status = 0;
+  for (pid_t p : {frozen, other}) {
+    waitpid(p, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(err0) << slurp(err1);
+  }
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(*) FROM records"), std::to_string(trials));
+  EXPECT_EQ(query(server, "sextant_test", "SELECT count(DISTINCT candidate) FROM records"), std::to_string(trials));
+  EXPECT_NE(slurp(err0).find("could not renew its lease"), std::string::npos) << slurp(err0);
+  EXPECT_NE(slurp(err0).find("stopped measuring"), std::string::npos) << slurp(err0);
+  // The password: nowhere in the database, the output or the report.
+  for (const char* sql : {"SELECT count(*) FROM runs WHERE args LIKE '%" , "SELECT count(*) FROM studies WHERE args LIKE '%"})
+    EXPECT_EQ(query(server, "sextant_test", std::string(sql) + secret + "%'"), "0") << sql;
+  EXPECT_NE(query(server, "sextant_test", "SELECT args FROM studies").find(":***@"), std::string::npos);
+  Outcome show = tune("show --db " + url);
+  EXPECT_EQ((show.out + show.err).find(secret), std::string::npos);
+  Outcome bad = tune("show --db postgresql://sextant:" + secret + "@127.0.0.1:1/nowhere");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_EQ((bad.out + bad.err).find(secret), std::string::npos) << bad.err;
+  EXPECT_EQ((slurp(err0) + slurp(err1)).find(secret), std::string::npos);
   std::filesystem::remove(err0);
   std::filesystem::remove(err1);
 }

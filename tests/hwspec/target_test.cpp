@@ -20,6 +20,24 @@ TEST(HostCpu, ParsesCpuInfo) {
   EXPECT_EQ(avx2.f32Lanes(), 8);
 }
 
+// The identity records carry (issue #35): CPU, ISA, vendor, family, model and cores; machines of one
+// kind share it, other CPUs do not.
+TEST(HostCpu, MachineKeyNamesTheCpuItsFamilyModelAndCores) {
+  const char* zen5 =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n"
+      "flags\t\t: fpu avx2 fma avx512f\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n\n";
+  HostCpu c = parseCpuInfo(zen5);
+  EXPECT_EQ(c.family, 26);
+  EXPECT_EQ(c.model_number, 2);
+  EXPECT_EQ(machineKey(c, "znver5"), "cpu:znver5:avx512:AuthenticAMD-26-2:2c");
+  HostCpu zen4 = c;
+  zen4.family = 25, zen4.model_number = 17;
+  EXPECT_NE(machineKey(zen4, "znver4"), machineKey(c, "znver5"));
+  EXPECT_NE(describeMachineKey("cpu:znver5:avx512:AuthenticAMD-26-2:2c").find("2 logical cores"), std::string::npos);
+  EXPECT_NE(describeMachineKey("cpu:znver4:avx512:?").find("before schema 4"), std::string::npos);
+  EXPECT_EQ(machineKey(hostCpu(), "x").rfind("cpu:x:", 0), 0u);
+}
+
 TEST(HostCpu, LiveHostIsDescribed) {
   const HostCpu& c = hostCpu();
   EXPECT_GE(c.logical_cores, 1);

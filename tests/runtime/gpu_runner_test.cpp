@@ -356,7 +356,9 @@ void runSelftest(const std::string& name) {
       EXPECT_GT(got->gflops, 0);
     }
   }
-  if (r->references.empty()) EXPECT_FALSE(r->notes.empty());  // why cuBLAS is missing
+  if (r->references.empty()) {
+    EXPECT_FALSE(r->notes.empty());  // why cuBLAS is missing
+  }
 }
 
 TEST(GpuReal, GenericSelftestBundle) { runSelftest("generic"); }
@@ -370,7 +372,9 @@ TEST(GpuSelftest, BundlesAreValidAndSayWhatTheyExpect) {
       const std::string e = k.static_stats.value("expect", std::string());
       EXPECT_NE(std::find(resultStatuses().begin(), resultStatuses().end(), e), resultStatuses().end()) << k.id;
       // Sextant's kernels expected to pass were assembled by ptxas (a PTX-only one was refused by it).
-      if (std::string(name) == "h100" && e == "ok") EXPECT_EQ(k.format, KernelFormat::Cubin) << k.id;
+      if (std::string(name) == "h100" && e == "ok") {
+        EXPECT_EQ(k.format, KernelFormat::Cubin) << k.id;
+      }
     }
   }
 }

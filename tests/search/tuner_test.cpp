@@ -1,0 +1,156 @@
+// The tuning loop with a synthetic evaluator and synthetic references (issue #35): another
+// machine's records are neither "tried" nor the best here; the final comparison confirms the
+// candidates it measures, names the fastest library the reference (oneDNN where it is fastest), and
+// a library that fails there is never the reference; the ratio comes from head-to-head rounds.
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "spaces.h"
+
+#include "sextant/search/tuner.h"
+
+using namespace sextant;
+
+namespace {
+
+const std::string kHere = "cpu:test:avx512:Vendor-1-1:2c";
+const std::string kThere = "cpu:other:avx512:Vendor-9-9:64c";
+
+// A "measurement" that takes `seconds` for every repetition (5 of them).
+Measurement timed(double flops, double seconds) {
+  Measurement m;
+  m.status = MeasureStatus::Ok;
+  m.times_s = std::vector<double>(5, seconds);
+  m.median_s = seconds;
+  m.gflops = flops / seconds / 1e9;
+  return m;
+}
+
+// Every candidate runs at a speed given by its knobs (deterministic, no noise).
+class SyntheticEvaluator : public Evaluator {
+ public:
+  SyntheticEvaluator(const Space& s, double flops) : s_(s), flops_(flops) {}
+  static double speed(const std::string& key) { return 10.0 + double(std::hash<std::string>{}(key) % 1000) / 10.0; }
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>&,
+                                   const std::function<void(size_t, const Evaluation&)>& on_result) override {
+    std::vector<Evaluation> out;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Evaluation e;
+      e.status = "ok";
+      e.schedule = "// " + s_.keyOf(batch[i]);
+      e.measurement = timed(flops_, flops_ / (speed(s_.keyOf(batch[i])) * 1e9));
+      measured.push_back(s_.keyOf(batch[i]));
+      if (on_result) on_result(i, e);
+      out.push_back(e);
+    }
+    return out;
+  }
+  std::vector<std::string> measured;
+
+ private:
+  const Space& s_;
+  double flops_;
+};
+
+struct TempDb {
+  std::string path = (std::filesystem::temp_directory_path() / ("sextant-tuner-" + std::to_string(getpid()) + ".db")).string();
+  TempDb() { cleanup(); }
+  ~TempDb() { cleanup(); }
+  void cleanup() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  }
+};
+
+}  // namespace
+
+TEST(Tuner, OtherMachinesRecordsAreTransferDataAndTheFastestLibraryIsTheReference) {
+  TempDb t;
+  auto db = Database::open(t.path);
+  ASSERT_TRUE(db.ok()) << db.error();
+  GemmWorkload w;
+  w.m = 32, w.n = 32, w.k = 32;
+  const double flops = w.flops();
+  Space space = testing_spaces::avx512Space(32, 32, 32);
+  auto target = resolveTarget("cpu");
+  ASSERT_TRUE(target.ok());
+  ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
+
+  // Another machine measured 40 candidates of this workload, every one at an impossible 9999.
+  SyntheticEvaluator ev(space, flops);
+  auto strategy = makeStrategy("random", 7);
+  std::unordered_set<uint64_t> none;
+  auto theirs = (*strategy)->propose(space, none, 40);
+  {
+    RunRow run;
+    run.workload_key = w.key(), run.target_key = target->key(), run.strategy = "random", run.space = space.name();
+    run.space_fingerprint = space.fingerprint(), run.tool_version = "t", run.llvm_version = "22", run.host = "far";
+    run.machine = kThere;
+    auto rid = db->beginRun(run);
+    ASSERT_TRUE(rid.ok());
+    std::vector<RecordRow> rows;
+    for (const auto& c : theirs) {
+      RecordRow r;
+      r.run_id = *rid, r.workload_key = w.key(), r.target_key = target->key(), r.candidate = space.keyOf(c);
+      r.knobs = "{}", r.schedule = "// theirs", r.status = "ok", r.times_s = {flops / 9999e9}, r.median_s = flops / 9999e9;
+      r.gflops = 9999, r.tool_version = "t", r.llvm_version = "22", r.cpu_model = "far", r.device = "other";
+      r.machine = kThere;
+      rows.push_back(r);
+    }
+    ASSERT_TRUE(db->insertRecords(rows).ok());
+  }
+
+  TuneContext ctx{*db, w, *target, space, ev, "test", "Test CPU", "22", kHere};
+  TuneOptions o;
+  o.strategy = "random";
+  o.seed = 7;  // the same proposals as the other machine's: they must be measured here again
+  o.trials = 24;
+  o.batch = 8;
+  o.final_top_k = 2;
+  std::vector<Contender> refs = {
+      {"default", "def", 0, [&] { return timed(flops, flops / 5e9); }, false},
+      {"openblas", "OpenBLAS (test)", 0, [&] { return timed(flops, flops / 80e9); }, true},
+      {"onednn", "oneDNN (test)", 0, [&] { return timed(flops, flops / 100e9); }, true},
+      {"blis", "BLIS (broken)", 0,
+       [] {
+         Measurement m;
+         m.status = MeasureStatus::Crash;
+         m.message = "killed by SIGSEGV";
+         return m;
+       },
+       true},
+  };
+  ConfirmFactory confirm = [&](const RecordRow& r) {
+    const double g = SyntheticEvaluator::speed(r.candidate);
+    return Contender{"tuned", r.candidate, r.id, [&, g] { return timed(flops, flops / (g * 1e9)); }, false};
+  };
+  std::atomic<bool> stop{false};
+  auto sum = tune(ctx, o, refs, confirm, stop, nullptr);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+
+  // The other machine's candidates were measured here again (its 9999s are not this machine's).
+  std::set<std::string> measured(ev.measured.begin(), ev.measured.end());
+  int again = 0;
+  for (const auto& c : theirs) again += measured.count(space.keyOf(c)) ? 1 : 0;
+  EXPECT_GT(again, 10) << "the same seed proposes the other machine's candidates; they are not 'tried' here";
+  ASSERT_TRUE(sum->best.has_value());
+  EXPECT_EQ(sum->best->machine, kHere);
+  EXPECT_LT(sum->best->figure(), 200);
+  // The reference: oneDNN (fastest), not the crashed BLIS.
+  ASSERT_NE(sum->fastestLibrary(), nullptr);
+  EXPECT_EQ(sum->fastestLibrary()->name, "onednn");
+  EXPECT_EQ(sum->finalOf("blis")->status, "crash");
+  // Head to head: the winner against oneDNN, in rounds of their own.
+  ASSERT_EQ(sum->head_to_head.size(), 2u);
+  EXPECT_EQ(sum->head_to_head[1].name, "onednn");
+  const double winner = SyntheticEvaluator::speed(sum->best_confirmed->candidate);
+  EXPECT_NEAR(sum->ratioToReference(), winner / 100.0, 1e-6);
+  // Every tuned candidate of the final comparison is confirmed in the database.
+  auto recs = db->records(w.key(), target->key());
+  int confirmed = 0;
+  for (const auto& r : *recs)
+    if (r.machine == kHere && r.confirmed()) ++confirmed;
+  EXPECT_EQ(confirmed, 2);
+  EXPECT_TRUE(sum->best_confirmed->confirmed());
+  EXPECT_EQ(sum->best_confirmed->confirmations, 2) << "final comparison + head to head";
+}
