@@ -117,7 +117,10 @@ int main(int argc, char** argv) {
   app.add_option("--trials", ta.trials, "candidates to try in this run (failures count)")->capture_default_str();
   app.add_option("--time-budget", ta.time_budget, "stop after this many seconds (0: no limit)")
       ->capture_default_str();
-  app.add_option("--seed", ta.seed, "random seed; runs are deterministic given the seed")->capture_default_str();
+  app.add_option("--seed", ta.seed,
+                 "the strategy's random seed (a live run also depends on its measurements, so the same seed does "
+                 "not repeat it exactly; replays of recorded measurements do)")
+      ->capture_default_str();
   app.add_option("--strategy", ta.strategy, "search strategy: " + join(strategyNames(), ", "))
       ->capture_default_str();
   app.add_option("--batch", ta.batch, "candidates compiled and committed together (the plan size)")
@@ -135,7 +138,8 @@ int main(int argc, char** argv) {
   app.add_option("--min-time", ta.min_time, "seconds of timed calls per candidate, at least")
       ->capture_default_str();
   app.add_option("--final-rounds", ta.final_rounds,
-                 "interleaved rounds of the final comparison (best candidates, default, OpenBLAS); 0: skip")
+                 "interleaved rounds of the final comparison (best candidates, default, OpenBLAS, oneDNN, BLIS) and of "
+                 "the head-to-head of the winner with the fastest library after it; 0: skip")
       ->capture_default_str();
   app.add_option("--final-top", ta.final_top_k, "candidates re-measured in the final comparison")
       ->capture_default_str();

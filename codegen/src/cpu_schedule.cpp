@@ -94,8 +94,11 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // per forall block, gemv_rows rows of B at a time, each with gemv_k-wide vector partial sums kept
   // in registers over K (a split reduction), reduced once at the end. The GEMM knobs then stay at
   // their first values. Records from before the knobs read as gemv 0 (the GEMM route).
+  // Issue #35: also for M up to 8 (LLM decode steps of a few tokens, where the GEMM route reached
+  // 0.67-0.78x oneDNN/BLIS at M = 2-4 on Zen 5): all M rows of A at once, M x gemv_rows partial
+  // sums per step, each row of B loaded once for all of them.
   std::vector<int64_t> gk;
-  if (w.m == 1 && w.layout == Layout::NT)
+  if (w.m <= kGemvMaxM && w.layout == Layout::NT)
     for (int64_t f : {1, 2, 4, 8})
       if (w.k % (vw * f) == 0) gk.push_back(vw * f);
   // Only spaces where the route exists have these knobs: every other space, its fingerprint and its
@@ -107,26 +110,46 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
     knobs.push_back({"gemv_rows", {1, 2, 4, 8}, "GEMV: rows of B (columns of C) per step", 1});
     knobs.push_back({"gemv_k", gk, "GEMV: elements of K per step (vector partial sums of that width per row)", gk.front()});
     const int gi = int(knobs.size()) - 3, ri = gi + 1, ki = gi + 2;
+    std::vector<int> gemv_knobs = {ri, ki};
+    // M > 1: K in blocks (issue #35), so that the block of A that every row of B meets stays in L1
+    // (at 4 x 4096 A is 64 KiB: without blocks it streams from L2 once per gemv_rows rows of B).
+    // 0: K whole. Measured by hand on 4x4096x4096 NT (Zen 5): 45-49 GFLOP/s with 512 against 35-45.
+    if (w.m > 1) {
+      std::vector<int64_t> kb = {0};
+      for (int64_t b : {256, 512, 1024})
+        if (b < w.k && w.k % b == 0 && b % gk.front() == 0) kb.push_back(b);
+      knobs.push_back({"gemv_kblock", kb, "GEMV, M > 1: K in blocks of this size (0: whole), A's block kept in L1", 0});
+      gemv_knobs.push_back(int(knobs.size()) - 1);
+    }
     std::vector<int> all(knobs.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
     std::vector<int64_t> first(knobs.size());
     for (size_t i = 0; i < knobs.size(); ++i) first[i] = knobs[i].values.front();
     cons.push_back(Constraint{"GEMV: GEMM knobs at their first values, GEMV knobs at theirs for GEMM", all,
-                              [gi, ri, ki, first](const std::vector<int64_t>& v) {
+                              [gi, gemv_knobs, first](const std::vector<int64_t>& v) {
                                 const bool gemv = v[size_t(gi)] == 1;
                                 for (size_t i = 0; i < v.size(); ++i) {
-                                  const bool gemv_knob = int(i) == ri || int(i) == ki;
+                                  const bool gemv_knob =
+                                      std::find(gemv_knobs.begin(), gemv_knobs.end(), int(i)) != gemv_knobs.end();
                                   // tile_n and the route itself are free in both; the rest is fixed in one
                                   if (i == 1 || int(i) == gi || gemv_knob != !gemv) continue;
                                   if (v[i] != first[i]) return false;
                                 }
                                 return true;
                               }});
+    if (w.m > 1) {
+      const int bi = gemv_knobs.back();
+      cons.push_back(Constraint{"GEMV: K blocks hold whole gemv_k steps", {ki, bi}, [ki, bi](const std::vector<int64_t>& v) {
+                                  return v[size_t(bi)] == 0 || v[size_t(bi)] % v[size_t(ki)] == 0;
+                                }});
+    }
+    // M x rows partial sums and M rows of A (gemv_k wide each) stay in registers.
+    const int64_t m = w.m;
     cons.push_back(Constraint{"GEMV: rows divide tile_n, partial sums fit the vector registers", {1, gi, ri, ki},
-                              [gi, ri, ki, vw, nregs](const std::vector<int64_t>& v) {
+                              [gi, ri, ki, vw, nregs, m](const std::vector<int64_t>& v) {
                                 if (v[size_t(gi)] == 0) return true;
                                 const int64_t vecs = v[size_t(ki)] / vw;
-                                return v[1] % v[size_t(ri)] == 0 && v[size_t(ri)] * vecs + vecs <= nregs;
+                                return v[1] % v[size_t(ri)] == 0 && m * v[size_t(ri)] * vecs + m * vecs <= nregs;
                               }});
   }
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
@@ -168,6 +191,10 @@ Candidate defaultCpuCandidate(const Space& space) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there).
+  // M = 2-8 (a gemv_kblock knob): 2 rows of B x 32 of K, K in blocks of 512 (the best of a hand
+  // sweep on 4x4096x4096 NT, AMD EPYC Zen 5, 2026-11-25: 49 GFLOP/s, BLIS 47).
+  if (space.knobIndex("gemv_kblock") >= 0)
+    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 2}, {"gemv_k", 32}, {"gemv_kblock", 512}});
   if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
     return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
@@ -263,11 +290,12 @@ static std::string hoistAndLowerContractions(const std::string& ind, const std::
 // The GEMV route (knob gemv = 1): blocks of tile_n columns of C on the forall, gemv_rows rows of B
 // per step, the K loop a split reduction (transform.structured.tile_reduction_using_for) whose
 // gemv_rows x gemv_k partial sums stay in vector registers, then one reduction per column of C.
-static std::string emitGemvActions(const Space& space, const Candidate& c, const std::string& ind) {
+static std::string emitGemvActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
   const int64_t rows = space.valueOr(c, "gemv_rows", 1), kv = space.valueOr(c, "gemv_k", 16);
+  const int64_t kblock = space.valueOr(c, "gemv_kblock", 0);
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   o << ind << "// GEMV: rows of B streamed, vector partial sums over K in registers, reduced at the end.\n"
@@ -277,11 +305,14 @@ static std::string emitGemvActions(const Space& space, const Candidate& c, const
     << (space.knobIndex("threads") >= 0
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
             : std::string())
-    << ind << "%t2, %rows = transform.structured.tile_using_for %t1 tile_sizes [0, %gemv_rows, 0] : (" << H << ", "
-    << P << ") -> (" << H << ", " << H << ")\n"
+    << (kblock > 0 ? ind + "%t1k, %kblocks = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %gemv_kblock] : (" +
+                         H + ", " + P + ") -> (" + H + ", " + H + ")\n"
+                   : std::string())
+    << ind << "%t2, %rows = transform.structured.tile_using_for " << (kblock > 0 ? "%t1k" : "%t1")
+    << " tile_sizes [0, %gemv_rows, 0] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
     << ind << "%init, %partial, %merge, %kloop = transform.structured.tile_reduction_using_for %t2 by tile_sizes = [0, 0, "
     << kv << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %partial vector_sizes [1, " << rows << ", " << kv << "] : " << H << "\n"
+    << ind << "transform.structured.vectorize %partial vector_sizes [" << m << ", " << rows << ", " << kv << "] : " << H << "\n"
     << ind << "transform.structured.vectorize %init : " << H << "\n"
     << ind << "transform.structured.vectorize %merge : " << H << "\n"
     << ind << "transform.apply_patterns to %f {\n"
@@ -294,8 +325,9 @@ static std::string emitGemvActions(const Space& space, const Candidate& c, const
   return o.str();
 }
 
-std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
-  if (!batched && space.valueOr(c, "gemv", 0) == 1) return emitGemvActions(space, c, ind);
+std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
+                               int64_t m) {
+  if (!batched && space.valueOr(c, "gemv", 0) == 1) return emitGemvActions(space, c, ind, m);
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;
@@ -393,7 +425,7 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
     << "    " << kMatchMatmul << "\n"
-    << emitCpuGemmActions(space, c, "    ") << "    transform.yield\n"
+    << emitCpuGemmActions(space, c, "    ", false, w.m) << "    transform.yield\n"
     << "  }\n"
     << "}\n";
   return o.str();

@@ -121,7 +121,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
       << (gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
               : !e.actions.empty() && e.batch == 0 ? e.actions
-                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0))
+                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m))
       << "    transform.yield\n"
       << "  }\n";
     if (gpu)

@@ -376,7 +376,10 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
   EXPECT_LT(space(1, 128, 256, Layout::NN).knobIndex("gemv"), 0);
   EXPECT_EQ(gemvValues(space(1, 128, 256, Layout::NT)), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(gemvValues(space(1, 128, 256, Layout::NN)), (std::vector<int64_t>{0}));
-  EXPECT_EQ(gemvValues(space(2, 128, 256, Layout::NT)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(gemvValues(space(2, 128, 256, Layout::NT)), (std::vector<int64_t>{0, 1}));  // M <= 8 (issue #35)
+  EXPECT_EQ(gemvValues(space(8, 128, 256, Layout::NT)), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(gemvValues(space(9, 128, 256, Layout::NT)), (std::vector<int64_t>{0}));
+  EXPECT_EQ(gemvValues(space(4, 128, 256, Layout::NN)), (std::vector<int64_t>{0}));
   EXPECT_EQ(gemvValues(space(1, 128, 147, Layout::NT)), (std::vector<int64_t>{0}));
   Space s = space(1, 256, 512, Layout::NT);
   int64_t in_space = 0, brute = 0;
@@ -414,6 +417,41 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos);
     expectCompilesAndVerifies(w, script, sp.keyOf(c),
                               "gemv-" + std::to_string(cs.n) + "-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + ".so");
+  }
+  // M = 2 to 8 (issue #35): all rows of A at once; M x rows partial sums and M rows of A fit the
+  // registers (a brute force of the constraint), and the kernels verify.
+  Space s4 = space(4, 256, 512, Layout::NT);
+  int64_t in4 = 0, brute4 = 0;
+  for (uint64_t i = 0; i < s4.size(); ++i) in4 += s4.valueOr(s4.at(i), "gemv", 0) == 1;
+  for (int64_t tn : s4.knobs()[size_t(s4.knobIndex("tile_n"))].values)
+    for (int64_t rows : {1, 2, 4, 8})
+      for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
+        for (int64_t kb : {0, 256})  // K blocks: divisors of K below it, whole gemv_k steps
+          brute4 += 512 % gk == 0 && tn % rows == 0 && 4 * rows * (gk / vw) + 4 * (gk / vw) <= cpu.vector_registers &&
+                    kb % gk == 0;
+  EXPECT_EQ(in4, brute4);
+  EXPECT_LT(space(1, 256, 512, Layout::NT).knobIndex("gemv_kblock"), 0) << "M = 1 keeps its space";
+  struct SmallM {
+    int64_t m, n, k, rows, gk;
+    int threads;
+    int64_t kblock = 0;
+  };
+  for (const SmallM& cs : std::vector<SmallM>{{2, 256, 512, 4, 2 * vw, 1}, {4, 128, 256, 2, vw, 1},
+                                              {8, 128, 176, 1, vw, 1}, {3, 96, 256, 2, vw, 2},
+                                              {4, 64, 1024, 2, 2 * vw, 1, 256}, {2, 64, 1024, 4, vw, 2, 512}}) {
+    Space sp = space(cs.m, cs.n, cs.k, Layout::NT, cs.threads);
+    std::map<std::string, int64_t> want = {{"gemv", 1}, {"tile_n", 32}, {"gemv_rows", cs.rows}, {"gemv_k", cs.gk},
+                                           {"gemv_kblock", cs.kblock}};
+    if (cs.threads > 1) want["threads"] = cs.threads;
+    Candidate c = nearestValid(sp, want);
+    ASSERT_EQ(sp.valueOr(c, "gemv", 0), 1) << cs.m;
+    ASSERT_EQ(sp.valueOr(c, "gemv_rows", 0), cs.rows) << sp.keyOf(c);
+    ASSERT_EQ(sp.valueOr(c, "gemv_kblock", 0), cs.kblock) << sp.keyOf(c);
+    GemmWorkload w;
+    w.m = cs.m, w.n = cs.n, w.k = cs.k, w.layout = Layout::NT;
+    const std::string script = emitCpuGemmSchedule(w, sp, c);
+    EXPECT_NE(script.find("vector_sizes [" + std::to_string(cs.m) + ", "), std::string::npos) << script;
+    expectCompilesAndVerifies(w, script, sp.keyOf(c), "gemv-m" + std::to_string(cs.m) + ".so");
   }
 }
 

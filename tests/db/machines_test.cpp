@@ -293,3 +293,28 @@ TEST(Machines, AReadingCommandWritesNothingIntoAnEmptyFile) {
   EXPECT_EQ(std::filesystem::file_size(t.path), 0u);
   EXPECT_FALSE(std::filesystem::exists(t.path + "-wal"));
 }
+
+// A "running" run of another host is alive while it commits batches (its heartbeat, on the
+// database's clock): resuming it from here is refused, naming the host; a silent one (past the
+// window) is taken over.
+TEST(Machines, ARunningRunOfAnotherHostIsNotTakenOver) {
+  TempDb t("hosts.db");
+  Database db = freshDb(t);
+  RunRow r;
+  r.workload_key = kW, r.target_key = kT, r.strategy = "random", r.seed = 1, r.space = "s";
+  r.space_fingerprint = "fp", r.trials_requested = 10, r.tool_version = "t", r.llvm_version = "22";
+  r.host = "far-away", r.owner_pid = 4242, r.machine = kHere;
+  auto first = db.claimOrBeginRun(r, true, nullptr);
+  ASSERT_TRUE(first.ok()) << first.error();
+  RunRow me = r;
+  me.host = "here", me.owner_pid = 1;
+  auto refused = db.claimOrBeginRun(me, true, [](const RunRow&) { return false; });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("far-away"), std::string::npos) << refused.error();
+  // Its last batch an hour ago (as after a crash there): taken over.
+  sqlite(t.path, "UPDATE runs SET heartbeat = heartbeat - 3600 WHERE id = " + std::to_string(first->id));
+  auto taken = db.claimOrBeginRun(me, true, [](const RunRow&) { return false; });
+  ASSERT_TRUE(taken.ok()) << taken.error();
+  EXPECT_TRUE(taken->resumed);
+  EXPECT_EQ(taken->id, first->id);
+}

@@ -28,13 +28,16 @@ Candidate defaultCpuCandidate(const Space& space);
 int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order);
 // The valid candidate nearest (in knob-index distance) to the given knob values.
 Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted);
+// The largest M that has the GEMV route (gemv knob; layout NT).
+constexpr int64_t kGemvMaxM = 8;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
 // The body of that script: knob ops, then the schedule applied to the handle `%mm` (consumed),
 // each line prefixed by `indent`. Shared by the standalone script and exported libraries.
 // `batched`: the op has a leading batch loop (linalg.batch_matmul), one batch element per block.
+// `m`: the workload's M (the GEMV route vectorizes all of its rows at once).
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
-                               bool batched = false);
+                               bool batched = false, int64_t m = 1);
 // The actions of a schedule in emitCpuGemmSchedule's form (the lines between the match of the
 // matmul and the sequence's yield, as emitCpuGemmActions wrote them with a 4-space indent); empty
 // if the script does not have that form. tune export / compile apply a record's measured actions.
