@@ -255,7 +255,7 @@ int cmdCompile(const CompileArgs& a) {
       key = "batch " + std::to_string(op.batch) + " x " + key;
       if (!entry_of.count(key)) {
         Space space = spaceFor(*w, *target).space;
-        LibraryEntry e{*w, space, defaultCpuCandidate(space), "default", op.batch, LibraryEntry::Kind::Cpu, {}, {}};
+        LibraryEntry e{*w, space, defaultCpuCandidate(space, *w), "default", op.batch, LibraryEntry::Kind::Cpu, {}, {}};
         entry_of[key] = entries.size();
         entries.push_back(std::move(e));
       }
@@ -267,7 +267,7 @@ int cmdCompile(const CompileArgs& a) {
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, *target).space;
-        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space), "default", 0, LibraryEntry::Kind::Cpu, {}, {}};
+        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space, *w), "default", 0, LibraryEntry::Kind::Cpu, {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));

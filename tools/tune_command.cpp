@@ -209,7 +209,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     return e.status == "ok" ? 0 : 1;
   }
 
-  Candidate def = defaultCpuCandidate(space);
+  Candidate def = defaultCpuCandidate(space, *w);
   std::vector<Contender> references = {
       {"default", space.keyOf(def), 0, evaluator.measurer(emitCpuGemmSchedule(*w, space, def)), false},
   };

@@ -187,14 +187,20 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
   return best;
 }
 
-Candidate defaultCpuCandidate(const Space& space) {
+Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there).
-  // M = 2-8 (a gemv_kblock knob): 2 rows of B x 32 of K, K in blocks of 512 (the best of a hand
-  // sweep on 4x4096x4096 NT, AMD EPYC Zen 5, 2026-11-25: 49 GFLOP/s, BLIS 47).
-  if (space.knobIndex("gemv_kblock") >= 0)
-    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 2}, {"gemv_k", 32}, {"gemv_kblock", 512}});
+  // M = 2-8 (a gemv_kblock knob): where A (M x K floats) is larger than 32 KiB, 2 rows of B x 32
+  // of K with K in blocks of 512 (the best of a hand sweep on 4x4096x4096 NT, AMD EPYC Zen 5,
+  // 2026-11-25: 49 GFLOP/s, BLIS 47); where A fits L1, 4 rows x 32 with K whole (2x4096x4096 NT:
+  // 28-34 GFLOP/s, and 18 with K blocks of 512, whose extra passes over C cost more than A's reuse
+  // gains there).
+  if (space.knobIndex("gemv_kblock") >= 0) {
+    const bool a_fits_l1 = w.m * w.k * 4 <= 32 * 1024;
+    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", a_fits_l1 ? 4 : 2}, {"gemv_k", 32},
+                                {"gemv_kblock", a_fits_l1 ? 0 : 512}});
+  }
   if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
     return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());

@@ -137,7 +137,7 @@ TEST(Compiler, ThreadsKnobIsCarriedByTheScheduleToTheLowering) {
   Space s = buildCpuGemmSpace(w, hostCpu(), 2);
   ASSERT_EQ(s.knobIndex("threads"), 7);
   EXPECT_NE(s.fingerprint(), buildCpuGemmSpace(w, hostCpu()).fingerprint());
-  Candidate c = defaultCpuCandidate(s);
+  Candidate c = defaultCpuCandidate(s, w);
   std::string script = emitCpuGemmSchedule(w, s, c);
   EXPECT_NE(script.find("\"sextant.num_threads\" = %threads"), std::string::npos) << script;
   auto knobs = readScheduleKnobs(script);
@@ -345,7 +345,7 @@ TEST(Compiler, TransposedLayoutsCompileAndVerify) {
     w.m = 32, w.n = 64, w.k = 48;
     w.layout = l;
     Space s = buildCpuGemmSpace(w, hostCpu());
-    Candidate c = defaultCpuCandidate(s);
+    Candidate c = defaultCpuCandidate(s, w);
     std::string so = tmpPath(std::string("t") + layoutName(l) + ".so");
     CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so);
     ASSERT_TRUE(out.ok) << layoutName(l) << " " << out.stage << ": " << out.message;
@@ -395,7 +395,18 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
       for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
         brute += 512 % gk == 0 && tn % rows == 0 && rows * (gk / vw) + gk / vw <= cpu.vector_registers;
   EXPECT_EQ(in_space, brute);
-  EXPECT_EQ(s.valueOr(defaultCpuCandidate(s), "gemv", 0), 1);
+  {
+    GemmWorkload w1;
+    w1.m = 1, w1.n = 256, w1.k = 512, w1.layout = Layout::NT;
+    EXPECT_EQ(s.valueOr(defaultCpuCandidate(s, w1), "gemv", 0), 1);
+    // M = 2-8: GEMV too, K in blocks where A is larger than 32 KiB, K whole where it fits L1.
+    GemmWorkload w2 = w1, w4 = w1;
+    w2.m = 2, w2.k = 4096, w4.m = 4, w4.k = 4096;
+    Space s2 = buildCpuGemmSpace(w2, cpu), s4k = buildCpuGemmSpace(w4, cpu);
+    EXPECT_EQ(s2.valueOr(defaultCpuCandidate(s2, w2), "gemv", 0), 1);
+    EXPECT_EQ(s2.valueOr(defaultCpuCandidate(s2, w2), "gemv_kblock", -1), 0);
+    EXPECT_EQ(s4k.valueOr(defaultCpuCandidate(s4k, w4), "gemv_kblock", -1), 512);
+  }
 
   struct Case {
     int64_t n, k;
@@ -463,7 +474,7 @@ TEST(Compiler, PrefetchAnnotationCompilesAndVerifies) {
     GemmWorkload w;
     w.m = l == Layout::NT ? 1 : 64, w.n = 128, w.k = 256, w.layout = l;
     Space s = buildCpuGemmSpace(w, hostCpu());
-    std::string script = emitCpuGemmSchedule(w, s, defaultCpuCandidate(s));
+    std::string script = emitCpuGemmSchedule(w, s, defaultCpuCandidate(s, w));
     const std::string yield = "    transform.yield\n";
     script.insert(script.find(yield), "    %pd = transform.param.constant 4 : i64 -> !transform.param<i64>\n"
                                       "    transform.annotate %f \"sextant.prefetch_distance\" = %pd : "

@@ -128,7 +128,7 @@ TEST(Space, NeighboursDifferInOneKnobByOneStep) {
 TEST(Space, DefaultCandidateIsValid) {
   for (auto w : {gemm(1024, 1024, 1024), gemm(7, 13, 5), gemm(128, 4096, 4096)}) {
     Space s = buildCpuGemmSpace(w, avx512());
-    EXPECT_TRUE(s.isValid(defaultCpuCandidate(s))) << w.key();
+    EXPECT_TRUE(s.isValid(defaultCpuCandidate(s, w))) << w.key();
   }
 }
 

@@ -18,7 +18,7 @@ TEST(Coexistence, TorchAndMlirInOneBinary) {
   GemmWorkload w;
   w.m = w.n = w.k = 64;
   Space s = buildCpuGemmSpace(w, hostCpu());
-  auto knobs = readScheduleKnobs(emitCpuGemmSchedule(w, s, defaultCpuCandidate(s)));
+  auto knobs = readScheduleKnobs(emitCpuGemmSchedule(w, s, defaultCpuCandidate(s, w)));
   ASSERT_TRUE(knobs.ok()) << knobs.error();
   EXPECT_EQ(knobs->size(), s.knobs().size());
 }

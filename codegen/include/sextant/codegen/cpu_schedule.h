@@ -22,7 +22,7 @@ namespace sextant {
 Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
 // The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
 // register tile, no K unrolling), snapped to the nearest valid point of the space.
-Candidate defaultCpuCandidate(const Space& space);
+Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w);
 // Iterations of the forall that runs on threads: (m, n) blocks for outer_order 0, row blocks for
 // 1, column blocks for 2.
 int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order);
