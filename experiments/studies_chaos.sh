@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/.."
 rounds=20
-trials=12
+trials=24
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -43,22 +43,25 @@ held=0
 {
   echo "# command: experiments/studies_chaos.sh --rounds $rounds --trials $trials"
   echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cpu family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPUs; PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1; $(date -u +%Y-%m-%d); commit $(git rev-parse --short HEAD)"
-  echo "# each round: gemm 96x96x96, $trials trials, batch 2, --min-time 0.1, strategy random; workers --lease 2 --heartbeat 0.3"
-  echo "round | records | distinct | claims left | worker 2 lost its lease | worker 2 said | exits (w0, w2) | wall | held"
+  echo "# each round: gemm 128x128x128, $trials trials, batch 2, --min-time 0.3, strategy random; workers --lease 2 --heartbeat 0.3;"
+  echo "# worker 2 starts first and connects through the proxy; 'lost' = it said it could not renew its lease,"
+  echo "# 'dropped' = measurements it did not record because another worker had taken the candidates over"
+  echo "round | records | distinct | claims left | w2 lost | w2 dropped | w2 reconnected | exits (w0, w2) | wall | held"
   for r in $(seq 1 "$rounds"); do
     t0=$(date +%s.%N)
     createdb -h 127.0.0.1 -p "$port" -U sextant "round$r"
     url="postgresql://sextant@127.0.0.1:$port/round$r"
     purl="postgresql://sextant@127.0.0.1:$proxy_port/round$r"
-    $tune --op gemm --shape 96x96x96 --trials "$trials" --batch 2 --min-time 0.1 --strategy random --seed "$r" \
+    $tune --op gemm --shape 128x128x128 --trials "$trials" --batch 2 --min-time 0.3 --strategy random --seed "$r" \
       --workers 0 --db "$url" >/dev/null 2>&1
     # (setsid: each worker leads a process group, so that -9 reaches its measuring children too)
+    setsid $tune worker --db "$purl" --lease 2 --heartbeat 0.3 --jobs 1 -q >/dev/null 2>"$dir/w2.err" &
+    w2=$!
+    sleep 0.3
     setsid $tune worker --db "$url" --lease 2 --heartbeat 0.3 --jobs 1 -q >/dev/null 2>"$dir/w0.err" &
     w0=$!
     setsid $tune worker --db "$url" --lease 2 --heartbeat 0.3 --jobs 1 -q >/dev/null 2>"$dir/w1.err" &
     w1=$!
-    setsid $tune worker --db "$purl" --lease 2 --heartbeat 0.3 --jobs 1 -q >/dev/null 2>"$dir/w2.err" &
-    w2=$!
     # Kill worker 1 as soon as it holds claims.
     for i in $(seq 1 200); do
       [ "$(q "round$r" "SELECT count(*) FROM claims WHERE worker LIKE '%:$w1'")" != "0" ] && break
@@ -86,11 +89,13 @@ held=0
     distinct=$(q "round$r" "SELECT count(DISTINCT candidate) FROM records")
     claims=$(q "round$r" "SELECT count(*) FROM claims")
     lost=$(grep -c "could not renew its lease" "$dir/w2.err")
-    said=$(grep -m1 -o "could not renew its lease[^:]*" "$dir/w2.err" | head -c 60)
+    dropped=$(grep -c "not recorded" "$dir/w2.err")
+    reconnected=$(grep -c "reconnected" "$dir/w2.err")
     ok=no
     if [ "$recs" = "$trials" ] && [ "$distinct" = "$trials" ] && [ "$claims" = "0" ]; then ok=yes; held=$((held + 1)); fi
-    printf "%5d | %7s | %8s | %11s | %22s | %s | %s, %s | %.1f s | %s\n" "$r" "$recs" "$distinct" "$claims" \
-      "$([ "$lost" -gt 0 ] && echo yes || echo no)" "${said:--}" "$e0" "$e2" "$(python3 -c "print($t1 - $t0)")" "$ok"
+    printf "%5d | %7s | %8s | %11s | %7s | %10s | %14s | %s, %s | %.1f s | %s\n" "$r" "$recs" "$distinct" "$claims" \
+      "$lost" "$dropped" "$reconnected" "$e0" "$e2" "$(python3 -c "print($t1 - $t0)")" "$ok"
+    cp "$dir/w2.err" "/tmp/studies_chaos_w2_round$r.err" 2>/dev/null
   done
   echo "rounds that held (every candidate recorded exactly once, no duplicate, no claim left): $held of $rounds"
 } | tee "$out"

@@ -287,6 +287,7 @@ int cmdDatasetCollect(const WorkloadArgs& w, int64_t count, uint64_t seed, doubl
             {"min_time_s", min_time},
             {"cpu_model", hostCpu().model},
             {"llvm_host_cpu", llvmHostCpuName()},
+            {"machine", thisMachine()},
             {"logical_cores", hostCpu().logical_cores},
             {"cpu", {{"l1d_bytes", hostCpu().l1d_bytes}, {"l2_bytes", hostCpu().l2_bytes},
                      {"l3_bytes", hostCpu().l3_bytes}, {"cache_source", hostCpu().cache_source},

@@ -256,12 +256,21 @@ Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::v
   std::vector<RecordRow> confirming;
   for (int i = 0; i < o.final_top_k && i < int(ok_this_run.size()) && confirm; ++i)
     confirming.push_back(ok_this_run[size_t(i)]);
+  auto confirming_has = [&](int64_t id) {
+    return std::any_of(confirming.begin(), confirming.end(), [&](const RecordRow& r) { return r.id == id; });
+  };
+  // The untuned default is one of the run's trials: it is a candidate for the best too, so that the
+  // winner is never slower than the default measured beside it (on a noisy machine its search-time
+  // figure can rank it below the top k while it measures faster here).
+  if (confirm && o.final_top_k > 0 && o.first_candidate) {
+    const std::string def_key = ctx.space.keyOf(*o.first_candidate);
+    for (const RecordRow& r : ok_this_run)
+      if (r.candidate == def_key && !confirming_has(r.id)) confirming.push_back(r);
+  }
   if (confirm && o.final_top_k > 0) {
     auto prior = ctx.db.best(ctx.workload.key(), ctx.target.key(), ctx.machine);
     if (!prior) return Error{prior.error()};
-    if (*prior && (*prior)->confirmed() &&
-        std::none_of(confirming.begin(), confirming.end(), [&](const RecordRow& r) { return r.id == (*prior)->id; }))
-      confirming.push_back(**prior);
+    if (*prior && (*prior)->confirmed() && !confirming_has((*prior)->id)) confirming.push_back(**prior);
   }
   for (const RecordRow& r : confirming) contenders.push_back(confirm(r));
   sum.final = finalComparison(contenders, o.final_rounds, ctx.workload.flops(), stop);

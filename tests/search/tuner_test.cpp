@@ -8,6 +8,7 @@
 
 #include "spaces.h"
 
+#include "sextant/codegen/cpu_schedule.h"
 #include "sextant/search/tuner.h"
 
 using namespace sextant;
@@ -39,7 +40,8 @@ class SyntheticEvaluator : public Evaluator {
       Evaluation e;
       e.status = "ok";
       e.schedule = "// " + s_.keyOf(batch[i]);
-      e.measurement = timed(flops_, flops_ / (speed(s_.keyOf(batch[i])) * 1e9));
+      const double g = s_.keyOf(batch[i]) == slow_key ? 1.0 : speed(s_.keyOf(batch[i]));
+      e.measurement = timed(flops_, flops_ / (g * 1e9));
       measured.push_back(s_.keyOf(batch[i]));
       if (on_result) on_result(i, e);
       out.push_back(e);
@@ -47,6 +49,7 @@ class SyntheticEvaluator : public Evaluator {
     return out;
   }
   std::vector<std::string> measured;
+  std::string slow_key;  // measures at 1 GFLOP/s during the search
 
  private:
   const Space& s_;
@@ -153,4 +156,40 @@ TEST(Tuner, OtherMachinesRecordsAreTransferDataAndTheFastestLibraryIsTheReferenc
   EXPECT_EQ(confirmed, 2);
   EXPECT_TRUE(sum->best_confirmed->confirmed());
   EXPECT_EQ(sum->best_confirmed->confirmations, 2) << "final comparison + head to head";
+}
+
+// On a noisy machine the untuned default can measure low during the search and high in the final
+// comparison: its record is a contender there, so the winner is never slower than the default.
+TEST(Tuner, TheDefaultIsAContenderForTheBest) {
+  TempDb t;
+  auto db = Database::open(t.path);
+  ASSERT_TRUE(db.ok()) << db.error();
+  GemmWorkload w;
+  w.m = 32, w.n = 32, w.k = 32;
+  const double flops = w.flops();
+  Space space = testing_spaces::avx512Space(32, 32, 32);
+  auto target = resolveTarget("cpu");
+  ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
+  SyntheticEvaluator ev(space, flops);
+  TuneContext ctx{*db, w, *target, space, ev, "test", "Test CPU", "22", kHere};
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 16;
+  o.batch = 8;
+  o.final_top_k = 2;
+  o.first_candidate = defaultCpuCandidate(space, w);
+  const std::string def_key = space.keyOf(*o.first_candidate);
+  ev.slow_key = def_key;  // last of the run during the search: not among its top k
+  ConfirmFactory confirm = [&](const RecordRow& r) {
+    // In the final comparison the default runs at 999 GFLOP/s, everything else at its search speed.
+    const double g = r.candidate == def_key ? 999.0 : SyntheticEvaluator::speed(r.candidate);
+    return Contender{"tuned", r.candidate, r.id, [&, g] { return timed(flops, flops / (g * 1e9)); }, false};
+  };
+  std::vector<Contender> refs = {{"openblas", "OpenBLAS (test)", 0, [&] { return timed(flops, flops / 80e9); }, true}};
+  std::atomic<bool> stop{false};
+  auto sum = tune(ctx, o, refs, confirm, stop, nullptr);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  ASSERT_TRUE(sum->best_confirmed.has_value());
+  EXPECT_EQ(sum->best_confirmed->candidate, def_key);
+  EXPECT_NEAR(sum->finalBestTuned()->gflops, 999.0, 1e-6);
 }

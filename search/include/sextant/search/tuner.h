@@ -25,8 +25,9 @@ struct TuneOptions {
   double time_budget_s = 0;     // 0: no time limit
   int batch = 16;               // candidates proposed, compiled and committed together
   bool resume = true;           // continue an unfinished run with the same settings
-  // Final comparison: the best `final_top_k` candidates of the run (and this machine's confirmed
-  // best of earlier runs), the untuned default and the reference libraries are measured again in
+  // Final comparison: the best `final_top_k` candidates of the run (and the untuned default's
+  // record, and this machine's confirmed best of earlier runs), the untuned default and the
+  // reference libraries are measured again in
   // `final_rounds` interleaved rounds (A B C A B C ...), so that drift on a noisy machine hits all
   // of them alike; the figures pool those rounds, and every tuned candidate's become its record's
   // confirmation. Then the winner and the fastest library are measured again, head to head, in
