@@ -308,8 +308,8 @@ Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::v
     stored.name = "head-to-head:" + row.name;
     if (auto s = ctx.db.insertBaseline(stored); !s) return s;
   }
-  if (sum.head_to_head[0].status == "ok")
-    if (auto s = ctx.db.confirmRecord(fin->record_id, sum.head_to_head[0].times_s, false); !s) return s;
+  // (The head-to-head rounds are not added to the winner's confirmation: every record is ranked by
+  // final comparisons alone, so the database's best is the final comparison's winner.)
   return okStatus();
 }
 
