@@ -4,6 +4,7 @@
 // a library that fails there is never the reference; the ratio comes from head-to-head rounds.
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <optional>
 #include <unistd.h>
 
 #include "spaces.h"
@@ -65,19 +66,30 @@ struct TempDb {
   }
 };
 
+// A fresh database with a 32^3 workload on the cpu target registered, and its space.
+class Tuner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    w.m = 32, w.n = 32, w.k = 32;
+    auto opened = Database::open(t.path);
+    ASSERT_TRUE(opened.ok()) << opened.error();
+    db.emplace(std::move(*opened));
+    auto resolved = resolveTarget("cpu");
+    ASSERT_TRUE(resolved.ok());
+    target = *resolved;
+    ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
+  }
+  TempDb t;
+  GemmWorkload w;
+  std::optional<Database> db;
+  std::optional<Target> target;
+  Space space = testing_spaces::avx512Space(32, 32, 32);
+};
+
 }  // namespace
 
-TEST(Tuner, OtherMachinesRecordsAreTransferDataAndTheFastestLibraryIsTheReference) {
-  TempDb t;
-  auto db = Database::open(t.path);
-  ASSERT_TRUE(db.ok()) << db.error();
-  GemmWorkload w;
-  w.m = 32, w.n = 32, w.k = 32;
+TEST_F(Tuner, OtherMachinesRecordsAreTransferDataAndTheFastestLibraryIsTheReference) {
   const double flops = w.flops();
-  Space space = testing_spaces::avx512Space(32, 32, 32);
-  auto target = resolveTarget("cpu");
-  ASSERT_TRUE(target.ok());
-  ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
 
   // Another machine measured 40 candidates of this workload, every one at an impossible 9999.
   SyntheticEvaluator ev(space, flops);
@@ -161,16 +173,8 @@ TEST(Tuner, OtherMachinesRecordsAreTransferDataAndTheFastestLibraryIsTheReferenc
 
 // On a noisy machine the untuned default can measure low during the search and high in the final
 // comparison: its record is a contender there, so the winner is never slower than the default.
-TEST(Tuner, TheDefaultIsAContenderForTheBest) {
-  TempDb t;
-  auto db = Database::open(t.path);
-  ASSERT_TRUE(db.ok()) << db.error();
-  GemmWorkload w;
-  w.m = 32, w.n = 32, w.k = 32;
+TEST_F(Tuner, TheDefaultIsAContenderForTheBest) {
   const double flops = w.flops();
-  Space space = testing_spaces::avx512Space(32, 32, 32);
-  auto target = resolveTarget("cpu");
-  ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
   SyntheticEvaluator ev(space, flops);
   TuneContext ctx{*db, w, *target, space, ev, "test", "Test CPU", "22", kHere};
   TuneOptions o;
