@@ -22,10 +22,24 @@
 //    (local refinement, which random draws alone cannot do). 5% of each plan (at least one)
 //    stays uniformly random.
 //
+//  - Robust transfer (issue #34): the prior and the pretrained model come from other workloads and
+//    can be wrong for this one (the shipped model ranked unroll_k 4-8 first on an NT shape whose
+//    good schedules all have unroll_k 1, and the default lost to cold annealing there). While
+//    their worth is unknown, a quarter of every plan is uniformly random (a probe to compare with),
+//    and each measurement is checked against what the model predicted for it before it was
+//    measured: once 12 such pairs rank with Kendall tau below 0.1 (no better than chance), the
+//    pretrained model is dropped (refitted cold on the workload's own records) and so is the
+//    prior; the prior alone is dropped when what it drew measures worse (median) than the random
+//    probes. Trust is established (probing back to 5%) at tau >= 0.3 over 32 pairs.
+//
 // The earlier version (prior for the first round only, then PPO + adaptive sampling) stalled:
 // 2.38x SA's measurements to 95% with the pretrained model where plain model ranking reached
 // 8.56x (experiments/results/transfer_zen5.txt); docs/search.md has the comparison.
+#include <algorithm>
+#include <cmath>
+
 #include "sextant/codegen/workload.h"
+#include "sextant/costmodel/model.h"
 #include "strategies_internal.h"
 
 namespace sextant::detail {
@@ -38,10 +52,15 @@ class GlimpseSearch : public ModelGuidedSearch {
 
   std::vector<Candidate> propose(const Space& space, const std::unordered_set<uint64_t>& tried, size_t n) override {
     ++rounds_;
+    // While the transferred knowledge is on probation, a quarter of the plan is uniform random.
+    const size_t probe = probing() ? n / 4 : 0;
     if (!model().trained()) {
-      auto out = drawPrior(space, tried, size_t(std::lround(double(n) * relevance(space))));
+      auto out = drawPrior(space, tried, std::min(n - probe, size_t(std::lround(double(n) * relevance(space)))));
+      mark(space, out, 'p');
       seeded_ += int64_t(out.size());
+      const size_t drawn = out.size();
       fillRandom(space, tried, n, out);
+      mark(space, std::vector<Candidate>(out.begin() + long(drawn), out.end()), 'r');
       return out;
     }
     const double young = youth();
@@ -55,12 +74,17 @@ class GlimpseSearch : public ModelGuidedSearch {
     auto scores = predictedScores(pool);
     std::map<uint64_t, float> scored;
     for (size_t i = 0; i < pool.size(); ++i) scored[space.encode(pool[i])] = scores[i];
-    auto plan = planFrom(space, scored, tried, n);
+    auto plan = planFrom(space, scored, tried, n - probe);
+    mark(space, plan, 'm');
     for (const auto& c : plan) seeded_ += from_prior.count(space.encode(c));
+    const size_t planned = plan.size();
+    fillRandom(space, tried, n, plan);
+    mark(space, std::vector<Candidate>(plan.begin() + long(planned), plan.end()), 'r');
     return plan;
   }
 
   void observe(const Space& space, const std::vector<Observation>& results) override {
+    checkTrust(space, results);  // against the predictions made before these measurements
     for (const auto& r : results)
       if (r.ok) best_.push_back({r.gflops, r.candidate});
     std::stable_sort(best_.begin(), best_.end(), [](auto& a, auto& b) { return a.first > b.first; });
@@ -69,7 +93,14 @@ class GlimpseSearch : public ModelGuidedSearch {
   }
 
   std::string report() const override {
-    return ModelGuidedSearch::report() + "; " + std::to_string(seeded_) + " planned candidates drawn from the prior" +
+    std::string trust;
+    if (!transferred()) trust = "";
+    else if (!distrust_note_.empty()) trust = "; " + distrust_note_;
+    else if (!std::isnan(tau_))
+      trust = "; the transferred knowledge " + std::string(probing() ? "still on probation" : "trusted") +
+              " (Kendall tau " + std::to_string(tau_).substr(0, 5) + " of its predictions over " +
+              std::to_string(pred_.size()) + " measurements)";
+    return ModelGuidedSearch::report() + trust + "; " + std::to_string(seeded_) + " planned candidates drawn from the prior" +
            (context().prior.empty() ? " (no prior data: uniform)"
                                     : " (relevance " + std::to_string(relevance_).substr(0, 4) + ")") +
            " over " + std::to_string(rounds_) +
@@ -78,6 +109,66 @@ class GlimpseSearch : public ModelGuidedSearch {
 
  private:
   static constexpr size_t kPoolFactor = 32, kLocal = 8;
+  static constexpr size_t kTrustMin = 12, kTrustEstablished = 32;
+  static constexpr double kDistrustBelow = 0.1, kTrustAbove = 0.3;
+
+  // Whether anything came from elsewhere (a pretrained model or prior records).
+  bool transferred() const { return usedPretrained() || !context().prior.empty(); }
+  // Transferred knowledge not yet shown to rank this workload's schedules.
+  bool probing() const {
+    const bool model_done = pretrainedDistrusted() || !usedPretrained();
+    const bool prior_done = prior_off_ || context().prior.empty();
+    if (!transferred() || (model_done && prior_done)) return false;
+    return !(pred_.size() >= kTrustEstablished && tau_ >= kTrustAbove);
+  }
+  void mark(const Space& space, const std::vector<Candidate>& cs, char source) {
+    for (const auto& c : cs) source_[space.encode(c)] = source;
+  }
+  // Compares this batch's measurements with what the model predicted for them and with what the
+  // prior drew; drops the pretrained model and the prior when they rank no better than chance.
+  void checkTrust(const Space& space, const std::vector<Observation>& results) {
+    if (!transferred()) return;
+    if (model().trained() && !pretrainedDistrusted()) {
+      std::vector<Candidate> cs;
+      for (const auto& r : results)
+        if (r.ok) cs.push_back(r.candidate);
+      if (!cs.empty()) {
+        std::vector<std::vector<float>> xs;
+        for (const auto& c : cs) xs.push_back(context().features(c));
+        auto pred = predict(xs);
+        size_t i = 0;
+        for (const auto& r : results)
+          if (r.ok) pred_.push_back(pred[i++].mean), meas_.push_back(r.gflops);
+      }
+    }
+    for (const auto& r : results) {
+      auto it = source_.find(space.encode(r.candidate));
+      if (it == source_.end() || !r.ok) continue;
+      if (it->second == 'p') from_prior_.push_back(r.gflops);
+      if (it->second == 'r') from_random_.push_back(r.gflops);
+    }
+    const size_t seen = measured_ += results.size();
+    if (pred_.size() >= kTrustMin) {
+      tau_ = kendallTau(pred_, meas_);
+      if (tau_ < kDistrustBelow && !pretrainedDistrusted() && usedPretrained()) {
+        distrustPretrained();
+        prior_off_ = true;
+        distrust_note_ = "dropped the pretrained model and the prior after " + std::to_string(seen) +
+                         " measurements: Kendall tau " + std::to_string(tau_).substr(0, 5) + " of its predictions over " +
+                         std::to_string(pred_.size()) + " (cold model from then on)";
+      }
+    }
+    if (!prior_off_ && from_prior_.size() >= 6 && from_random_.size() >= 6 && median(from_prior_) < median(from_random_)) {
+      prior_off_ = true;
+      if (distrust_note_.empty())
+        distrust_note_ = "dropped the prior after " + std::to_string(seen) + " measurements: what it drew measured " +
+                         "below the random probes (medians)";
+    }
+  }
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+  }
 
   // Per-knob value weights from the prior records (computed once: the space does not change).
   void buildWeights(const Space& space) {
@@ -106,9 +197,9 @@ class GlimpseSearch : public ModelGuidedSearch {
     for (const auto& w : weights_) dists_.emplace_back(w.begin(), w.end());
   }
 
-  // How much the prior applies to this workload, in [0, 1] (0 without prior data).
+  // How much the prior applies to this workload, in [0, 1] (0 without prior data, or once dropped).
   double relevance(const Space& space) {
-    if (context().prior.empty()) return 0;
+    if (context().prior.empty() || prior_off_) return 0;
     buildWeights(space);
     return prior_used_ ? relevance_ : 0;
   }
@@ -167,6 +258,14 @@ class GlimpseSearch : public ModelGuidedSearch {
   std::vector<std::pair<double, Candidate>> best_;  // the best measured, for local refinement
   int64_t seeded_ = 0;
   int rounds_ = 0;
+  // Robust transfer: (predicted, measured) of the workload's own measurements, what the prior and
+  // the random probes drew measured, and the verdict.
+  std::vector<double> pred_, meas_, from_prior_, from_random_;
+  std::unordered_map<uint64_t, char> source_;  // 'p' prior, 'r' random probe, 'm' model's pick
+  double tau_ = std::nan("");
+  size_t measured_ = 0;
+  bool prior_off_ = false;
+  std::string distrust_note_;
 };
 
 }  // namespace

@@ -64,7 +64,8 @@ class RandomSearch : public SearchStrategy {
 class ModelGuidedSearch : public SearchStrategy {
  public:
   ModelGuidedSearch(uint64_t seed, StrategyContext ctx)
-      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed, ctx_)) {
+      : random_(seed), rng_(seed ^ 0x9e3779b97f4a7c15ull), ctx_(std::move(ctx)), model_(ctx_.num_features, opts(seed, ctx_)),
+        seed_(seed) {
     // Warm start from the model saved by an earlier run of this workload next to the database;
     // else from the pretrained model (fine-tuned online, blended with a frozen copy of it).
     if (!ctx_.model_path.empty() && std::filesystem::exists(ctx_.model_path)) {
@@ -210,6 +211,19 @@ class ModelGuidedSearch : public SearchStrategy {
   }
   // Glimpse's acquisition: optimisers maximise mean + k * spread instead of the mean.
   void setAcquisition(double k) { acquisition_k_ = k; }
+  // Issue #34: the pretrained model misranks this workload. Its frozen blend is dropped and the
+  // model is fitted again from scratch on the workload's own records (a cold model from now on).
+  void distrustPretrained() {
+    if (!prior_model_ && !usedPretrained()) return;
+    prior_model_.reset();
+    distrusted_ = true;
+    model_ = CostModel(ctx_.num_features, opts(seed_, ctx_));
+    size_t ok = 0;
+    for (const auto& s : data_) ok += !s.failed;
+    if (ok >= kMinSamples) model_.fit(data_);
+  }
+  bool usedPretrained() const { return !ctx_.pretrained_path.empty() && !warm_started_; }
+  bool pretrainedDistrusted() const { return distrusted_; }
   const StrategyContext& context() const { return ctx_; }
   // A plan from scored unmeasured points: the best by score, then random untried ones for the
   // exploration share (and for any shortfall).
@@ -251,6 +265,8 @@ class ModelGuidedSearch : public SearchStrategy {
   StrategyContext ctx_;
   CostModel model_;
   std::unique_ptr<CostModel> prior_model_;  // frozen pretrained model (null: none)
+  uint64_t seed_ = 0;
+  bool distrusted_ = false;  // distrustPretrained() was called
   size_t own_ok_ = 0;
   mutable std::set<Candidate> predicted_fail_;
   std::vector<Sample> data_;
