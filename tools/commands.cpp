@@ -108,6 +108,11 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     out.error = w.error();
     return out;
   }
+  if (w->isConv()) {
+    out.error = "convolution schedules do not go into Transform libraries yet (the library's matchers compare "
+                "contraction dims; issue #31): tune best prints the script";
+    return out;
+  }
   TargetSpace ts = spaceFor(*w, target);
   if (!ts.error.empty()) {
     out.error = ts.error;
@@ -136,7 +141,8 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     if (!target.isGpu()) measured_actions = cpuGemmActionsOf(r.schedule);
     if (measured_actions.empty()) out.stale = "the schedule generator changed since it was measured";
   }
-  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", 0, ts.kind, {}, {}};
+  LibraryEntry e{*w, space, *cand, r.source == "predicted" ? "predicted" : "tuned", w->batched() ? w->batch : 0,
+                 ts.kind, {}, {}};
   if (!measured_actions.empty()) {
     e.actions = measured_actions;
     e.provenance["schedule"] = "as measured (the generator emits another script for these knobs today)";

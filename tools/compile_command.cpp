@@ -249,25 +249,20 @@ int cmdCompile(const CompileArgs& a) {
       report.push_back({&op, "", "untouched", w.error()});
       continue;
     }
-    std::string key = w->key();
     if (op.batch > 0) {
-      // Batched GEMMs are not tuned yet: every batch element runs the default schedule.
-      key = "batch " + std::to_string(op.batch) + " x " + key;
-      if (!entry_of.count(key)) {
-        Space space = spaceFor(*w, *target).space;
-        LibraryEntry e{*w, space, defaultCpuCandidate(space, *w), "default", op.batch, LibraryEntry::Kind::Cpu, {}, {}};
-        entry_of[key] = entries.size();
-        entries.push_back(std::move(e));
-      }
-      report.push_back({&op, key, "default", "-"});
-      continue;
+      // A batched matmul (issue #31): its own workload (tune --op batch_matmul), whose tuned
+      // record applies, else the default schedule.
+      w->op = OpKind::BatchMatmul;
+      w->batch = op.batch;
     }
+    std::string key = w->key();
     if (!entry_of.count(key)) {
       auto entry = tunedEntry(*db, *target, key, a.allow_stale, machineFilter(a.machine, target->isGpu()));
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, *target).space;
-        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space, *w), "default", 0, LibraryEntry::Kind::Cpu, {}, {}};
+        *entry = LibraryEntry{*w, space, defaultCpuCandidate(space, *w), "default", w->batched() ? w->batch : 0,
+                              LibraryEntry::Kind::Cpu, {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));

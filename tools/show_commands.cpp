@@ -193,6 +193,7 @@ int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json) {
     fprintf(stderr, "suite %s: %s (%s)\n", suite->name.c_str(), e.name.c_str(), w.key().c_str());
     TuneArgs t = a;
     t.suite.clear();
+    t.w.op = opKindName(w.op);
     t.w.shape = w.shapeString();
     t.w.dtype = dtypeName(w.a_type);
     t.w.layout = layoutName(w.layout);

@@ -15,6 +15,7 @@
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/suite.h"
+#include "sextant/codegen/ops.h"
 #include "sextant/codegen/workload.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -72,14 +73,27 @@ std::string fmt(const char* f, double v) {
 }
 
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
-  if (a.op != "gemm") return Error{"unknown op '" + a.op + "' (known: gemm)"};
-  return makeGemmWorkload(a.shape.empty() ? kDefaultShape : a.shape, a.dtype, a.layout);
+  auto op = findOp(a.op);
+  if (!op) return Error{op.error()};
+  const std::string shape = !a.shape.empty() ? a.shape : (*op)->kind == OpKind::Gemm ? kDefaultShape : (*op)->default_shape;
+  auto w = (*op)->make(shape, a.dtype, a.layout);
+  if (!w) return w;
+  if (!(*op)->gpu) {
+    auto t = resolveTarget(a.target);
+    if (t && t->isGpu())
+      return Error{"--op " + a.op + " has no GPU schedules yet (targets for it: cpu); docs/ops.md says what is missing"};
+  }
+  return w;
 }
 
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
-  app->add_option("--op", a.op, "operation to tune (gemm)")->capture_default_str();
+  std::string ops_help = "operation to tune:";
+  for (const OpInfo& op : registeredOps()) ops_help += std::string("\n  ") + op.name + ": " + op.summary;
+  app->add_option("--op", a.op, ops_help)->capture_default_str();
   app->add_option("--shape", a.shape,
-                  std::string("GEMM sizes MxNxK (default: ") + kDefaultShape + ", tuned in about 2-3 minutes)");
+                  std::string("sizes: gemm MxNxK (default: ") + kDefaultShape +
+                      ", tuned in about 2-3 minutes); batch_matmul BxMxNxK (default 32x256x256x128); conv2d a "
+                      "benchdnn descriptor (default mb1ic64ih56oc64kh3ph1)");
   app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
       ->capture_default_str();
   app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")

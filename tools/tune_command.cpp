@@ -216,13 +216,13 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   // The reference libraries (issue #35): OpenBLAS, oneDNN and BLIS, each at its best, measured
   // interleaved with the tuned candidates; the fastest of them is the reference.
   int libraries = 0;
-  for (const CpuLibrary& lib : cpuLibraries()) {
+  for (const CpuLibrary& lib : cpuLibrariesFor(*w)) {
     if (!lib.available) continue;
     ++libraries;
-    references.push_back({lib.name, lib.describe(threads, problem->usesGemv()), 0,
+    references.push_back({lib.name, lib.describe(threads, problem->usesGemv(), w->batched()), 0,
                           [&, lib] { return measureLibrary(*problem, lib, mo); }, true});
   }
-  if (libraries == 0)  // no sextant-libref: OpenBLAS in a forked child, as before it
+  if (libraries == 0 && !w->isConv())  // no sextant-libref: OpenBLAS in a forked child, as before it
     references.push_back({"openblas", problem->referenceName(threads), 0, [&] { return measureOpenBlas(*problem, mo); },
                           true});
   ConfirmFactory confirm = [&](const RecordRow& r) {
@@ -295,7 +295,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   rep.threads = threads;
   rep.space_size = space.size();
   rep.sum = &*sum;
-  rep.libraries = cpuLibraries();
+  rep.libraries = cpuLibrariesFor(*w);
   rep.uses_gemv = problem->usesGemv();
   if (a.study == 0 && !sum->interrupted && (sum->best_confirmed || sum->best_this_run))
     rep.peak = measureFmaPeak(threads, 0.15, 3);

@@ -98,7 +98,7 @@ int reportTune(const TuneReport& in) {
     if (def_b) j["default"]["knobs"] = def_b->detail;
     json libs = json::array();
     for (const CpuLibrary& lib : in.libraries) {
-      const std::string detail = lib.describe(in.threads, in.uses_gemv);
+      const std::string detail = lib.describe(in.threads, in.uses_gemv, in.workload.batched());
       json l{{"name", lib.name}, {"config", lib.config}, {"version", lib.version}, {"kernels", lib.kernels},
              {"routine", lib.routine}, {"threads", in.threads}, {"description", detail}};
       const BaselineRow* b = lib.available ? rowOf(sum, lib, detail) : nullptr;
@@ -178,7 +178,7 @@ int reportTune(const TuneReport& in) {
   if (!sum.final.empty()) {
     printf("  libraries  final comparison, same threads and layout (the fastest is the reference):\n");
     for (const CpuLibrary& lib : in.libraries) {
-      const std::string detail = lib.describe(in.threads, in.uses_gemv);
+      const std::string detail = lib.describe(in.threads, in.uses_gemv, in.workload.batched());
       const BaselineRow* b = lib.available ? rowOf(sum, lib, detail) : nullptr;
       if (!lib.available)
         printf("             %-10s not measured: %s\n", lib.name.c_str(), lib.missing.c_str());
@@ -210,19 +210,22 @@ int reportTune(const TuneReport& in) {
            sum.best->confirmed() ? "confirmed" : "measured once, not confirmed");
   printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", in.db_shown.c_str(), in.db_shown.c_str(),
          in.db_shown.c_str());
+  // What every result was checked against: OpenBLAS, or (a convolution) direct loops in double.
+  const char* against = in.workload.isConv() ? "direct loops" : "OpenBLAS";
   if (a.study > 0)
     printf("All figures are measurements on this machine by this worker of study %lld: medians of repeated\n"
-           "calls with the operands flushed from the caches, every result verified against OpenBLAS (workers\n"
+           "calls with the operands flushed from the caches, every result verified against %s (workers\n"
            "run no final comparison).\n",
-           (long long)a.study);
+           (long long)a.study, against);
   else if (sum.final.empty())
     printf("All figures are single measurements on this machine during the search (medians of repeated calls\n"
-           "with the operands flushed from the caches, verified against OpenBLAS); no final comparison ran%s.\n",
-           sum.interrupted ? " (interrupted)" : "");
+           "with the operands flushed from the caches, verified against %s); no final comparison ran%s.\n",
+           against, sum.interrupted ? " (interrupted)" : "");
   else
     printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
-           "operands flushed from the caches before each call, every result verified against OpenBLAS; best,\n"
-           "default and the libraries were re-measured side by side in the final comparison.\n");
+           "operands flushed from the caches before each call, every result verified against %s; best,\n"
+           "default and the libraries were re-measured side by side in the final comparison.\n",
+           against);
   return sum.interrupted ? 130 : 0;
 }
 

@@ -67,7 +67,7 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
   if (!db) return fail(db.error());
   if (auto s = registerWorkloadAndTarget(*db, *w, *target, llvmHostCpuName(), hostCpu().vector_isa); !s)
     return fail(s.error());
-  json args{{"shape", std::to_string(w->m) + "x" + std::to_string(w->n) + "x" + std::to_string(w->k)},
+  json args{{"op", opKindName(w->op)}, {"shape", w->shapeString()},
             {"dtype", a.w.dtype}, {"layout", a.w.layout}, {"target", a.w.target}, {"strategy", a.strategy},
             {"trials", a.trials}, {"batch", a.batch}, {"min_time", a.min_time}, {"timeout", a.timeout},
             {"threads", threads}, {"seed", a.seed}, {"pretrained", a.pretrained}, {"argv", json::parse(argv_json)}};
@@ -128,7 +128,7 @@ int cmdWorker(const WorkerArgs& a) {
     if (!args.is_object()) return fail("study " + std::to_string(pick->id) + ": unreadable arguments");
     TuneArgs t;
     t.w.db = a.db;
-    t.w.shape = args.value("shape", ""), t.w.dtype = args.value("dtype", "f32"), t.w.layout = args.value("layout", "NN");
+    t.w.op = args.value("op", "gemm"), t.w.shape = args.value("shape", ""), t.w.dtype = args.value("dtype", "f32"), t.w.layout = args.value("layout", "NN");
     t.w.target = args.value("target", "cpu");
     t.strategy = args.value("strategy", std::string(kDefaultStrategy));
     t.trials = pick->trials;

@@ -204,12 +204,17 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
       f.k = ranges[dims->k[0]];
       if (dims->batch[0] != 0 || dims->m[0] != 1 || dims->n[0] != 2 || dims->k[0] != 3)
         f.reason = "batched GEMM with loops not in (batch, m, n, k) order";
-      else if (!is(maps[0], {0, 1, 3}) || !is(maps[1], {0, 3, 2}) || !is(maps[2], {0, 1, 2}))
-        f.reason = "batched GEMM with a layout other than NN";
-      else if (!fl)
-        f.reason = "integer contraction";
-      else
-        f.supported = true, f.layout = "NN";
+      else {
+        // NN, NT (B stored b x n x k: attention's Q.K^T) or TN (A stored b x k x m).
+        const bool a_n = is(maps[0], {0, 1, 3}), a_t = is(maps[0], {0, 3, 1});
+        const bool b_n = is(maps[1], {0, 3, 2}), b_t = is(maps[1], {0, 2, 3});
+        if (!is(maps[2], {0, 1, 2}) || !(a_n || a_t) || !(b_n || b_t) || (a_t && b_t))
+          f.reason = "batched GEMM with an operand layout not NN, NT or TN";
+        else if (!fl)
+          f.reason = "integer contraction";
+        else
+          f.supported = true, f.layout = a_t ? "TN" : (b_t ? "NT" : "NN");
+      }
       found.push_back(f);
       return;
     }

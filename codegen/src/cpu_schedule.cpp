@@ -5,7 +5,11 @@
 #include <limits>
 #include <sstream>
 
+#include "cpu_schedule_internal.h"
+
 namespace sextant {
+using cpu_detail::hoistAndLowerContractions;
+using cpu_detail::knobOp;
 
 static std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
   std::vector<int64_t> out;
@@ -22,6 +26,8 @@ static std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_
 }
 
 Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
+  if (convIsGemm(w)) return buildCpuGemmSpace(convAsGemm(w), cpu, threads);
+  if (w.isConv()) return buildCpuConvSpace(w, cpu, threads);
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
@@ -61,14 +67,22 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // contiguous buffer (row stride tile_n instead of N) that the micro-kernels then read. NN and TN
   // (B is K x N in both; NT stores B transposed); records from before the knob read as 0 (B read
   // in place, as before).
-  knobs.push_back({"pack_b", w.layout != Layout::NT ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 0: read B in place", 0});
+  // Batched matmuls (issue #31): the emitter has neither packing nor loop orders nor the GEMV
+  // route for them yet, so those knobs have one value there.
+  const bool batched = w.batched();
+  // NT (issue #31): pack_b = 1 is the transposed-B route (cpu_route_transposed_b.cpp): B packed
+  // once per call, by a transpose, into K x tile_n panels; batched or not.
+  const bool nt = w.layout == Layout::NT;
+  knobs.push_back({"pack_b", (!nt && !batched) || nt ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first (NT: B transposed "
+                   "once per call into K x tile_n panels); 0: read B in place", 0});
+  const int pack_b_i = int(knobs.size()) - 1;
   // The loops above the K chunks (issue #14): 0 = a forall over (tile_m x tile_n) blocks (as
   // before); 1 = a forall over tile_m row blocks, the K chunks, then a loop over tile_n (the A
   // block is reused across it: pack_a packs it once per K chunk); 2 = a forall over tile_n column
   // blocks, the K chunks, then a loop over tile_m (BLIS/GotoBLAS order: the B panel is reused
   // across it, pack_b packs it once per K chunk). Batched GEMMs are emitted as 0 whatever the knob.
-  knobs.push_back({"outer_order", {0, 1, 2},
+  knobs.push_back({"outer_order", batched ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1, 2},
                    "loops above the K chunks: 0 forall over (m, n) blocks; 1 forall over m, then K, then n; "
                    "2 forall over n, then K, then m",
                    0});
@@ -76,19 +90,33 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   if (threads > 1) {
     // At least as many forall iterations as threads, or as many as the smallest tiles make (tiny
     // shapes).
-    const int64_t m = w.m, n = w.n;
-    const int64_t most = ((m + knobs[0].values.front() - 1) / knobs[0].values.front()) *
+    // A batched matmul's forall runs over the batch too (one element per block).
+    const int64_t m = w.m, n = w.n, b = w.batch;
+    const int64_t most = b * ((m + knobs[0].values.front() - 1) / knobs[0].values.front()) *
                          ((n + knobs[1].values.front() - 1) / knobs[1].values.front());
     const int64_t need = std::min<int64_t>(threads, most);
     cons.push_back(Constraint{"at least as many blocks as threads", {0, 1, order_i},
-                              [m, n, need, order_i](const std::vector<int64_t>& v) {
-                                return cpuParallelBlocks(m, n, v[0], v[1], v[size_t(order_i)]) >= need;
+                              [m, n, b, need, order_i](const std::vector<int64_t>& v) {
+                                return b * cpuParallelBlocks(m, n, v[0], v[1], v[size_t(order_i)]) >= need;
                               }});
   }
   // Packing of the A block (issue #14): each K chunk's tile_m x tile_k block of A copied into a
   // contiguous buffer (row stride tile_k instead of K). NN and NT (A is M x K in both).
-  knobs.push_back({"pack_a", w.layout != Layout::TN ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+  knobs.push_back({"pack_a", w.layout != Layout::TN && !batched ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
                    "1: copy each K chunk's A block (tile_m x tile_k) into a contiguous buffer first; 0: read A in place", 0});
+  if (nt) {
+    // The transposed-B route: forall over (m, n) blocks, A read in place, the transpose in 16 x 16
+    // tiles.
+    const int pack_a_i = int(knobs.size()) - 1;
+    const int64_t kdim = w.k;
+    cons.push_back(Constraint{"NT pack_b: outer_order 0, pack_a 0, tile_n and K multiples of 16",
+                              {1, pack_b_i, order_i, pack_a_i},
+                              [pack_b_i, order_i, pack_a_i, kdim](const std::vector<int64_t>& v) {
+                                return v[size_t(pack_b_i)] == 0 ||
+                                       (v[size_t(order_i)] == 0 && v[size_t(pack_a_i)] == 0 && v[1] % 16 == 0 &&
+                                        kdim % 16 == 0);
+                              }});
+  }
   // The GEMV route (issue #14): one row of C (M = 1) with B stored N x K (NT: a weight matrix times
   // a token's activations) is a stream over B's rows, K contiguous. gemv = 1: tile_n columns of C
   // per forall block, gemv_rows rows of B at a time, each with gemv_k-wide vector partial sums kept
@@ -98,7 +126,7 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // 0.67-0.78x oneDNN/BLIS at M = 2-4 on Zen 5): all M rows of A at once, M x gemv_rows partial
   // sums per step, each row of B loaded once for all of them.
   std::vector<int64_t> gk;
-  if (w.m <= kGemvMaxM && w.layout == Layout::NT)
+  if (w.m <= kGemvMaxM && w.layout == Layout::NT && !batched)
     for (int64_t f : {1, 2, 4, 8})
       if (w.k % (vw * f) == 0) gk.push_back(vw * f);
   // Only spaces where the route exists have these knobs: every other space, its fingerprint and its
@@ -188,6 +216,8 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
 }
 
 Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
+  if (convIsGemm(w)) return defaultCpuCandidate(space, convAsGemm(w));
+  if (w.isConv()) return defaultCpuConvCandidate(space, w);
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there).
@@ -204,11 +234,19 @@ Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
   if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
     return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
+  // B stored transposed (NT) where the transposed-B route exists (issue #31): 32 x 32 blocks, K
+  // chunks of 128, an 8 x two-vector register tile on B packed by a transpose (hand-measured on
+  // AMD EPYC Zen 5, 1 thread, 2026-11-25: 200 GFLOP/s on the 32x512x512x128 Q.K^T, 220 on a
+  // 512x512x128 GEMM and 232 on 1024^3, where the NN default reading B in place gave 80, 81 and 21).
+  if (w.layout == Layout::NT && space.knobIndex("pack_b") >= 0 &&
+      space.knobs()[size_t(space.knobIndex("pack_b"))].values.size() > 1 && w.k % 16 == 0 && w.n % 16 == 0)
+    return nearestValid(space, {{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 128}, {"reg_m", 8}, {"reg_n", 2 * vw},
+                                {"unroll_k", 1}, {"reg_loop_order", 0}, {"pack_b", 1}, {"outer_order", 0}, {"pack_a", 0}});
   return nearestValid(space, {{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"reg_m", 8},
                               {"reg_n", vw}, {"unroll_k", 1}, {"reg_loop_order", 0}});
 }
 
-static std::string knobOp(const Knob& k, int64_t selected) {
+std::string cpu_detail::knobOp(const Knob& k, int64_t selected) {
   std::ostringstream o;
   o << "transform.tune.knob<\"" << k.name << "\"> = " << selected << " : i64 from options = [";
   for (size_t i = 0; i < k.values.size(); ++i) o << (i ? ", " : "") << k.values[i];
@@ -283,7 +321,7 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
 // The loops of %f matched again (canonicalization replaced them), the loop-invariant register
 // tiles hoisted out of them (the accumulators stay in registers across the K loops), then the
 // contractions lowered to FMAs; `also`: more lowering patterns in that last set.
-static std::string hoistAndLowerContractions(const std::string& ind, const std::string& also) {
+std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const std::string& also) {
   const std::string H = "!transform.any_op";
   return ind + "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" + H +
          ") -> !transform.op<\"scf.for\">\n" + ind +
@@ -332,8 +370,10 @@ static std::string emitGemvActions(const Space& space, const Candidate& c, const
 }
 
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                               int64_t m) {
+                               int64_t m, Layout layout) {
   if (!batched && space.valueOr(c, "gemv", 0) == 1) return emitGemvActions(space, c, ind, m);
+  if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
+    return cpu_detail::emitTransposedBPackActions(space, c, ind, batched);
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;
@@ -406,6 +446,10 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
 // The schedule's handle on the matmul: emitted by emitCpuGemmSchedule, found by cpuGemmActionsOf.
 static const char* const kMatchMatmul =
     "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
+static const char* const kMatchBatchMatmul =
+    "%mm = transform.structured.match ops{[\"linalg.batch_matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
+static const char* const kMatchConv =
+    "%mm = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\"]} in %root : (!transform.any_op) -> !transform.any_op";
 
 std::string cpuGemmActionsOf(const std::string& schedule) {
   std::istringstream in(schedule);
@@ -413,7 +457,8 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
   bool inside = false;
   while (std::getline(in, line)) {
     if (!inside) {
-      inside = line.find(kMatchMatmul) != std::string::npos;
+      inside = line.find(kMatchMatmul) != std::string::npos || line.find(kMatchBatchMatmul) != std::string::npos ||
+               line.find(kMatchConv) != std::string::npos;
       continue;
     }
     const size_t first = line.find_first_not_of(' ');
@@ -424,14 +469,17 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
 }
 
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
+  // A 1x1 convolution's payload is a linalg.matmul (convIsGemm); other convolutions take the direct route.
+  const bool direct_conv = w.isConv() && !convIsGemm(w);
   std::ostringstream o;
-  o << "// Sextant CPU GEMM schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
+  o << "// Sextant CPU " << (w.isConv() ? "convolution" : "GEMM") << " schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
     << "// workload: " << w.key() << "\n"
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-    << "    " << kMatchMatmul << "\n"
-    << emitCpuGemmActions(space, c, "    ", false, w.m) << "    transform.yield\n"
+    << "    " << (direct_conv ? kMatchConv : w.batched() ? kMatchBatchMatmul : kMatchMatmul) << "\n"
+    << (direct_conv ? emitCpuConvActions(space, c, "    ") : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout))
+    << "    transform.yield\n"
     << "  }\n"
     << "}\n";
   return o.str();

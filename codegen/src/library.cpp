@@ -8,7 +8,7 @@
 namespace sextant {
 
 std::string matcherSignature(const GemmWorkload& w, int64_t batch) {
-  return (batch > 0 ? std::to_string(batch) + "x" : std::string()) + w.shapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
+  return (batch > 0 ? std::to_string(batch) + "x" : std::string()) + w.gemmShapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
          std::to_string(dtypeBytes(w.b_type) * 8) + "," + std::to_string(dtypeBytes(w.c_type) * 8);
 }
 
@@ -34,7 +34,7 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
     o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
   };
   const int b = batch > 0 ? 1 : 0;  // loop offset of m, n, k
-  o << "  // " << (batch > 0 ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
+  o << "  // " << (batch > 0 && !w.batched() ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
     << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n"
     << "    %0 = transform.match.structured failures(propagate) %op : (" << H << ") -> " << H << " {\n"
     << "    ^bb0(%s: " << H << "):\n"
@@ -121,7 +121,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
       << (gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
               : !e.actions.empty() && e.batch == 0 ? e.actions
-                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m))
+                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m,
+                                                                      e.workload.layout))
       << "    transform.yield\n"
       << "  }\n";
     if (gpu)

@@ -28,7 +28,9 @@ Result<WorkloadSuite> loadSuite(const std::string& path) {
     if (!e.is_object() || !e.contains("key") || !e["key"].is_string()) return Error{where + ": missing 'key'"};
     auto w = parseWorkloadKey(e["key"].get<std::string>());
     if (!w) return Error{where + ": " + w.error()};
-    s.entries.push_back({e.value("name", e["key"].get<std::string>()), *w});
+    const int64_t count = e.value("count", int64_t(1));
+    if (count < 1) return Error{where + ": 'count' must be at least 1"};
+    s.entries.push_back({e.value("name", e["key"].get<std::string>()), *w, count});
   }
   return s;
 }

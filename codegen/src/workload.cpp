@@ -1,6 +1,7 @@
 #include "sextant/codegen/workload.h"
 
 #include <sstream>
+#include <vector>
 
 #include "sextant/common/strings.h"
 
@@ -40,34 +41,139 @@ Result<Layout> parseLayout(const std::string& s) {
   return Error{"unknown layout '" + s + "' (known: NN, NT, TN)"};
 }
 
-std::string GemmWorkload::shapeString() const {
+const char* opKindName(OpKind op) {
+  switch (op) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::BatchMatmul: return "batch_matmul";
+    case OpKind::Conv2d: return "conv2d";
+  }
+  return "?";
+}
+
+std::string GemmWorkload::gemmShapeString() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
+std::string GemmWorkload::shapeString() const {
+  if (isConv()) return conv.str();
+  return (batched() ? std::to_string(batch) + "x" : std::string()) + gemmShapeString();
+}
+
 std::string GemmWorkload::key() const {
-  return std::string("gemm:") + layoutName(layout) + ":" + shapeString() + ":" + dtypeName(a_type) +
-         "*" + dtypeName(b_type) + "->" + dtypeName(c_type);
+  return std::string(opKindName(op)) + ":" + (isConv() ? "NHWC" : layoutName(layout)) + ":" + shapeString() + ":" +
+         dtypeName(a_type) + "*" + dtypeName(b_type) + "->" + dtypeName(c_type);
+}
+
+GemmWorkload GemmWorkload::element() const {
+  GemmWorkload e = *this;
+  e.op = OpKind::Gemm;
+  e.batch = 1;
+  return e;
 }
 
 int64_t GemmWorkload::bytesNeeded() const {
-  return m * k * dtypeBytes(a_type) + k * n * dtypeBytes(b_type) + 2 * m * n * dtypeBytes(c_type);
+  return aElements() * dtypeBytes(a_type) + bElements() * dtypeBytes(b_type) + 2 * cElements() * dtypeBytes(c_type);
 }
 
-static std::string tensorType(int64_t r, int64_t c, DType t) {
-  return std::to_string(r) + "x" + std::to_string(c) + "x" + dtypeName(t);
+static std::string tensorType(int64_t b, int64_t r, int64_t c, DType t) {
+  return (b > 0 ? std::to_string(b) + "x" : std::string()) + std::to_string(r) + "x" + std::to_string(c) + "x" +
+         dtypeName(t);
+}
+
+// linalg.conv_2d_nhwc_hwcf on the input padded by a tensor.pad (in the payload: the kernel pads,
+// as a library's convolution does).
+static std::string convPayload(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  const std::string t = dtypeName(w.a_type);
+  auto ty = [&](int64_t a, int64_t b, int64_t c, int64_t e) {
+    return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(e) + "x" + t;
+  };
+  const std::string in = ty(d.mb, d.ih, d.iw, d.ic), inp = ty(d.mb, d.paddedH(), d.paddedW(), d.ic),
+                    fil = ty(d.kh, d.kw, d.ic, d.oc), out = ty(d.mb, d.oh, d.ow, d.oc);
+  const bool pad = d.ph > 0 || d.pw > 0;
+  std::ostringstream o;
+  o << "// Sextant payload for " << w.key() << "\n"
+    << "func.func @sextant_gemm(%A: memref<" << in << ">, %B: memref<" << fil << ">, %C: memref<" << out
+    << ">) attributes {llvm.emit_c_interface} {\n"
+    << "  %a = bufferization.to_tensor %A restrict : memref<" << in << "> to tensor<" << in << ">\n"
+    << "  %b = bufferization.to_tensor %B restrict : memref<" << fil << "> to tensor<" << fil << ">\n"
+    << "  %c = bufferization.to_tensor %C restrict writable : memref<" << out << "> to tensor<" << out << ">\n"
+    << "  %zero = arith.constant 0.0 : " << t << "\n";
+  if (pad)
+    o << "  %ap = tensor.pad %a low[0, " << d.ph << ", " << d.pw << ", 0] high[0, " << d.ph << ", " << d.pw
+      << ", 0] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : " << t
+      << "\n  } : tensor<" << in << "> to tensor<" << inp << ">\n";
+  o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
+    << "  %r = linalg.conv_2d_nhwc_hwcf {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1
+    << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", " << d.sw << "]> : tensor<2xi64>} ins("
+    << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in) << ">, tensor<" << fil << ">) outs(%z : tensor<"
+    << out << ">) -> tensor<" << out << ">\n"
+    << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
+    << ">) -> ()\n"
+    << "  return\n"
+    << "}\n";
+  return o.str();
+}
+
+bool convIsGemm(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  return w.isConv() && d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 && d.g == 1;
+}
+
+GemmWorkload convAsGemm(const GemmWorkload& w) {
+  GemmWorkload g;
+  g.m = w.m, g.n = w.n, g.k = w.k;
+  g.a_type = w.a_type, g.b_type = w.b_type, g.c_type = w.c_type;
+  return g;
+}
+
+// A 1x1 convolution with stride 1 and no padding as the GEMM it is: the NHWC input is M x K, the
+// HWCF filter K x N and the NHWC output M x N, row-major, so the payload collapses the memrefs
+// (no copy) and multiplies.
+static std::string conv1x1Payload(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  const std::string t = dtypeName(w.a_type);
+  auto ty4 = [&](int64_t a, int64_t b, int64_t c, int64_t e) {
+    return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(e) + "x" + t;
+  };
+  auto ty2 = [&](int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b) + "x" + t; };
+  const std::string in = ty4(d.mb, d.ih, d.iw, d.ic), fil = ty4(1, 1, d.ic, d.oc), out = ty4(d.mb, d.oh, d.ow, d.oc);
+  std::string body = convAsGemm(w).payloadMlir();
+  const size_t start = body.find("func.func"), end = body.find('\n', start);
+  std::ostringstream o;
+  o << "// Sextant payload for " << w.key() << " (a 1x1 convolution: the GEMM of its collapsed operands)\n"
+    << "func.func @sextant_gemm(%A4: memref<" << in << ">, %B4: memref<" << fil << ">, %C4: memref<" << out
+    << ">) attributes {llvm.emit_c_interface} {\n"
+    << "  %A = memref.collapse_shape %A4 [[0, 1, 2], [3]] : memref<" << in << "> into memref<" << ty2(w.m, w.k) << ">\n"
+    << "  %B = memref.collapse_shape %B4 [[0, 1, 2], [3]] : memref<" << fil << "> into memref<" << ty2(w.k, w.n) << ">\n"
+    << "  %C = memref.collapse_shape %C4 [[0, 1, 2], [3]] : memref<" << out << "> into memref<" << ty2(w.m, w.n)
+    << ">\n"
+    << body.substr(end + 1);
+  return o.str();
 }
 
 std::string GemmWorkload::payloadMlir() const {
+  if (convIsGemm(*this)) return conv1x1Payload(*this);
+  if (isConv()) return convPayload(*this);
   const bool ta = layout == Layout::TN, tb = layout == Layout::NT;
-  std::string aT = ta ? tensorType(k, m, a_type) : tensorType(m, k, a_type);
-  std::string bT = tb ? tensorType(n, k, b_type) : tensorType(k, n, b_type);
-  std::string cT = tensorType(m, n, c_type);
+  const int64_t b = batched() ? batch : 0;  // 0: no batch dimension
+  std::string aT = ta ? tensorType(b, k, m, a_type) : tensorType(b, m, k, a_type);
+  std::string bT = tb ? tensorType(b, n, k, b_type) : tensorType(b, k, n, b_type);
+  std::string cT = tensorType(b, m, n, c_type);
   std::string maps;
-  if (ta || tb) {
+  if ((ta || tb) && !batched()) {
     maps = std::string(" indexing_maps = [") +
            (ta ? "affine_map<(d0, d1, d2) -> (d2, d0)>" : "affine_map<(d0, d1, d2) -> (d0, d2)>") + ", " +
            (tb ? "affine_map<(d0, d1, d2) -> (d1, d2)>" : "affine_map<(d0, d1, d2) -> (d2, d1)>") +
            ", affine_map<(d0, d1, d2) -> (d0, d1)>]";
+  } else if (ta || tb) {
+    // MLIR 22 has no batch_matmul_transpose_b: transposed operands are indexing maps
+    // (d0 batch, d1 m, d2 n, d3 k).
+    maps = std::string(" indexing_maps = [") +
+           (ta ? "affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>" : "affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>") +
+           ", " +
+           (tb ? "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>" : "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>") +
+           ", affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]";
   }
   std::ostringstream o;
   o << "// Sextant payload for " << key() << "\n"
@@ -79,7 +185,7 @@ std::string GemmWorkload::payloadMlir() const {
     << "  %zero = arith.constant 0.0 : " << dtypeName(c_type) << "\n"
     << "  %z = linalg.fill ins(%zero : " << dtypeName(c_type) << ") outs(%c : tensor<" << cT
     << ">) -> tensor<" << cT << ">\n"
-    << "  %r = linalg.matmul" << maps << " ins(%a, %b : tensor<" << aT << ">, tensor<" << bT
+    << "  %r = " << (batched() ? "linalg.batch_matmul" : "linalg.matmul") << maps << " ins(%a, %b : tensor<" << aT << ">, tensor<" << bT
     << ">) outs(%z : tensor<" << cT << ">) -> tensor<" << cT << ">\n"
     << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << cT
     << ">, memref<" << cT << ">) -> ()\n"
@@ -101,12 +207,14 @@ Result<GemmWorkload> makeGemmWorkload(const std::string& shape, const std::strin
   return w;
 }
 
-Result<GemmWorkload> parseGemmShape(const std::string& shape) {
+// n positive integers separated by 'x'; `syntax` and `example` for the error.
+static Result<std::vector<int64_t>> parseDims(const std::string& shape, size_t n, const char* syntax,
+                                              const char* example) {
   auto parts = split(shape, 'x');
-  if (parts.size() != 3)
-    return Error{"malformed shape '" + shape + "': expected MxNxK, e.g. 1024x1024x1024"};
-  int64_t v[3];
-  for (int i = 0; i < 3; ++i) {
+  if (parts.size() != n)
+    return Error{"malformed shape '" + shape + "': expected " + syntax + ", e.g. " + example};
+  std::vector<int64_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
     if (!parseInt64(parts[i], v[i]))
       return Error{"malformed shape '" + shape + "': '" + parts[i] + "' is not an integer"};
     if (v[i] <= 0)
@@ -114,17 +222,73 @@ Result<GemmWorkload> parseGemmShape(const std::string& shape) {
     if (v[i] > (int64_t(1) << 20))
       return Error{"invalid shape '" + shape + "': dimension " + parts[i] + " exceeds 1048576"};
   }
+  return v;
+}
+
+Result<GemmWorkload> parseGemmShape(const std::string& shape) {
+  auto v = parseDims(shape, 3, "MxNxK", "1024x1024x1024");
+  if (!v) return Error{v.error()};
   GemmWorkload w;
-  w.m = v[0];
-  w.n = v[1];
-  w.k = v[2];
+  w.m = (*v)[0];
+  w.n = (*v)[1];
+  w.k = (*v)[2];
+  return w;
+}
+
+Result<GemmWorkload> parseBatchMatmulShape(const std::string& shape) {
+  auto v = parseDims(shape, 4, "BxMxNxK (batch, then the GEMM's M, N, K)", "12x128x128x64");
+  if (!v) return Error{v.error()};
+  GemmWorkload w;
+  w.op = OpKind::BatchMatmul;
+  w.batch = (*v)[0];
+  w.m = (*v)[1];
+  w.n = (*v)[2];
+  w.k = (*v)[3];
+  return w;
+}
+
+Result<GemmWorkload> makeBatchMatmulWorkload(const std::string& shape, const std::string& dtype,
+                                             const std::string& layout) {
+  auto w = parseBatchMatmulShape(shape);
+  if (!w) return w;
+  auto g = makeGemmWorkload(w->gemmShapeString(), dtype, layout);
+  if (!g) return g;
+  g->op = OpKind::BatchMatmul;
+  g->batch = w->batch;
+  return g;
+}
+
+Result<GemmWorkload> makeConvWorkload(const std::string& desc, const std::string& dtype, const std::string& layout) {
+  if (layout != "NN" && layout != "NHWC" && layout != "nhwc" && layout != "NHWC/HWCF")
+    return Error{"conv2d layout '" + layout + "' is not supported yet (supported: NHWC, i.e. NHWC input and output, HWCF filter)"};
+  auto d = parseConvDesc(desc);
+  if (!d) return Error{d.error()};
+  if (d->g != 1)
+    return Error{"grouped and depthwise convolutions (g" + std::to_string(d->g) + ") are not supported yet; conv2d tunes g1"};
+  auto dt = parseDType(dtype);
+  if (!dt) return Error{dt.error()};
+  GemmWorkload w;
+  w.op = OpKind::Conv2d;
+  w.conv = *d;
+  w.m = d->gemmM(), w.n = d->gemmN(), w.k = d->gemmK();
+  w.a_type = w.b_type = *dt;
+  w.c_type = DType::F32;
   return w;
 }
 
 Result<GemmWorkload> parseWorkloadKey(const std::string& key) {
   auto parts = split(key, ':');
-  if (parts.size() != 4 || parts[0] != "gemm") return Error{"malformed workload key '" + key + "'"};
-  auto w = parseGemmShape(parts[2]);
+  if (parts.size() == 4 && parts[0] == "conv2d") {
+    auto arrow = parts[3].find("->"), star = parts[3].find('*');
+    if (parts[1] != "NHWC" || arrow == std::string::npos || star == std::string::npos || star > arrow)
+      return Error{"malformed workload key '" + key + "'"};
+    auto w = makeConvWorkload(parts[2], parts[3].substr(0, star), parts[1]);
+    if (!w) return Error{"malformed workload key '" + key + "': " + w.error()};
+    return w;
+  }
+  if (parts.size() != 4 || (parts[0] != "gemm" && parts[0] != "batch_matmul"))
+    return Error{"malformed workload key '" + key + "'"};
+  auto w = parts[0] == "gemm" ? parseGemmShape(parts[2]) : parseBatchMatmulShape(parts[2]);
   if (!w) return Error{"malformed workload key '" + key + "': " + w.error()};
   auto layout = parseLayout(parts[1]);
   if (!layout) return Error{"malformed workload key '" + key + "': " + layout.error()};

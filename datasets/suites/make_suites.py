@@ -52,3 +52,43 @@ convs = [
 write("resnet50_implicit_gemm", "ResNet-50 v1.5 convolutions (224x224, batch 1) as implicit GEMMs, f32.",
       "He et al. 2016 (ResNet-50 layer table), torchvision v1.5 (stride in the 3x3)",
       [{"name": f"resnet50-{n}", "key": gemm(m, n2, k)} for n, m, n2, k in convs])
+
+# Attention's batched matmuls (issue #31), batch 1 x heads: scores S = Q.K^T (B x S x S, K = head
+# dim; K is stored S x head_dim, so B is transposed: NT) and the context P.V (B x S x head_dim,
+# K = S; NN). BERT-base: 12 heads of 64, sequences 128 and 512; Llama-2-7B: 32 heads of 128,
+# sequence 512.
+def bmm(b, m, n, k, layout):
+    return f"batch_matmul:{layout}:{b}x{m}x{n}x{k}:f32*f32->f32"
+
+attn = []
+for model, heads, dh, seqs in (("bert-base", 12, 64, (128, 512)), ("llama2-7b", 32, 128, (512,))):
+    for s in seqs:
+        attn.append({"name": f"{model}-qkt-s{s}", "key": bmm(heads, s, s, dh, "NT")})
+        attn.append({"name": f"{model}-pv-s{s}", "key": bmm(heads, s, dh, s, "NN")})
+write("attention_bmm", "Attention batched matmuls (Q.K^T NT and P.V NN) of BERT-base and Llama-2-7B, f32.",
+      "BERT-base (Devlin et al. 2019: 12 heads x 64), Llama 2 7B (32 heads x 128); batch 1", attn)
+
+# ResNet-50 v1.5's 23 distinct convolutions (224x224, batch 1; issue #31) as benchdnn descriptors,
+# each with its number of occurrences in the network (53 convolutions in all): torchvision's
+# bottleneck (1x1, 3x3 with the stage's stride, 1x1) and the 1x1 strided downsample of each
+# stage's first block. The first block of layer1 has a 1x1 64->256 downsample of the same shape
+# as its third conv, hence the count 4.
+def conv(desc):
+    return f"conv2d:NHWC:{desc}:f32*f32->f32"
+
+r50 = [("conv1-7x7-s2", "mb1ic3ih224oc64kh7sh2ph3", 1),
+       ("l1-1x1-64-64", "mb1ic64ih56oc64kh1", 1), ("l1-3x3-64-64", "mb1ic64ih56oc64kh3ph1", 3),
+       ("l1-1x1-64-256", "mb1ic64ih56oc256kh1", 4), ("l1-1x1-256-64", "mb1ic256ih56oc64kh1", 2)]
+for stage, (c_in, width, out, ih, blocks) in enumerate([(256, 128, 512, 56, 4), (512, 256, 1024, 28, 6),
+                                                          (1024, 512, 2048, 14, 3)], start=2):
+    o = ih // 2
+    r50 += [(f"l{stage}-1x1-{c_in}-{width}", f"mb1ic{c_in}ih{ih}oc{width}kh1", 1),
+            (f"l{stage}-3x3-{width}-{width}-s2", f"mb1ic{width}ih{ih}oc{width}kh3sh2ph1", 1),
+            (f"l{stage}-1x1-{width}-{out}", f"mb1ic{width}ih{o}oc{out}kh1", blocks),
+            (f"l{stage}-down-{c_in}-{out}-s2", f"mb1ic{c_in}ih{ih}oc{out}kh1sh2", 1),
+            (f"l{stage}-1x1-{out}-{width}", f"mb1ic{out}ih{o}oc{width}kh1", blocks - 1),
+            (f"l{stage}-3x3-{width}-{width}", f"mb1ic{width}ih{o}oc{width}kh3ph1", blocks - 1)]
+assert len(r50) == 23 and sum(n for _, _, n in r50) == 53
+write("resnet50_conv", "ResNet-50 v1.5 convolutions (224x224, batch 1), f32 NHWC/HWCF, with their counts.",
+      "He et al. 2016 (ResNet-50 layer table), torchvision v1.5 (stride in the 3x3); 53 convs, 23 distinct",
+      [{"name": f"resnet50-{n}", "key": conv(d), "count": c} for n, d, c in r50])

@@ -1,4 +1,5 @@
-// sextant-libref: measures one reference library (OpenBLAS, oneDNN, BLIS) on one GEMM workload in
+// sextant-libref: measures one reference library (OpenBLAS, oneDNN's dnnl_sgemm and matmul
+// primitive, BLIS) on one GEMM or batched-matmul workload (the BLAS ones once per batch element) in
 // a process of its own (see sextant/runtime/libraries.h for why), through the tuner's harness.
 //
 //   sextant-libref probe          JSON list of the library configurations worth measuring here
@@ -22,6 +23,7 @@
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "onednn_matmul.h"
 
 using json = nlohmann::json;
 using namespace sextant;
@@ -42,6 +44,15 @@ void* openFirst(std::initializer_list<const char*> names) {
   for (const char* n : names)
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
   return nullptr;
+}
+
+// A batched matmul as one call of `element` (a kernel for one batch element) per batch element.
+Kernel perBatch(const GemmWorkload& w, Kernel element) {
+  if (!w.batched()) return element;
+  const int64_t sa = w.m * w.k, sb = w.k * w.n, sc = w.m * w.n, n = w.batch;
+  return [=](const float* a, const float* b, float* c) {
+    for (int64_t i = 0; i < n; ++i) element(a + i * sa, b + i * sb, c + i * sc);
+  };
 }
 
 // A CBLAS sgemm (or sgemv where M = 1) call with the workload's layout, as GemmProblem::runBlas.
@@ -163,6 +174,20 @@ int probe() {
     out.push_back(entry("onednn", "", true, "", d.version, d.kernels, "dnnl_sgemm"));
   else
     out.push_back(entry("onednn", "", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
+  // The matmul primitive (issue #31: the batched matmul's reference; for GEMMs another contender).
+  if (!d.h)
+    out.push_back(entry("onednn", "matmul", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
+  else if (!libref::onednnMatmulBuilt())
+    out.push_back(entry("onednn", "matmul", false, libref::makeOnednnMatmul(nullptr, GemmWorkload{}).error, "", "", ""));
+  else
+    out.push_back(entry("onednn", "matmul", true, "", d.version, d.kernels, "matmul primitive"));
+  // Convolutions (issue #31): oneDNN's convolution primitive, the only contender for conv2d.
+  if (!d.h)
+    out.push_back(entry("onednn", "conv", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
+  else if (!libref::onednnMatmulBuilt())
+    out.push_back(entry("onednn", "conv", false, libref::makeOnednnConv(nullptr, GemmWorkload{}).error, "", "", ""));
+  else
+    out.push_back(entry("onednn", "conv", true, "", d.version, d.kernels, "convolution primitive"));
   Blis b = loadBlis();
   if (!b.h) {
     out.push_back(entry("blis", "", false, "libblis.so.4 not found (Debian: libblis-dev)", "", "", ""));
@@ -203,12 +228,25 @@ int measure(const json& spec) {
   if (lib == "onednn") {
     d = loadDnnl(threads);
     if (!d.h || !d.sgemm) die("oneDNN (libdnnl.so.2) cannot be loaded");
-    const bool ta = w->layout == Layout::TN, tb = w->layout == Layout::NT;
-    const GemmWorkload wl = *w;
-    DnnlSgemm f = d.sgemm;
-    kernel = [=](const float* a, const float* bb, float* c) {
-      f(ta ? 'T' : 'N', tb ? 'T' : 'N', wl.m, wl.n, wl.k, 1.0f, a, ta ? wl.m : wl.k, bb, tb ? wl.k : wl.n, 0.0f, c, wl.n);
-    };
+    if (w->isConv() != (config == "conv")) die("oneDNN's " + (config.empty() ? std::string("dnnl_sgemm") : config) +
+                                                 " does not compute " + w->key());
+    if (config == "matmul" || config == "conv") {
+      auto mm = config == "conv" ? libref::makeOnednnConv(d.h, *w) : libref::makeOnednnMatmul(d.h, *w);
+      if (!mm.kernel) die(mm.error);
+      kernel = mm.kernel;
+    } else if (!config.empty()) {
+      die("unknown oneDNN configuration '" + config + "' (known: matmul, conv, or none for dnnl_sgemm)");
+    } else {
+      const bool ta = w->layout == Layout::TN, tb = w->layout == Layout::NT;
+      const GemmWorkload wl = *w;
+      DnnlSgemm f = d.sgemm;
+      kernel = perBatch(wl, [=](const float* a, const float* bb, float* c) {
+        f(ta ? 'T' : 'N', tb ? 'T' : 'N', wl.m, wl.n, wl.k, 1.0f, a, ta ? wl.m : wl.k, bb, tb ? wl.k : wl.n, 0.0f, c,
+          wl.n);
+      });
+    }
+  } else if (w->isConv()) {
+    die(lib + " has no convolution");
   } else if (lib == "blis") {
     // BLIS fixes its kernels when it is loaded: the configuration's index (from the probe) goes
     // into its environment first, and what it picked is checked after.
@@ -223,7 +261,7 @@ int measure(const json& spec) {
     b.set_threads(threads);  // (initialises BLIS: its kernel table must exist before the query below)
     const std::string picked = b.picked();
     if (!config.empty() && picked != config) die("BLIS runs its " + picked + " kernels although " + config + " were asked for");
-    kernel = cblasKernel(*w, b.sgemm, b.sgemv);
+    kernel = perBatch(*w, cblasKernel(*w, b.sgemm, b.sgemv));
   } else if (lib != "openblas") {
     fprintf(stderr, "sextant-libref: unknown library '%s'\n", lib.c_str());
     return 2;

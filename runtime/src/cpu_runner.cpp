@@ -28,9 +28,34 @@ struct MemRef2D {
   int64_t strides[2];
 };
 using CifaceGemm = void (*)(MemRef2D*, MemRef2D*, MemRef2D*);
+// A batched matmul's operands: rank 3, the batch outermost.
+struct MemRef3D {
+  float* allocated;
+  float* aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+};
+using CifaceBatchMatmul = void (*)(MemRef3D*, MemRef3D*, MemRef3D*);
+
+// A convolution's operands: rank 4, row-major (NHWC, HWCF).
+struct MemRef4D {
+  float* allocated;
+  float* aligned;
+  int64_t offset;
+  int64_t sizes[4];
+  int64_t strides[4];
+};
+using CifaceConv = void (*)(MemRef4D*, MemRef4D*, MemRef4D*);
+MemRef4D descriptor4(float* p, int64_t a, int64_t b, int64_t c, int64_t d) {
+  return MemRef4D{p, p, 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
+}
 
 MemRef2D descriptor(float* p, int64_t rows, int64_t cols) {
   return MemRef2D{p, p, 0, {rows, cols}, {cols, 1}};
+}
+MemRef3D descriptor3(float* p, int64_t batch, int64_t rows, int64_t cols) {
+  return MemRef3D{p, p, 0, {batch, rows, cols}, {rows * cols, cols, 1}};
 }
 
 struct AlignedFree {
@@ -50,7 +75,7 @@ std::string measureKernelHere(const GemmProblem& p, const std::function<void(flo
                               const MeasureOptions& o) {
   const GemmWorkload& w = p.workload();
   Buffer a = alignedCopy(p.a()), b = alignedCopy(p.b());
-  std::vector<float> cinit(size_t(w.m * w.n), std::nanf(""));  // poison: unwritten C is caught
+  std::vector<float> cinit(size_t(w.cElements()), std::nanf(""));  // poison: unwritten C is caught
   Buffer c = alignedCopy(cinit);
   nlohmann::json out;
 
@@ -70,8 +95,19 @@ std::string measureKernelHere(const GemmProblem& p, const std::function<void(flo
   out["max_abs_err"] = std::isfinite(max_err) ? max_err : 1e300;
   if (bad >= 0) {
     char msg[256];
-    snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld] = %g, expected %g (max |error| %g)",
-             (long long)(bad / w.n), (long long)(bad % w.n), double(c.get()[bad]), double(ref[bad]), max_err);
+    const int64_t mn = w.m * w.n;
+    if (w.isConv()) {
+      const ConvDesc& d = w.conv;
+      snprintf(msg, sizeof msg, "wrong result: output[n %lld][oh %lld][ow %lld][oc %lld] = %g, expected %g (max |error| %g)",
+               (long long)(bad / (d.oh * d.ow * d.oc)), (long long)(bad / (d.ow * d.oc) % d.oh),
+               (long long)(bad / d.oc % d.ow), (long long)(bad % d.oc), double(c.get()[bad]), double(ref[bad]), max_err);
+    } else if (w.batched())
+      snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld][%lld] = %g, expected %g (max |error| %g)",
+               (long long)(bad / mn), (long long)(bad % mn / w.n), (long long)(bad % w.n), double(c.get()[bad]),
+               double(ref[bad]), max_err);
+    else
+      snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld] = %g, expected %g (max |error| %g)",
+               (long long)(bad / w.n), (long long)(bad % w.n), double(c.get()[bad]), double(ref[bad]), max_err);
     out["status"] = "wrong_result";
     out["message"] = msg;
     return out.dump();
@@ -82,7 +118,7 @@ std::string measureKernelHere(const GemmProblem& p, const std::function<void(flo
   // on x86 (exact and cheap: only the lines the kernel touches), else by writing a buffer twice
   // the size of the last-level cache.
   const size_t a_bytes = p.a().size() * sizeof(float), b_bytes = p.b().size() * sizeof(float),
-               c_bytes = size_t(w.m * w.n) * sizeof(float);
+               c_bytes = size_t(w.cElements()) * sizeof(float);
 #if defined(__x86_64__)
   const bool use_clflush = o.flush_bytes == 0;
 #else
@@ -193,16 +229,57 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   p.blas_ = *blas;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  p.a_.resize(size_t(w.m * w.k));
-  p.b_.resize(size_t(w.k * w.n));
+  p.a_.resize(size_t(w.aElements()));
+  p.b_.resize(size_t(w.bElements()));
   for (auto& x : p.a_) x = d(rng);
   for (auto& x : p.b_) x = d(rng);
-  p.ref_.assign(size_t(w.m * w.n), 0.0f);
+  p.ref_.assign(size_t(w.cElements()), 0.0f);
   p.runBlas(p.a_.data(), p.b_.data(), p.ref_.data());
   return p;
 }
 
+// The convolution's reference: direct loops, accumulated in double (input NHWC, filter HWCF,
+// output NHWC; zero padding; benchdnn's dilation: a gap of d between taps).
+static void naiveConv(const ConvDesc& d, const float* in, const float* fil, float* out) {
+  for (int64_t n = 0; n < d.mb; ++n)
+    for (int64_t oy = 0; oy < d.oh; ++oy)
+      for (int64_t ox = 0; ox < d.ow; ++ox) {
+        float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
+        std::vector<double> acc(size_t(d.oc), 0.0);
+        for (int64_t ky = 0; ky < d.kh; ++ky) {
+          const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+          if (iy < 0 || iy >= d.ih) continue;
+          for (int64_t kx = 0; kx < d.kw; ++kx) {
+            const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
+            if (ix < 0 || ix >= d.iw) continue;
+            const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
+            const float* f = fil + (ky * d.kw + kx) * d.ic * d.oc;
+            for (int64_t c = 0; c < d.ic; ++c) {
+              const double xv = x[c];
+              const float* fr = f + c * d.oc;
+              for (int64_t oc = 0; oc < d.oc; ++oc) acc[size_t(oc)] += xv * fr[oc];
+            }
+          }
+        }
+        for (int64_t oc = 0; oc < d.oc; ++oc) o[oc] = float(acc[size_t(oc)]);
+      }
+}
+
 void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
+  if (w_.isConv()) {
+    naiveConv(w_.conv, a, b, c);
+    return;
+  }
+  if (w_.batched()) {
+    // A batched matmul: one call per batch element (OpenBLAS 0.3.21 has no batched sgemm).
+    const int64_t sa = w_.m * w_.k, sb = w_.k * w_.n, sc = w_.m * w_.n;
+    for (int64_t i = 0; i < w_.batch; ++i) runBlasElement(a + i * sa, b + i * sb, c + i * sc);
+    return;
+  }
+  runBlasElement(a, b, c);
+}
+
+void GemmProblem::runBlasElement(const float* a, const float* b, float* c) const {
   constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
   const bool ta = w_.layout == Layout::TN, tb = w_.layout == Layout::NT;
   if (usesGemv()) {
@@ -225,11 +302,36 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
         limitChildAddressSpace(o.memory_limit_bytes == 0 ? defaultChildMemoryLimit() : o.memory_limit_bytes);
         void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) return nlohmann::json{{"status", "load_error"}, {"message", std::string(dlerror())}}.dump();
-        auto fn = reinterpret_cast<CifaceGemm>(dlsym(h, "_mlir_ciface_sextant_gemm"));
-        if (!fn)
+        void* sym = dlsym(h, "_mlir_ciface_sextant_gemm");
+        if (!sym)
           return nlohmann::json{{"status", "load_error"}, {"message", "no _mlir_ciface_sextant_gemm in " + so_path}}
               .dump();
         const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
+        if (w.isConv()) {
+          auto fn4 = reinterpret_cast<CifaceConv>(sym);
+          const ConvDesc& d = w.conv;
+          return measureKernelHere(
+              p,
+              [&](float* a, float* b, float* c) {
+                MemRef4D da = descriptor4(a, d.mb, d.ih, d.iw, d.ic), db = descriptor4(b, d.kh, d.kw, d.ic, d.oc),
+                         dc = descriptor4(c, d.mb, d.oh, d.ow, d.oc);
+                fn4(&da, &db, &dc);
+              },
+              o);
+        }
+        if (w.batched()) {
+          auto fn3 = reinterpret_cast<CifaceBatchMatmul>(sym);
+          return measureKernelHere(
+              p,
+              [&](float* a, float* b, float* c) {
+                MemRef3D da = ta ? descriptor3(a, w.batch, w.k, w.m) : descriptor3(a, w.batch, w.m, w.k);
+                MemRef3D db = tb ? descriptor3(b, w.batch, w.n, w.k) : descriptor3(b, w.batch, w.k, w.n);
+                MemRef3D dc = descriptor3(c, w.batch, w.m, w.n);
+                fn3(&da, &db, &dc);
+              },
+              o);
+        }
+        auto fn = reinterpret_cast<CifaceGemm>(sym);
         return measureKernelHere(
             p,
             [&](float* a, float* b, float* c) {

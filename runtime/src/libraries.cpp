@@ -67,8 +67,10 @@ std::string runLibref(const std::vector<std::string>& args) {
 
 }  // namespace
 
-std::string CpuLibrary::describe(int threads, bool gemv) const {
+std::string CpuLibrary::describe(int threads, bool gemv, bool batched) const {
   std::string r = gemv && name != "onednn" ? "cblas_sgemv: M = 1" : routine;
+  // A batched matmul: the BLAS routines run once per batch element; the matmul primitive takes the batch.
+  if (batched && config != "matmul") r += " once per batch element";
   return version + " (" + r + ", " + kernels + " kernels, " + std::to_string(threads) + " thread" +
          (threads == 1 ? "" : "s") + ")";
 }
@@ -86,6 +88,13 @@ std::string librefPath() {
   if (isExecutable(SEXTANT_LIBREF_BUILD_PATH)) return SEXTANT_LIBREF_BUILD_PATH;
 #endif
   return "";
+}
+
+std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w) {
+  std::vector<CpuLibrary> out;
+  for (const CpuLibrary& l : cpuLibraries())
+    if ((l.config == "conv") == w.isConv()) out.push_back(l);
+  return out;
 }
 
 const std::vector<CpuLibrary>& cpuLibraries() {

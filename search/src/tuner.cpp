@@ -16,7 +16,7 @@ namespace sextant {
 
 Status registerWorkloadAndTarget(Database& db, const GemmWorkload& w, const Target& t, const std::string& device,
                                  const std::string& features) {
-  WorkloadRow wr{w.key(), "gemm", w.m, w.n, w.k, dtypeName(w.a_type), dtypeName(w.b_type), dtypeName(w.c_type),
+  WorkloadRow wr{w.key(), opKindName(w.op), w.m, w.n, w.k, dtypeName(w.a_type), dtypeName(w.b_type), dtypeName(w.c_type),
                  layoutName(w.layout), w.flops()};
   if (auto s = db.upsertWorkload(wr); !s) return s;
   return db.upsertTarget(TargetRow{t.key(), t.name, t.arch, device, features});

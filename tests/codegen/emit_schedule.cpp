@@ -1,5 +1,6 @@
-// Prints the CPU schedule for a shape and candidate key (AVX-512 host model; THREADS > 1: the
-// threaded space, whose keys carry threads=N), for FileCheck and hand measurements.
+// Prints the CPU schedule for a shape (or a workload key: batched matmuls, layouts) and candidate
+// key (AVX-512 host model; THREADS > 1: the threaded space, whose keys carry threads=N), for
+// FileCheck and hand measurements.
 #include <cstdlib>
 #include <iostream>
 
@@ -8,10 +9,11 @@
 int main(int argc, char** argv) {
   using namespace sextant;
   if (argc != 3 && argc != 4) {
-    std::cerr << "usage: emit_schedule MxNxK KNOBS [THREADS]\n";
+    std::cerr << "usage: emit_schedule MxNxK|WORKLOAD_KEY KNOBS [THREADS]\n";
     return 2;
   }
-  auto w = parseGemmShape(argv[1]);
+  const std::string shape = argv[1];
+  auto w = shape.find(':') != std::string::npos ? parseWorkloadKey(shape) : parseGemmShape(shape);
   if (!w) return std::cerr << w.error() << "\n", 2;
   HostCpu cpu;
   cpu.vector_bits = 512;

@@ -194,11 +194,15 @@ TEST(Space, RecordsWithoutANewerKnobReadAsBefore) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("reg_loop_order"), std::string::npos);
   EXPECT_FALSE(s.fromKey(old_key + ",prefetch=2").ok());
-  // B stored transposed (NT) has no packing yet: one value, and old records read the same.
+  // B stored transposed (NT): pack_b = 1 is the transposed-B route (issue #31); old NT records
+  // (no pack_b, read in place) read as pack_b = 0.
   GemmWorkload nt = gemm(256, 256, 256);
   nt.layout = Layout::NT;
   Space t = buildCpuGemmSpace(nt, avx512());
-  EXPECT_EQ(t.knobs()[t.knobIndex("pack_b")].values, std::vector<int64_t>{0});
+  EXPECT_EQ(t.knobs()[t.knobIndex("pack_b")].values, (std::vector<int64_t>{0, 1}));
+  auto old_nt = t.fromKey("tile_m=128,tile_n=128,tile_k=256,reg_m=8,reg_n=32,unroll_k=1,reg_loop_order=0");
+  ASSERT_TRUE(old_nt.ok()) << old_nt.error();
+  EXPECT_EQ(t.knobMap(*old_nt).at("pack_b"), 0);
   EXPECT_EQ(t.knobs()[t.knobIndex("pack_a")].values, (std::vector<int64_t>{0, 1}));
   // A stored transposed (TN): no A packing.
   GemmWorkload tn = gemm(256, 256, 256);

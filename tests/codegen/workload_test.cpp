@@ -80,6 +80,22 @@ TEST(Suites, TheCommittedSuitesLoadAndHoldTheShapesTheySay) {
   auto rn = loadSuite(dir + "/resnet50_implicit_gemm.json");
   ASSERT_TRUE(rn.ok()) << rn.error();
   EXPECT_EQ(rn->entries.front().workload.key(), "gemm:NN:12544x64x147:f32*f32->f32");  // conv1: 112^2 x 64 x 3*7*7
+  // Issue #31: ResNet-50's 23 distinct convolutions (53 in the network) and attention's batched matmuls.
+  auto rc = loadSuite(dir + "/resnet50_conv.json");
+  ASSERT_TRUE(rc.ok()) << rc.error();
+  ASSERT_EQ(rc->entries.size(), 23u);
+  int64_t convs = 0;
+  for (const auto& e : rc->entries) {
+    EXPECT_TRUE(e.workload.isConv());
+    convs += e.count;
+  }
+  EXPECT_EQ(convs, 53);
+  EXPECT_EQ(rc->entries.front().workload.key(),
+            "conv2d:NHWC:mb1ic3ih224iw224oc64oh112ow112kh7kw7sh2sw2ph3pw3dh0dw0:f32*f32->f32");
+  auto at = loadSuite(dir + "/attention_bmm.json");
+  ASSERT_TRUE(at.ok()) << at.error();
+  EXPECT_EQ(at->entries.size(), 6u);
+  for (const auto& e : at->entries) EXPECT_TRUE(e.workload.batched());
   auto bad = loadSuite(dir + "/no_such_suite.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("no_such_suite.json"), std::string::npos);

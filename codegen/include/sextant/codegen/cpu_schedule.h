@@ -21,13 +21,20 @@ namespace sextant {
 // reads); the blocks must then be at least as many as the threads. 1: the space as before.
 Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
 // The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
-// register tile, no K unrolling), snapped to the nearest valid point of the space.
+// register tile, no K unrolling; NT: the transposed-B route with 32x32 blocks, K chunks of 128, an
+// 8 x two-vector tile; M <= 8 NT: the GEMV route), snapped to the nearest valid point of the space.
 Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w);
 // Iterations of the forall that runs on threads: (m, n) blocks for outer_order 0, row blocks for
 // 1, column blocks for 2.
 int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order);
 // The valid candidate nearest (in knob-index distance) to the given knob values.
 Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted);
+// Convolutions (issue #31; cpu_conv.cpp): the direct route's space, default and actions (on the
+// handle %mm of the linalg.conv_2d_nhwc_hwcf). buildCpuGemmSpace, defaultCpuCandidate and
+// emitCpuGemmSchedule call them for a Conv2d workload.
+Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
+Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent);
 // The largest M that has the GEMV route (gemv knob; layout NT).
 constexpr int64_t kGemvMaxM = 8;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
@@ -35,9 +42,10 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 // The body of that script: knob ops, then the schedule applied to the handle `%mm` (consumed),
 // each line prefixed by `indent`. Shared by the standalone script and exported libraries.
 // `batched`: the op has a leading batch loop (linalg.batch_matmul), one batch element per block.
-// `m`: the workload's M (the GEMV route vectorizes all of its rows at once).
+// `m`: the workload's M (the GEMV route vectorizes all of its rows at once). `layout`: NT with
+// pack_b = 1 takes the transposed-B route (B packed by a transpose once per call).
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
-                               bool batched = false, int64_t m = 1);
+                               bool batched = false, int64_t m = 1, Layout layout = Layout::NN);
 // The actions of a schedule in emitCpuGemmSchedule's form (the lines between the match of the
 // matmul and the sequence's yield, as emitCpuGemmActions wrote them with a 4-space indent); empty
 // if the script does not have that form. tune export / compile apply a record's measured actions.

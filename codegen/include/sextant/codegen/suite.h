@@ -1,5 +1,6 @@
 // Workload suites: named lists of workloads in a JSON data file (datasets/suites/*.json,
-// format "sextant-suite"): square GEMMs, LLM projections, ResNet-50 convolutions as implicit GEMMs.
+// format "sextant-suite"): square GEMMs, LLM projections, ResNet-50 convolutions (as convolutions
+// and as implicit GEMMs), attention's batched matmuls.
 #pragma once
 
 #include <string>
@@ -12,6 +13,7 @@ namespace sextant {
 struct SuiteEntry {
   std::string name;
   GemmWorkload workload;
+  int64_t count = 1;  // occurrences in the model it comes from ("count"; e.g. a conv layer repeated)
 };
 struct WorkloadSuite {
   std::string name, description, source;

@@ -1,10 +1,13 @@
-// Workloads: what is tuned. A GEMM C[M,N] = A[M,K] * B[K,N] with static sizes, element types
-// and a storage layout for A and B. Knows nothing about schedules or devices.
+// Workloads: what is tuned. A GEMM C[M,N] = A[M,K] * B[K,N], or a batched matmul
+// C[b,M,N] = A[b,M,K] * B[b,K,N] (issue #31), with static sizes, element types and a storage
+// layout for A and B. Knows nothing about schedules or devices. The ops themselves (names, shape
+// syntax, which targets tune them) are registered in ops.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "sextant/codegen/conv.h"
 #include "sextant/common/result.h"
 
 namespace sextant {
@@ -19,29 +22,67 @@ enum class Layout { NN, NT, TN };
 const char* layoutName(Layout l);
 Result<Layout> parseLayout(const std::string& s);
 
+// The tuned operation. Gemm: linalg.matmul. BatchMatmul: linalg.batch_matmul, `batch` independent
+// GEMMs of the same sizes and layout (every operand has a leading batch dimension). Conv2d:
+// linalg.conv_2d_nhwc_hwcf (input NHWC, filter HWCF, output NHWC), described by `conv`; m, n, k
+// are then its implicit GEMM's (output pixels, output channels, kh*kw*ic), what the GEMM-shaped
+// parts of the data flow (cost-model features, tolerances) read.
+enum class OpKind { Gemm, BatchMatmul, Conv2d };
+const char* opKindName(OpKind op);  // "gemm", "batch_matmul", "conv2d"
+
+// The workload of every op (the name is from when GEMM was the only one).
 struct GemmWorkload {
+  OpKind op = OpKind::Gemm;
+  int64_t batch = 1;  // BatchMatmul: the batch size; Gemm: 1
+  ConvDesc conv;      // Conv2d: the problem
   int64_t m = 0, n = 0, k = 0;
   DType a_type = DType::F32, b_type = DType::F32;
   DType c_type = DType::F32;  // output and accumulation type
   Layout layout = Layout::NN;
 
-  // Canonical key, e.g. "gemm:NN:1024x1024x1024:f32*f32->f32". Used everywhere a workload is
-  // stored or looked up; never a hash of IR text.
+  // Canonical key, e.g. "gemm:NN:1024x1024x1024:f32*f32->f32" or
+  // "batch_matmul:NT:12x128x128x64:f32*f32->f32" or
+  // "conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32". Used everywhere
+  // a workload is stored or looked up; never a hash of IR text.
   std::string key() const;
-  std::string shapeString() const;  // "1024x1024x1024"
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  std::string shapeString() const;      // "1024x1024x1024", "12x128x128x64" (BxMxNxK)
+  std::string gemmShapeString() const;  // "MxNxK" of one batch element
+  bool batched() const { return op == OpKind::BatchMatmul; }
+  // One batch element: the same workload as a GEMM (what the schedule knobs and the cost model
+  // describe; a batched schedule runs it once per batch element).
+  GemmWorkload element() const;
+  bool isConv() const { return op == OpKind::Conv2d; }
+  double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
   int64_t bytesNeeded() const;      // A + B + C (+ a reference copy of C)
+  // Elements of A, B and C as stored (the batch included; a convolution's input, filter, output).
+  int64_t aElements() const { return isConv() ? conv.inputElements() : batch * m * k; }
+  int64_t bElements() const { return isConv() ? conv.filterElements() : batch * k * n; }
+  int64_t cElements() const { return isConv() ? conv.outputElements() : batch * m * n; }
   // The payload: a public function `sextant_gemm(A, B, C)` on memrefs (C interface), whose body
-  // is a linalg.fill + linalg.matmul on tensors (destination-passing, bufferized in place).
+  // is a linalg.fill + linalg.matmul (linalg.batch_matmul) on tensors (destination-passing,
+  // bufferized in place).
   std::string payloadMlir() const;
 
   bool operator==(const GemmWorkload&) const = default;
 };
 
+// A convolution that is a GEMM as stored (1x1 filter, stride 1, no padding, one group): its payload
+// is a linalg.matmul on the collapsed operands, tuned in the GEMM space (convAsGemm: that GEMM).
+bool convIsGemm(const GemmWorkload& w);
+GemmWorkload convAsGemm(const GemmWorkload& w);
+
 // "MxNxK" with positive integers.
 Result<GemmWorkload> parseGemmShape(const std::string& shape);
+// "BxMxNxK" with positive integers: a batched matmul.
+Result<GemmWorkload> parseBatchMatmulShape(const std::string& shape);
 // A GEMM from command-line pieces: "MxNxK", input dtype (f32, f16, bf16; C is f32), layout.
 Result<GemmWorkload> makeGemmWorkload(const std::string& shape, const std::string& dtype, const std::string& layout);
+// A batched matmul from command-line pieces: "BxMxNxK", dtype, layout.
+Result<GemmWorkload> makeBatchMatmulWorkload(const std::string& shape, const std::string& dtype,
+                                             const std::string& layout);
+// A convolution from command-line pieces: a benchdnn descriptor (conv.h), dtype (f32), layout
+// (NHWC, the default; --layout NN, tune's default, means it too).
+Result<GemmWorkload> makeConvWorkload(const std::string& desc, const std::string& dtype, const std::string& layout);
 // Parses a key produced by GemmWorkload::key().
 Result<GemmWorkload> parseWorkloadKey(const std::string& key);
 // Checks sizes against a memory budget (bytes) and the dtypes against what a target supports.

@@ -44,8 +44,8 @@ struct Measurement {
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 
-// Inputs generated once per workload from a seed, and the reference output computed once with
-// OpenBLAS. Lives in the parent; children read it (fork shares the pages copy-on-write).
+// Inputs generated once per workload from a seed (a batched matmul: every operand with the batch
+// outermost), and the reference output computed once with OpenBLAS. Lives in the parent; children read it (fork shares the pages copy-on-write).
 class GemmProblem {
  public:
   static Result<GemmProblem> create(const GemmWorkload& w, uint64_t seed = 42);
@@ -53,17 +53,19 @@ class GemmProblem {
   uint64_t seed() const { return seed_; }
   const OpenBlas& blas() const { return *blas_; }
   // M = 1: the reference (and the peer's speed) is cblas_sgemv, OpenBLAS's best routine there.
-  bool usesGemv() const { return w_.m == 1 && blas_->sgemv; }
+  bool usesGemv() const { return w_.m == 1 && !w_.isConv() && blas_->sgemv; }
   std::string referenceName(int threads) const {
     return blas_->describe(threads) + (usesGemv() ? ", cblas_sgemv: M = 1" : "");
   }
   const std::vector<float>& a() const { return a_; }
   const std::vector<float>& b() const { return b_; }
   const std::vector<float>& reference() const { return ref_; }
-  // Runs OpenBLAS on (a, b) into c with this workload's layout.
+  // Runs OpenBLAS on (a, b) into c with this workload's layout (a batched matmul: once per batch
+  // element; a convolution: the direct loops of the reference, accumulated in double).
   void runBlas(const float* a, const float* b, float* c) const;
 
  private:
+  void runBlasElement(const float* a, const float* b, float* c) const;
   GemmWorkload w_;
   uint64_t seed_ = 42;
   const OpenBlas* blas_ = nullptr;

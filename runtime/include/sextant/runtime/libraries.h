@@ -24,9 +24,11 @@ struct CpuLibrary {
   std::string missing;     // why it cannot be measured here (with the Debian package to install)
   std::string version;     // "OpenBLAS 0.3.21", "oneDNN 2.6.3", "BLIS 0.9.0"
   std::string kernels;     // what it runs on this CPU: "SkylakeX", "avx512_core_bf16", "skx"
-  std::string routine;     // "cblas_sgemm", "dnnl_sgemm" (sgemv where M = 1 for OpenBLAS and BLIS)
+  std::string routine;     // "cblas_sgemm", "dnnl_sgemm", "matmul primitive" (oneDNN's, config "matmul")
+                           // (sgemv where M = 1 for OpenBLAS and BLIS)
   // "oneDNN 2.6.3 (dnnl_sgemm, avx512_core_bf16 kernels, 1 thread)".
-  std::string describe(int threads, bool gemv = false) const;
+  // batched: a batched matmul (the BLAS routines are called once per batch element).
+  std::string describe(int threads, bool gemv = false, bool batched = false) const;
   std::string id() const { return config.empty() ? name : name + ":" + config; }
 };
 
@@ -35,6 +37,9 @@ struct CpuLibrary {
 // fastest here: skx and haswell on an AVX-512 CPU (it picks no AVX-512 kernels on CPUs it does not
 // know, e.g. "generic" on AMD Zen 5), haswell on AVX2, and its own pick when that is another one.
 const std::vector<CpuLibrary>& cpuLibraries();
+// The configurations that compute workload w (issue #31): a convolution has oneDNN's convolution
+// only; GEMMs and batched matmuls have the rest.
+std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w);
 
 // One measurement of `lib` on the problem's workload with `o.blas_threads` threads, in a fresh
 // sextant-libref process (isolated: a crash, hang or wrong result is a failed measurement). The

@@ -1,0 +1,109 @@
+// The CPU convolution space and its direct route (issue #31; IREE's CPUConvTileAndDecomposeExpert,
+// measured in ../shared/notes/conv-batch-models.md at 100-116 GFLOP/s on ResNet-50 layers on Zen 4,
+// oneDNN's speed): linalg.conv_2d_nhwc_hwcf, loops (n, oh, ow, f, kh, kw, c), tiled
+//   forall over (1, tile_oh, tile_ow, tile_f) blocks
+//     -> for over the register tile (oh 1, reg_ow output columns, reg_f output channels)
+//       -> for over (kh 1, tile_kw, tile_c) steps of the reduction
+// then decomposed to conv_1d (kh = oh = 1), vectorized, the accumulators hoisted out of the
+// reduction loops and the contractions lowered to FMAs.
+#include <algorithm>
+#include <sstream>
+
+#include "cpu_schedule_internal.h"
+#include "sextant/codegen/cpu_schedule.h"
+
+namespace sextant {
+using cpu_detail::hoistAndLowerContractions;
+using cpu_detail::knobOp;
+
+namespace {
+// The values of `options` that divide dim, plus dim itself when at most cap.
+std::vector<int64_t> divisorsOf(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
+  std::vector<int64_t> out;
+  for (int64_t v : options)
+    if (v <= dim && dim % v == 0) out.push_back(v);
+  if (dim <= cap && std::find(out.begin(), out.end(), dim) == out.end()) out.push_back(dim);
+  if (out.empty()) out.push_back(1);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
+  const ConvDesc& d = w.conv;
+  const int64_t vw = std::max(4, cpu.f32Lanes()), nregs = cpu.vector_registers;
+  std::vector<Knob> knobs;
+  knobs.push_back({"tile_oh", divisorsOf({1, 2, 4, 7, 8, 14, 16, 28, 32, 56}, d.oh, 64), "output rows per forall block"});
+  knobs.push_back({"tile_ow", divisorsOf({7, 8, 14, 16, 28, 32, 56, 64, 112}, d.ow, 128),
+                   "output columns per forall block"});
+  knobs.push_back({"tile_f", divisorsOf({16, 32, 64, 128, 256}, d.oc, 256), "output channels per forall block"});
+  knobs.push_back({"reg_ow", divisorsOf({1, 2, 4, 6, 7, 8, 12, 14, 16}, d.ow, 16),
+                   "output columns of the register tile"});
+  std::vector<int64_t> rf = {vw, 2 * vw, 4 * vw};
+  if (d.oc % vw != 0) rf = divisorsOf({1, 2, 4, 8}, d.oc, 8);
+  knobs.push_back({"reg_f", rf, "output channels of the register tile (multiples of the vector width)"});
+  knobs.push_back({"tile_c", divisorsOf({1, 2, 4, 8, 16, 32}, d.ic, 4), "input channels per reduction step"});
+  knobs.push_back({"tile_kw", d.kw > 1 ? std::vector<int64_t>{1, d.kw} : std::vector<int64_t>{1},
+                   "filter columns per reduction step (1, or the whole filter row)"});
+  knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles over output columns outer, 1: channels outer"});
+  std::vector<Constraint> cons;
+  cons.push_back(Constraint{"reg_ow divides tile_ow", {1, 3}, [](const std::vector<int64_t>& v) { return v[1] % v[3] == 0; }});
+  cons.push_back(Constraint{"reg_f divides tile_f", {2, 4}, [](const std::vector<int64_t>& v) { return v[2] % v[4] == 0; }});
+  cons.push_back(Constraint{"register tile fits the vector registers", {3, 4}, [vw, nregs](const std::vector<int64_t>& v) {
+                              const int64_t cols = (v[4] + vw - 1) / vw;
+                              return v[3] * cols + cols <= nregs;
+                            }});
+  if (threads > 1) {
+    knobs.push_back({"threads", {threads}, "OpenMP threads running the forall of blocks (tune --threads)"});
+    const int64_t most = d.mb * d.oh * d.ow * ((d.oc + 15) / 16);
+    const int64_t need = std::min<int64_t>(threads, most), mb = d.mb, oh = d.oh, ow = d.ow, oc = d.oc;
+    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1, 2}, [=](const std::vector<int64_t>& v) {
+                                return mb * (oh / v[0]) * (ow / v[1]) * (oc / v[2]) >= need;
+                              }});
+  }
+  return Space("cpu_conv2d_v1", std::move(knobs), std::move(cons));
+}
+
+Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
+  // The field notes' direct schedule (8 output rows x the whole row x 64 channels per block, an
+  // 8 x 2-vector register tile, 4 channels per step, kw 1).
+  const int64_t vw = space.knobs()[size_t(space.knobIndex("reg_f"))].values.front();
+  return nearestValid(space, {{"tile_oh", 8}, {"tile_ow", w.conv.ow}, {"tile_f", 64}, {"reg_ow", 8}, {"reg_f", 2 * vw},
+                              {"tile_c", 4}, {"tile_kw", 1}, {"reg_loop_order", 0}});
+}
+
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind) {
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
+  const auto& k = space.knobs();
+  auto v = space.values(c);
+  auto val = [&](const char* n) { return std::to_string(space.valueOr(c, n, 1)); };
+  const bool f_outer = space.valueOr(c, "reg_loop_order", 0) == 1;
+  std::ostringstream o;
+  for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
+  o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [1, " << val("tile_oh") << ", "
+    << val("tile_ow") << ", " << val("tile_f") << "] : (" << H << ") -> (" << H << ", " << H << ")\n"
+    << (space.knobIndex("threads") >= 0
+            ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
+            : std::string())
+    << ind << "// The register tile: one output row, reg_ow columns, reg_f channels.\n"
+    << ind << "%t2, %r:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 1, " << val("reg_ow") << ", "
+    << val("reg_f") << ", 0, 0, 0]" << (f_outer ? " interchange = [0, 1, 3, 2]" : "") << " : (" << H << ") -> (" << H
+    << ", " << H << ", " << H << ", " << H << ")\n"
+    << ind << "// The reduction in steps of one filter row, tile_kw columns, tile_c channels.\n"
+    << ind << "%t3, %s:3 = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, 1, " << val("tile_kw")
+    << ", " << val("tile_c") << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
+    << ind << "%d = transform.structured.decompose %t3 : (" << H << ") -> " << H << "\n"
+    << ind << "transform.structured.vectorize %d : " << H << "\n"
+    << ind << "transform.apply_patterns to %f {\n"
+    << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
+    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
+    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
+    << ind << "  transform.apply_patterns.canonicalization\n"
+    << ind << "} : " << H << "\n"
+    << ind << "// The accumulators stay in registers across the reduction loops.\n"
+    << hoistAndLowerContractions(ind, "");
+  return o.str();
+}
+
+}  // namespace sextant

@@ -1,0 +1,77 @@
+// The CPU route for B stored transposed (NT GEMMs, attention's Q.K^T batched matmuls) with
+// pack_b = 1 (issue #31). Reading B in place, the NN micro-kernel needs a row of B (tile_n
+// consecutive n at one k), which an NT B stores K apart: every K step transposes a register tile
+// (31 GFLOP/s on a Q.K^T on Zen 4 in ../shared/notes/conv-batch-models.md). Here
+// transform.structured.pack on n (inner tile tile_n) rewrites the op so that B becomes
+// [N / tile_n][K][tile_n] (n innermost: the BLIS packed-B panel), produced once per call by a
+// linalg.transpose tiled 16 x 16 and vectorized; A is untouched and C's pack and unpack are pure
+// reshapes (tile_n divides N). The packed op's loops are (b,) m, N1, k, n0, tiled like the NN
+// route's (b,) m, n, k.
+#include <sstream>
+
+#include "cpu_schedule_internal.h"
+
+namespace sextant::cpu_detail {
+
+std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
+  const auto& k = space.knobs();
+  auto v = space.values(c);
+  const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2], reg_m = v[3], reg_n = v[4], unroll_k = v[5];
+  const bool n_outer = v[6] == 1;
+  const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
+  // Packed loops: (b,) m, N1, k, n0.
+  auto sizes = [&](int64_t m, int64_t n1, int64_t kk, int64_t n0, const std::string& b) {
+    return "[" + b + std::to_string(m) + ", " + std::to_string(n1) + ", " + std::to_string(kk) + ", " +
+           std::to_string(n0) + "]";
+  };
+  const std::string interchange = batched ? " interchange = [0, 4, 1, 2, 3]" : " interchange = [3, 0, 1, 2]";
+  const std::string PK = "!transform.op<\"linalg.pack\">", UPK = "!transform.op<\"linalg.unpack\">";
+  const std::string lower_pack_types = "(" + PK + ") -> (!transform.op<\"tensor.pad\">, !transform.op<\"tensor.expand_shape\">, "
+                                       "!transform.op<\"linalg.transpose\">)";
+  std::ostringstream o;
+  for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
+  o << ind << "// B is stored transposed: packed once per call into [N/tile_n][K][tile_n] panels (a transpose).\n"
+    << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
+    << ind << "%p = transform.structured.pack %mm packed_sizes = [" << b0 << "0, " << tile_n << ", 0] : (" << H
+    << ") -> " << H << "\n"
+    << ind << "%bpack = transform.get_producer_of_operand %p[1] : (" << H << ") -> " << PK << "\n"
+    << ind << "%cpack = transform.get_producer_of_operand %p[2] : (" << H << ") -> " << PK << "\n"
+    << ind << "%cunpack = transform.get_consumers_of_result %p[0] : (" << H << ") -> " << UPK << "\n"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall %p tile_sizes " << sizes(tile_m, 1, 0, 0, b1)
+    << " : (" << H << ") -> (" << H << ", " << H << ")\n"
+    << (space.knobIndex("threads") >= 0
+            ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
+            : std::string())
+    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes " << sizes(0, 0, tile_k, 0, b0) << " : ("
+    << H << ") -> (" << H << ", " << H << ")\n"
+    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
+    << (n_outer ? interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes " << sizes(0, 0, unroll_k, 0, b0) << " : ("
+    << H << ") -> (" << H << ", " << H << ")\n"
+    << ind << "transform.structured.vectorize %t4 vector_sizes " << sizes(reg_m, 1, unroll_k, reg_n, b1) << " : " << H
+    << "\n"
+    << ind << "// The transpose of B, 16 x 16 tiles (tile_n and K are multiples of 16).\n"
+    << ind << "%bpad, %bexp, %btr = transform.structured.lower_pack %bpack : " << lower_pack_types << "\n"
+    << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for %btr tile_sizes ["
+    << b1 << "1, 16, 16] : (!transform.op<\"linalg.transpose\">) -> (" << H << ", " << H << ", " << H << ", " << H
+    << (batched ? ", " + H : std::string()) << ")\n"
+    << ind << "transform.structured.vectorize %btile : " << H << "\n"
+    << ind << "// C's pack and unpack are reshapes.\n"
+    << ind << "%cpad, %cexp, %ctr = transform.structured.lower_pack %cpack : " << lower_pack_types << "\n"
+    << ind << "%uempty, %utr, %ucol, %uslice = transform.structured.lower_unpack %cunpack : (" << UPK
+    << ") -> (!transform.op<\"tensor.empty\">, !transform.op<\"linalg.transpose\">, "
+       "!transform.op<\"tensor.collapse_shape\">, !transform.op<\"tensor.extract_slice\">)\n"
+    << ind << "transform.apply_patterns to %f {\n"
+    << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
+    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
+    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
+    << ind << "  transform.apply_patterns.vector.drop_unit_dims_with_shape_cast\n"
+    << ind << "  transform.apply_patterns.canonicalization\n"
+    << ind << "} : " << H << "\n"
+    << ind << "// The C register tile stays in registers across the K loops.\n"
+    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_transpose lowering_strategy = shuffle_16x16\n");
+  return o.str();
+}
+
+}  // namespace sextant::cpu_detail

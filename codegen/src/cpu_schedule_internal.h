@@ -1,0 +1,21 @@
+// Pieces of the CPU GEMM emitter shared by its routes (cpu_schedule.cpp: the GEMM and GEMV routes;
+// cpu_route_transposed_b.cpp: B stored transposed, packed by a transpose).
+#pragma once
+
+#include <string>
+
+#include "sextant/codegen/space.h"
+
+namespace sextant::cpu_detail {
+
+// A transform.tune.knob op with `selected` filled.
+std::string knobOp(const Knob& k, int64_t selected);
+// The loops of %f matched again, the loop-invariant register tiles hoisted out of them, then the
+// contractions lowered to FMAs; `also`: more lowering patterns in that last set.
+std::string hoistAndLowerContractions(const std::string& ind, const std::string& also);
+// The transposed-B packing route (layout NT, pack_b = 1): B (N x K, or B x N x K) packed once per
+// call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
+// micro-kernel of the NN route on the packed panels.
+std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched);
+
+}  // namespace sextant::cpu_detail

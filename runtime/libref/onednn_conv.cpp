@@ -1,0 +1,128 @@
+// oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC as the
+// workload stores them, the weights in the layout oneDNN prefers (format any), reordered from the
+// workload's HWCF once, outside the timed calls, as an inference engine holds its weights.
+#include <dlfcn.h>
+#include <memory>
+
+#include "onednn_matmul.h"
+
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#include <oneapi/dnnl/dnnl.h>
+#define SEXTANT_HAVE_DNNL_H 1
+#endif
+
+namespace sextant::libref {
+
+#ifdef SEXTANT_HAVE_DNNL_H
+namespace {
+struct Api {
+  decltype(&dnnl_engine_create) engine_create = nullptr;
+  decltype(&dnnl_stream_create) stream_create = nullptr;
+  decltype(&dnnl_memory_desc_init_by_tag) md_tag = nullptr;
+  decltype(&dnnl_dilated_convolution_forward_desc_init) conv_init = nullptr;
+  decltype(&dnnl_primitive_desc_create) pd_create = nullptr;
+  decltype(&dnnl_primitive_desc_query) pd_query = nullptr;
+  decltype(&dnnl_primitive_desc_query_md) pd_query_md = nullptr;
+  decltype(&dnnl_reorder_primitive_desc_create) reorder_pd = nullptr;
+  decltype(&dnnl_primitive_create) prim_create = nullptr;
+  decltype(&dnnl_memory_create) mem_create = nullptr;
+  decltype(&dnnl_memory_set_data_handle) mem_set = nullptr;
+  decltype(&dnnl_primitive_execute) execute = nullptr;
+  decltype(&dnnl_stream_wait) stream_wait = nullptr;
+  bool load(void* h) {
+    auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name)); };
+    get(engine_create, "dnnl_engine_create");
+    get(stream_create, "dnnl_stream_create");
+    get(md_tag, "dnnl_memory_desc_init_by_tag");
+    get(conv_init, "dnnl_dilated_convolution_forward_desc_init");
+    get(pd_create, "dnnl_primitive_desc_create");
+    get(pd_query, "dnnl_primitive_desc_query");
+    get(pd_query_md, "dnnl_primitive_desc_query_md");
+    get(reorder_pd, "dnnl_reorder_primitive_desc_create");
+    get(prim_create, "dnnl_primitive_create");
+    get(mem_create, "dnnl_memory_create");
+    get(mem_set, "dnnl_memory_set_data_handle");
+    get(execute, "dnnl_primitive_execute");
+    get(stream_wait, "dnnl_stream_wait");
+    return engine_create && stream_create && md_tag && conv_init && pd_create && pd_query && pd_query_md &&
+           reorder_pd && prim_create && mem_create && mem_set && execute && stream_wait;
+  }
+};
+
+struct State {
+  Api api;
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  dnnl_primitive_t conv = nullptr, reorder = nullptr;
+  dnnl_memory_t src = nullptr, user_w = nullptr, w = nullptr, dst = nullptr;
+  const float* reordered_from = nullptr;  // the user weights the reordered copy holds
+};
+}  // namespace
+
+OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
+  OnednnMatmul out;
+  auto st = std::make_shared<State>();
+  Api& api = st->api;
+  if (!dnnl || !api.load(dnnl)) {
+    out.error = "libdnnl has no convolution C API (oneDNN 2.x expected)";
+    return out;
+  }
+  const ConvDesc& d = wl.conv;
+  dnnl_dims_t sd = {d.mb, d.ic, d.ih, d.iw}, wd = {d.oc, d.ic, d.kh, d.kw}, dd = {d.mb, d.oc, d.oh, d.ow};
+  dnnl_dims_t strides = {d.sh, d.sw}, dil = {d.dh, d.dw}, pad = {d.ph, d.pw};
+  // The right padding that makes the output exactly oh x ow (oneDNN checks it).
+  dnnl_dims_t pad_r = {(d.oh - 1) * d.sh + (d.kh - 1) * (d.dh + 1) + 1 - d.ih - d.ph,
+                       (d.ow - 1) * d.sw + (d.kw - 1) * (d.dw + 1) + 1 - d.iw - d.pw};
+  dnnl_memory_desc_t smd, umd, wany, dmd;
+  dnnl_convolution_desc_t cd;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (api.engine_create(&st->engine, dnnl_cpu, 0) != dnnl_success ||
+      api.stream_create(&st->stream, st->engine, dnnl_stream_default_flags) != dnnl_success ||
+      api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+      api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio) != dnnl_success ||
+      api.md_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+      api.md_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+      api.conv_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany, nullptr, &dmd, strides, dil, pad,
+                    pad_r) != dnnl_success ||
+      api.pd_create(&pd, &cd, nullptr, st->engine, nullptr) != dnnl_success ||
+      api.prim_create(&st->conv, pd) != dnnl_success) {
+    out.error = "oneDNN could not create a convolution for " + wl.key();
+    return out;
+  }
+  const dnnl_memory_desc_t* wmd = api.pd_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_primitive_desc_t rpd = nullptr;
+  if (!wmd || api.mem_create(&st->src, &smd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+      api.mem_create(&st->dst, &dmd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+      api.mem_create(&st->user_w, &umd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
+      api.mem_create(&st->w, wmd, st->engine, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      api.reorder_pd(&rpd, &umd, st->engine, wmd, st->engine, nullptr) != dnnl_success ||
+      api.prim_create(&st->reorder, rpd) != dnnl_success) {
+    out.error = "oneDNN could not reorder the weights of " + wl.key();
+    return out;
+  }
+  const char* impl = nullptr;
+  if (api.pd_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) out.impl = impl;
+  out.kernel = [st](const float* a, const float* b, float* c) {
+    const Api& api = st->api;
+    if (st->reordered_from != b) {  // new weights: reordered once (the first, verified call)
+      api.mem_set(st->user_w, const_cast<float*>(b));
+      dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, st->user_w}, {DNNL_ARG_TO, st->w}};
+      api.execute(st->reorder, st->stream, 2, r);
+      api.stream_wait(st->stream);
+      st->reordered_from = b;
+    }
+    api.mem_set(st->src, const_cast<float*>(a));
+    api.mem_set(st->dst, c);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->w}, {DNNL_ARG_DST, st->dst}};
+    api.execute(st->conv, st->stream, 3, args);
+    api.stream_wait(st->stream);
+  };
+  return out;
+}
+#else
+OnednnMatmul makeOnednnConv(void*, const GemmWorkload&) {
+  return OnednnMatmul{{}, "", "built without oneDNN's headers (Debian: libdnnl-dev)"};
+}
+#endif
+
+}  // namespace sextant::libref

@@ -1,0 +1,199 @@
+// The batched matmul op (issue #31): its workload, its space, and every layout compiled and
+// verified on small shapes, one and two threads.
+#include <cmath>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/ops.h"
+#include "sextant/runtime/cpu_runner.h"
+
+using namespace sextant;
+
+namespace {
+std::string tmpPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sextant-bmm-" + std::to_string(getpid()) + "-" + name)).string();
+}
+
+GemmWorkload bmm(int64_t b, int64_t m, int64_t n, int64_t k, Layout l) {
+  auto w = makeBatchMatmulWorkload(std::to_string(b) + "x" + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                       std::to_string(k),
+                                   "f32", layoutName(l));
+  EXPECT_TRUE(w.ok()) << w.error();
+  return *w;
+}
+
+// Compiles candidate c of w's space and measures it (verified against OpenBLAS, every batch element).
+Measurement compileAndMeasure(const GemmWorkload& w, const Space& s, const Candidate& c, int threads,
+                              const std::string& name) {
+  std::string so = tmpPath(name + ".so");
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, threads);
+  Measurement m;
+  if (!out.ok) {
+    ADD_FAILURE() << name << " " << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
+    return m;
+  }
+  auto p = GemmProblem::create(w);
+  EXPECT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+  m = measureSharedObject(*p, so, mo);
+  std::filesystem::remove(so);
+  return m;
+}
+}  // namespace
+
+TEST(BatchMatmul, WorkloadKeyShapeAndFlops) {
+  GemmWorkload w = bmm(12, 128, 128, 64, Layout::NT);
+  EXPECT_TRUE(w.batched());
+  EXPECT_EQ(w.key(), "batch_matmul:NT:12x128x128x64:f32*f32->f32");
+  EXPECT_EQ(w.gemmShapeString(), "128x128x64");
+  EXPECT_DOUBLE_EQ(w.flops(), 2.0 * 12 * 128 * 128 * 64);
+  EXPECT_EQ(w.cElements(), 12 * 128 * 128);
+  auto back = parseWorkloadKey(w.key());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, w);
+  EXPECT_FALSE(w.element().batched());
+  EXPECT_EQ(w.element().key(), "gemm:NT:128x128x64:f32*f32->f32");
+  // A GEMM's key is what it always was.
+  EXPECT_EQ(parseWorkloadKey("gemm:NN:8x8x8:f32*f32->f32")->op, OpKind::Gemm);
+  // The payload is a batch_matmul with B transposed by its indexing maps.
+  const std::string p = w.payloadMlir();
+  EXPECT_NE(p.find("linalg.batch_matmul indexing_maps"), std::string::npos) << p;
+  EXPECT_NE(p.find("affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>"), std::string::npos) << p;
+  EXPECT_NE(p.find("memref<12x128x64xf32>"), std::string::npos) << p;
+}
+
+TEST(BatchMatmul, BadShapesAndOpsSayWhatIsExpected) {
+  for (const char* bad : {"128x128x64", "12x128x128x64x2", "0x8x8x8", "4x8xQx8", ""}) {
+    auto w = makeBatchMatmulWorkload(bad, "f32", "NN");
+    ASSERT_FALSE(w.ok()) << bad;
+    EXPECT_NE(w.error().find("shape"), std::string::npos) << w.error();
+  }
+  EXPECT_NE(makeBatchMatmulWorkload("12x128", "f32", "NN").error().find("BxMxNxK"), std::string::npos);
+  auto op = findOp("conv9d");
+  ASSERT_FALSE(op.ok());
+  EXPECT_NE(op.error().find("known: gemm, batch_matmul, conv2d"), std::string::npos) << op.error();
+  ASSERT_TRUE(findOp("batch_matmul").ok());
+  EXPECT_EQ((*findOp("batch_matmul"))->kind, OpKind::BatchMatmul);
+  EXPECT_FALSE((*findOp("batch_matmul"))->gpu);
+  EXPECT_FALSE(parseWorkloadKey("batch_matmul:NN:8x8x8:f32*f32->f32").ok());  // three sizes: not a batched key
+}
+
+// The batched space: what the batched emitter does not do (A packing, loop orders, GEMV; B packing
+// but for NT's transposed-B route) has one value; the threads constraint counts the batch, checked
+// against a brute force over the raw space.
+TEST(BatchMatmul, SpaceAgainstABruteForceOfItsConstraints) {
+  GemmWorkload w = bmm(2, 8, 64, 32, Layout::NT);
+  Space s = buildCpuGemmSpace(w, hostCpu(), /*threads=*/2);
+  for (const char* one : {"pack_a", "outer_order"})
+    EXPECT_EQ(s.knobs()[size_t(s.knobIndex(one))].values.size(), 1u) << one;
+  EXPECT_EQ(s.knobs()[size_t(s.knobIndex("pack_b"))].values.size(), 2u);  // NT: the transposed-B route
+  EXPECT_EQ(buildCpuGemmSpace(bmm(2, 8, 64, 32, Layout::NN), hostCpu()).knobs()[size_t(s.knobIndex("pack_b"))].values.size(),
+            1u);
+  EXPECT_EQ(s.knobIndex("gemv"), -1);  // M = 8 NT would have the GEMV route as a GEMM
+  GemmWorkload g = w.element();
+  EXPECT_GE(buildCpuGemmSpace(g, hostCpu(), 2).knobIndex("gemv"), 0);
+  // Brute force: a point is valid iff the register tile fits, the tiles divide, reg_m <= tile_m,
+  // and batch x blocks >= 2 threads.
+  const int64_t vw = std::max(4, hostCpu().f32Lanes()), nregs = hostCpu().vector_registers;
+  uint64_t valid = 0;
+  for (uint64_t id = 0; id < s.rawSize(); ++id) {
+    Candidate c = s.decode(id);
+    auto km = s.knobMap(c);
+    const int64_t cols = (km["reg_n"] + vw - 1) / vw;
+    const bool ok = km["reg_m"] <= km["tile_m"] && km["tile_n"] % km["reg_n"] == 0 && km["tile_k"] % km["unroll_k"] == 0 &&
+                    km["reg_m"] * cols + cols <= nregs &&
+                    w.batch * cpuParallelBlocks(w.m, w.n, km["tile_m"], km["tile_n"], 0) >= 2 &&
+                    (km["pack_b"] == 0 || km["tile_n"] % 16 == 0);  // K = 32
+    EXPECT_EQ(s.isValid(c), ok) << s.keyOf(c);
+    valid += ok;
+  }
+  EXPECT_EQ(valid, s.size());
+  // tile_m = 8 and tile_n = 64 make one block per batch element: valid only because batch is 2.
+  EXPECT_TRUE(s.isValid(*s.fromMap({{"tile_m", 8}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 8}, {"reg_n", vw},
+                                    {"unroll_k", 1}, {"reg_loop_order", 0}, {"threads", 2}})));
+}
+
+// Every layout, odd sizes (a register tile that does not divide the block: masked), several
+// candidates each, and two threads: compiled and verified against the reference.
+TEST(BatchMatmul, EveryLayoutCompilesAndVerifies) {
+  std::mt19937_64 rng(11);
+  for (Layout l : {Layout::NN, Layout::NT, Layout::TN}) {
+    for (auto [b, m, n, k] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 24, 48, 40}, {2, 7, 32, 16}}) {
+      GemmWorkload w = bmm(b, m, n, k, l);
+      Space s = buildCpuGemmSpace(w, hostCpu());
+      std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
+      for (int i = 0; i < 3; ++i) cands.push_back(s.sample(rng));
+      for (const Candidate& c : cands) {
+        Measurement m = compileAndMeasure(w, s, c, 1, std::string("b") + layoutName(l));
+        EXPECT_EQ(m.status, MeasureStatus::Ok) << w.key() << " " << s.keyOf(c) << ": " << m.message;
+      }
+    }
+  }
+  GemmWorkload w = bmm(4, 32, 64, 32, Layout::NT);
+  Space s2 = buildCpuGemmSpace(w, hostCpu(), 2);
+  Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2, "threads2");
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+}
+
+// Verification covers every batch element: a kernel that computes only the first one fails, and
+// the message names the batch element.
+TEST(BatchMatmul, VerificationCoversEveryBatchElement) {
+  GemmWorkload w = bmm(3, 16, 16, 16, Layout::NN);
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 1, mo.max_reps = 1, mo.min_time_s = 0;
+  GemmProblem one = *GemmProblem::create(w.element());
+  std::string partial = measureKernelHere(*p, [&](float* a, float* b, float* c) { one.runBlas(a, b, c); }, mo);
+  EXPECT_NE(partial.find("wrong_result"), std::string::npos) << partial;
+  EXPECT_NE(partial.find("C[1][0][0]"), std::string::npos) << partial;
+  std::string whole = measureKernelHere(*p, [&](float* a, float* b, float* c) { p->runBlas(a, b, c); }, mo);
+  EXPECT_NE(whole.find("\"ok\""), std::string::npos) << whole;
+}
+
+// The transposed-B route (NT, pack_b = 1): B packed by a transpose once per call. Every point of
+// the route on small NT shapes, batched and not, one and two threads, compiled and verified;
+// its constraints against a brute force.
+TEST(BatchMatmul, TransposedBRouteCompilesAndVerifies) {
+  std::mt19937_64 rng(5);
+  for (GemmWorkload w : {bmm(3, 24, 64, 48, Layout::NT), bmm(2, 7, 32, 16, Layout::NT), bmm(1, 32, 48, 32, Layout::NT)}) {
+    for (bool as_gemm : {false, true}) {
+      if (as_gemm && w.batch != 1) continue;
+      GemmWorkload x = as_gemm ? w.element() : w;
+      for (int threads : {1, 2}) {
+        Space s = buildCpuGemmSpace(x, hostCpu(), threads);
+        const int pb = s.knobIndex("pack_b");
+        ASSERT_GE(pb, 0);
+        ASSERT_EQ(s.knobs()[size_t(pb)].values.size(), 2u) << x.key();
+        std::vector<Candidate> route;
+        for (uint64_t i = 0; i < s.size(); ++i) {
+          Candidate c = s.at(i);
+          if (s.valueOr(c, "pack_b", 0) != 1) continue;
+          auto km = s.knobMap(c);
+          EXPECT_EQ(km["outer_order"], 0);
+          EXPECT_EQ(km["pack_a"], 0);
+          EXPECT_EQ(km["tile_n"] % 16, 0);
+          route.push_back(c);
+        }
+        ASSERT_FALSE(route.empty()) << x.key();
+        std::shuffle(route.begin(), route.end(), rng);
+        route.resize(std::min<size_t>(route.size(), threads == 1 ? 4 : 2));
+        for (const Candidate& c : route) {
+          Measurement m = compileAndMeasure(x, s, c, threads, "route");
+          EXPECT_EQ(m.status, MeasureStatus::Ok) << x.key() << " " << s.keyOf(c) << ": " << m.message;
+        }
+      }
+    }
+  }
+  // K not a multiple of 16: no route.
+  GemmWorkload odd = bmm(2, 16, 32, 24, Layout::NT);
+  Space s = buildCpuGemmSpace(odd, hostCpu());
+  for (uint64_t i = 0; i < s.size(); ++i) EXPECT_EQ(s.valueOr(s.at(i), "pack_b", 0), 0);
+}

@@ -1,0 +1,187 @@
+// The conv2d op (issue #31): benchdnn descriptors, the direct route's space against a brute force,
+// both routes (direct; 1x1 stride 1 as a GEMM) compiled and verified on small shapes with strides,
+// dilation, padding, odd sizes and two threads, and the reference itself on a hand-computed case.
+#include <cmath>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <random>
+#include <unistd.h>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/ops.h"
+#include "sextant/runtime/cpu_runner.h"
+
+using namespace sextant;
+
+namespace {
+GemmWorkload conv(const std::string& desc) {
+  auto w = makeConvWorkload(desc, "f32", "NHWC");
+  EXPECT_TRUE(w.ok()) << desc << ": " << w.error();
+  return w.ok() ? *w : GemmWorkload{};
+}
+
+Measurement compileAndMeasure(const GemmWorkload& w, const Space& s, const Candidate& c, int threads) {
+  const std::string so = (std::filesystem::temp_directory_path() /
+                          ("sextant-conv-" + std::to_string(getpid()) + ".so")).string();
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, threads);
+  Measurement m;
+  if (!out.ok) {
+    ADD_FAILURE() << w.key() << " " << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
+    return m;
+  }
+  auto p = GemmProblem::create(w);
+  EXPECT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
+  m = measureSharedObject(*p, so, mo);
+  std::filesystem::remove(so);
+  return m;
+}
+}  // namespace
+
+TEST(ConvDesc, BenchdnnFieldsDefaultsAndCanonicalForm) {
+  auto d = parseConvDesc("mb1ic64ih56oc64kh3ph1");
+  ASSERT_TRUE(d.ok()) << d.error();
+  EXPECT_EQ(d->iw, 56);
+  EXPECT_EQ(d->kw, 3);
+  EXPECT_EQ(d->sw, 1);
+  EXPECT_EQ(d->pw, 1);
+  EXPECT_EQ(d->oh, 56);
+  EXPECT_EQ(d->ow, 56);
+  EXPECT_EQ(d->str(), "mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0");
+  // The ResNet-50 stem with '_' separators and a given (consistent) oh.
+  auto stem = parseConvDesc("mb1_ic3oc64_ih224oh112kh7sh2ph3");
+  ASSERT_TRUE(stem.ok()) << stem.error();
+  EXPECT_EQ(stem->ow, 112);
+  EXPECT_DOUBLE_EQ(stem->flops(), 2.0 * 112 * 112 * 64 * 7 * 7 * 3);
+  // Every field given; dilation 1 (benchdnn: a gap of one) widens the filter to 5.
+  auto all = parseConvDesc("mb2g1ic8iw9ih7oc16oh3ow4kh3kw3sh2sw2ph1pw1dh1dw1");
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_EQ(all->oh, (7 + 2 - 5) / 2 + 1);
+  EXPECT_EQ(all->ow, (9 + 2 - 5) / 2 + 1);
+  // The canonical text parses to the same problem.
+  EXPECT_EQ(*parseConvDesc(all->str()), *all);
+  // Groups parse (depthwise: g = ic = oc) but conv2d tunes g1 for now, and says so.
+  auto dw = parseConvDesc("g32ic32oc32ih56kh3ph1");
+  ASSERT_TRUE(dw.ok());
+  EXPECT_EQ(dw->gemmK(), 9);
+  auto w = makeConvWorkload("g32ic32oc32ih56kh3ph1", "f32", "NHWC");
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().find("not supported yet"), std::string::npos) << w.error();
+}
+
+TEST(ConvDesc, BadDescriptorsAreOneClearLine) {
+  struct Case {
+    const char* text;
+    const char* says;
+  } cases[] = {{"ic64ih56oc64", "'kh' is required"},        {"mb1ic64ih56oc64kh3qq1", "unknown field 'qq'"},
+               {"ic64ih56oc64kh3kh3", "given twice"},        {"ic64id8ih56oc64kh3", "3-D"},
+               {"ic64ih56oc64kh3oh50", "does not match"},    {"ic64ih2oc64kh5", "does not fit"},
+               {"ic64ih56oc64kh0", "must be positive"},      {"g3ic64ih56oc64kh3", "multiples of g"},
+               {"ic64ih56oc64khx", "has no value"},          {"", "'ic' is required"}};
+  for (const Case& c : cases) {
+    auto d = parseConvDesc(c.text);
+    ASSERT_FALSE(d.ok()) << c.text;
+    EXPECT_NE(d.error().find(c.says), std::string::npos) << c.text << ": " << d.error();
+    EXPECT_EQ(d.error().find('\n'), std::string::npos) << d.error();
+  }
+  EXPECT_FALSE(makeConvWorkload("ic8ih8oc16kh3", "f32", "NCHW").ok());
+}
+
+TEST(ConvWorkload, KeyRoundTripsAndThe1x1IsAGemm) {
+  GemmWorkload w = conv("mb1ic64ih56oc64kh3ph1");
+  EXPECT_EQ(w.key(), "conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32");
+  auto back = parseWorkloadKey(w.key());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, w);
+  EXPECT_EQ(w.m, 56 * 56);
+  EXPECT_EQ(w.k, 9 * 64);
+  EXPECT_FALSE(convIsGemm(w));
+  EXPECT_NE(w.payloadMlir().find("tensor.pad"), std::string::npos);
+  EXPECT_NE(w.payloadMlir().find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+  GemmWorkload p = conv("ic64ih56oc256kh1");
+  EXPECT_TRUE(convIsGemm(p));
+  EXPECT_NE(p.payloadMlir().find("linalg.matmul"), std::string::npos);
+  EXPECT_EQ(buildCpuGemmSpace(p, hostCpu()).name(), "cpu_gemm_v1");
+  EXPECT_FALSE(convIsGemm(conv("ic64ih56oc256kh1sh2")));  // strided: the direct route
+  ASSERT_TRUE(findOp("conv2d").ok());
+}
+
+// The direct route's space against a brute force over its raw product.
+TEST(ConvSpace, AgainstABruteForceOfItsConstraints) {
+  GemmWorkload w = conv("ic16ih14oc32kh3ph1");
+  Space s = buildCpuGemmSpace(w, hostCpu(), 2);
+  EXPECT_EQ(s.name(), "cpu_conv2d_v1");
+  const int64_t vw = std::max(4, hostCpu().f32Lanes()), nregs = hostCpu().vector_registers;
+  uint64_t valid = 0;
+  for (uint64_t id = 0; id < s.rawSize(); ++id) {
+    Candidate c = s.decode(id);
+    auto k = s.knobMap(c);
+    const int64_t cols = (k["reg_f"] + vw - 1) / vw;
+    const bool ok = k["tile_ow"] % k["reg_ow"] == 0 && k["tile_f"] % k["reg_f"] == 0 && k["reg_ow"] * cols + cols <= nregs &&
+                    (14 / k["tile_oh"]) * (14 / k["tile_ow"]) * (32 / k["tile_f"]) >= 2 && 14 % k["tile_oh"] == 0 &&
+                    14 % k["tile_ow"] == 0 && 32 % k["tile_f"] == 0 && 16 % k["tile_c"] == 0;
+    EXPECT_EQ(s.isValid(c), ok) << s.keyOf(c);
+    valid += ok;
+  }
+  EXPECT_EQ(valid, s.size());
+  EXPECT_TRUE(s.isValid(defaultCpuCandidate(s, w)));
+}
+
+// Every route on small problems: padding, stride 2, dilation, a 7x7 output, C = 3, odd channel
+// counts, 1x1 (the GEMM route) and 1x1 stride 2 (direct), several candidates each; two threads.
+TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
+  std::mt19937_64 rng(3);
+  for (const char* desc : {"ic16ih14oc32kh3ph1", "ic8ih15oc16kh3sh2ph1", "ic8ih12oc16kh3dh1ph2", "ic3ih14oc16kh7sh2ph3",
+                           "ic32ih7oc32kh3ph1", "ic16ih8oc48kh1", "ic16ih8oc32kh1sh2", "mb2ic8ih6oc16kh3"}) {
+    GemmWorkload w = conv(desc);
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
+    for (int i = 0; i < 3; ++i) cands.push_back(s.sample(rng));
+    for (const Candidate& c : cands) {
+      Measurement m = compileAndMeasure(w, s, c, 1);
+      EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " " << s.keyOf(c) << ": " << m.message;
+    }
+  }
+  GemmWorkload w = conv("ic16ih14oc32kh3ph1");
+  Space s2 = buildCpuGemmSpace(w, hostCpu(), 2);
+  Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+}
+
+// The reference on a case small enough to compute by hand, and a kernel that ignores the
+// padding is caught, the message naming the output element.
+TEST(ConvReference, HandComputedCaseAndAWrongKernelIsCaught) {
+  // 1 x 3 x 3 x 1 input 1..9, a 2x2 filter of ones, one output channel, stride 1, no padding: each
+  // output is the sum of a 2x2 window.
+  GemmWorkload w = conv("ic1ih3oc1kh2");
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8, 9}, fil = {1, 1, 1, 1}, out(4, 0);
+  p->runBlas(in.data(), fil.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{12, 16, 24, 28}));
+  // Padding 1: a 4x4 output; the corner sees only the input's corner.
+  GemmWorkload wp = conv("ic1ih3oc1kh2ph1");
+  std::vector<float> outp(16, 0);
+  GemmProblem::create(wp)->runBlas(in.data(), fil.data(), outp.data());
+  EXPECT_EQ(outp[0], 1);
+  EXPECT_EQ(outp[5], 12);
+  EXPECT_EQ(outp[15], 9);
+  // A kernel that computes the unpadded convolution into the padded output's interior is wrong.
+  GemmWorkload big = conv("ic4ih6oc16kh3ph1");
+  auto bp = GemmProblem::create(big);
+  ASSERT_TRUE(bp.ok());
+  GemmWorkload nopad = conv("ic4ih6oc16kh3");
+  auto np = GemmProblem::create(nopad);
+  MeasureOptions mo;
+  mo.min_reps = 1, mo.max_reps = 1, mo.min_time_s = 0;
+  std::string r = measureKernelHere(*bp, [&](float* a, float* b, float* c) {
+    std::fill(c, c + big.cElements(), 0.0f);
+    np->runBlas(a, b, c);
+  }, mo);
+  EXPECT_NE(r.find("wrong_result"), std::string::npos) << r;
+  EXPECT_NE(r.find("output[n 0]"), std::string::npos) << r;
+  std::string ok = measureKernelHere(*bp, [&](float* a, float* b, float* c) { bp->runBlas(a, b, c); }, mo);
+  EXPECT_NE(ok.find("\"ok\""), std::string::npos) << ok;
+}
