@@ -152,6 +152,34 @@ TEST(Features, KnownCandidate) {
   EXPECT_EQ(std::vector<float>(h.end() - 3, h.end()), (std::vector<float>{1, 3, 2}));
 }
 
+// Issue #31: a direct-route convolution candidate is featurized as its implicit GEMM (a block of
+// tile_oh x tile_ow pixels by tile_f channels, the whole K, register tile reg_ow x reg_f), so the
+// knobs are not read positionally as GEMM knobs.
+TEST(Features, ConvolutionsAreReadAsTheirImplicitGemm) {
+  HostCpu cpu;
+  cpu.vector_bits = 512;
+  cpu.vector_registers = 32;
+  auto w = makeConvWorkload("ic64ih28oc128kh3ph1", "f32", "NHWC");
+  ASSERT_TRUE(w.ok()) << w.error();
+  Space s = buildCpuGemmSpace(*w, cpu);
+  auto c = s.fromMap({{"tile_oh", 4}, {"tile_ow", 28}, {"tile_f", 64}, {"reg_ow", 7}, {"reg_f", 32}, {"tile_c", 4},
+                      {"tile_kw", 3}, {"reg_loop_order", 1}});
+  ASSERT_TRUE(c.ok()) << c.error();
+  auto f = cpuGemmFeatures(*w, s, *c, cpu);
+  ASSERT_EQ(f.size(), cpuGemmFeatureNames().size());
+  EXPECT_FLOAT_EQ(f[0], std::log2(112.f));      // 4 x 28 output pixels per block
+  EXPECT_FLOAT_EQ(f[1], 6);                     // 64 channels
+  EXPECT_FLOAT_EQ(f[2], std::log2(576.f));      // K = 3 x 3 x 64, whole
+  EXPECT_FLOAT_EQ(f[3], std::log2(7.f));        // reg_ow
+  EXPECT_FLOAT_EQ(f[5], std::log2(12.f));       // 3 x 4 reduction elements per step
+  EXPECT_FLOAT_EQ(f[6], 1);
+  EXPECT_FLOAT_EQ(f[15], std::log2(7.f * 1 * 2));  // 28/4 x 28/28 x 128/64 blocks
+  auto c2 = s.fromMap({{"tile_oh", 1}, {"tile_ow", 28}, {"tile_f", 64}, {"reg_ow", 7}, {"reg_f", 32}, {"tile_c", 4},
+                       {"tile_kw", 3}, {"reg_loop_order", 1}});
+  ASSERT_TRUE(c2.ok());
+  EXPECT_NE(cpuGemmFeatures(*w, s, *c2, cpu), f);
+}
+
 // Records of the table's machine kinds are described by the table whichever machine trains: the
 // Zen 5 records (same CPU model string as the Zen 4 VM) must not take the training host's caches,
 // and the table has the L3 a core shares (without it the last-level cache read as the L2, and
