@@ -1,56 +1,18 @@
 // oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC as the
 // workload stores them, the weights in the layout oneDNN prefers (format any), reordered from the
 // workload's HWCF once, outside the timed calls, as an inference engine holds its weights.
-#include <dlfcn.h>
 #include <memory>
 
 #include "onednn_matmul.h"
 
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define SEXTANT_HAVE_DNNL_H 1
-#endif
+#include "onednn_api.h"
 
 namespace sextant::libref {
 
 #ifdef SEXTANT_HAVE_DNNL_H
 namespace {
-struct Api {
-  decltype(&dnnl_engine_create) engine_create = nullptr;
-  decltype(&dnnl_stream_create) stream_create = nullptr;
-  decltype(&dnnl_memory_desc_init_by_tag) md_tag = nullptr;
-  decltype(&dnnl_dilated_convolution_forward_desc_init) conv_init = nullptr;
-  decltype(&dnnl_primitive_desc_create) pd_create = nullptr;
-  decltype(&dnnl_primitive_desc_query) pd_query = nullptr;
-  decltype(&dnnl_primitive_desc_query_md) pd_query_md = nullptr;
-  decltype(&dnnl_reorder_primitive_desc_create) reorder_pd = nullptr;
-  decltype(&dnnl_primitive_create) prim_create = nullptr;
-  decltype(&dnnl_memory_create) mem_create = nullptr;
-  decltype(&dnnl_memory_set_data_handle) mem_set = nullptr;
-  decltype(&dnnl_primitive_execute) execute = nullptr;
-  decltype(&dnnl_stream_wait) stream_wait = nullptr;
-  bool load(void* h) {
-    auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name)); };
-    get(engine_create, "dnnl_engine_create");
-    get(stream_create, "dnnl_stream_create");
-    get(md_tag, "dnnl_memory_desc_init_by_tag");
-    get(conv_init, "dnnl_dilated_convolution_forward_desc_init");
-    get(pd_create, "dnnl_primitive_desc_create");
-    get(pd_query, "dnnl_primitive_desc_query");
-    get(pd_query_md, "dnnl_primitive_desc_query_md");
-    get(reorder_pd, "dnnl_reorder_primitive_desc_create");
-    get(prim_create, "dnnl_primitive_create");
-    get(mem_create, "dnnl_memory_create");
-    get(mem_set, "dnnl_memory_set_data_handle");
-    get(execute, "dnnl_primitive_execute");
-    get(stream_wait, "dnnl_stream_wait");
-    return engine_create && stream_create && md_tag && conv_init && pd_create && pd_query && pd_query_md &&
-           reorder_pd && prim_create && mem_create && mem_set && execute && stream_wait;
-  }
-};
-
 struct State {
-  Api api;
+  DnnlApi api;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   dnnl_primitive_t conv = nullptr, reorder = nullptr;
@@ -62,8 +24,8 @@ struct State {
 OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   OnednnMatmul out;
   auto st = std::make_shared<State>();
-  Api& api = st->api;
-  if (!dnnl || !api.load(dnnl)) {
+  DnnlApi& api = st->api;
+  if (!api.load(dnnl)) {
     out.error = "libdnnl has no convolution C API (oneDNN 2.x expected)";
     return out;
   }
@@ -103,7 +65,7 @@ OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   const char* impl = nullptr;
   if (api.pd_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) out.impl = impl;
   out.kernel = [st](const float* a, const float* b, float* c) {
-    const Api& api = st->api;
+    const DnnlApi& api = st->api;
     if (st->reordered_from != b) {  // new weights: reordered once (the first, verified call)
       api.mem_set(st->user_w, const_cast<float*>(b));
       dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, st->user_w}, {DNNL_ARG_TO, st->w}};

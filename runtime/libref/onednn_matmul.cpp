@@ -1,12 +1,8 @@
 #include "onednn_matmul.h"
 
-#include <dlfcn.h>
 #include <memory>
 
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define SEXTANT_HAVE_DNNL_H 1
-#endif
+#include "onednn_api.h"
 
 namespace sextant::libref {
 
@@ -14,40 +10,9 @@ namespace sextant::libref {
 bool onednnMatmulBuilt() { return true; }
 
 namespace {
-// The C API's functions, looked up in the loaded library (nothing links against it).
-struct Api {
-  decltype(&dnnl_engine_create) engine_create = nullptr;
-  decltype(&dnnl_stream_create) stream_create = nullptr;
-  decltype(&dnnl_memory_desc_init_by_strides) md_init = nullptr;
-  decltype(&dnnl_matmul_desc_init) matmul_init = nullptr;
-  decltype(&dnnl_primitive_desc_create) pd_create = nullptr;
-  decltype(&dnnl_primitive_desc_query) pd_query = nullptr;
-  decltype(&dnnl_primitive_create) prim_create = nullptr;
-  decltype(&dnnl_memory_create) mem_create = nullptr;
-  decltype(&dnnl_memory_set_data_handle) mem_set = nullptr;
-  decltype(&dnnl_primitive_execute) execute = nullptr;
-  decltype(&dnnl_stream_wait) stream_wait = nullptr;
-  bool load(void* h) {
-    auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name)); };
-    get(engine_create, "dnnl_engine_create");
-    get(stream_create, "dnnl_stream_create");
-    get(md_init, "dnnl_memory_desc_init_by_strides");
-    get(matmul_init, "dnnl_matmul_desc_init");
-    get(pd_create, "dnnl_primitive_desc_create");
-    get(pd_query, "dnnl_primitive_desc_query");
-    get(prim_create, "dnnl_primitive_create");
-    get(mem_create, "dnnl_memory_create");
-    get(mem_set, "dnnl_memory_set_data_handle");
-    get(execute, "dnnl_primitive_execute");
-    get(stream_wait, "dnnl_stream_wait");
-    return engine_create && stream_create && md_init && matmul_init && pd_create && pd_query && prim_create &&
-           mem_create && mem_set && execute && stream_wait;
-  }
-};
-
 // Everything the kernel needs, alive as long as the kernel (never released: the process ends).
 struct State {
-  Api api;
+  DnnlApi api;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   dnnl_primitive_t prim = nullptr;
@@ -58,8 +23,8 @@ struct State {
 OnednnMatmul makeOnednnMatmul(void* dnnl, const GemmWorkload& w) {
   OnednnMatmul out;
   auto st = std::make_shared<State>();
-  Api& api = st->api;
-  if (!dnnl || !api.load(dnnl)) {
+  DnnlApi& api = st->api;
+  if (!api.load(dnnl)) {
     out.error = "libdnnl has no matmul primitive C API (oneDNN 2.x expected)";
     return out;
   }
@@ -83,8 +48,8 @@ OnednnMatmul makeOnednnMatmul(void* dnnl, const GemmWorkload& w) {
   dnnl_primitive_desc_t pd = nullptr;
   if (api.engine_create(&st->engine, dnnl_cpu, 0) != dnnl_success ||
       api.stream_create(&st->stream, st->engine, dnnl_stream_default_flags) != dnnl_success ||
-      api.md_init(&amd, nd, ad, dnnl_f32, as) != dnnl_success || api.md_init(&bmd, nd, bd, dnnl_f32, bs) != dnnl_success ||
-      api.md_init(&cmd, nd, cd, dnnl_f32, cs) != dnnl_success ||
+      api.md_strides(&amd, nd, ad, dnnl_f32, as) != dnnl_success || api.md_strides(&bmd, nd, bd, dnnl_f32, bs) != dnnl_success ||
+      api.md_strides(&cmd, nd, cd, dnnl_f32, cs) != dnnl_success ||
       api.matmul_init(&mmd, &amd, &bmd, nullptr, &cmd) != dnnl_success ||
       api.pd_create(&pd, &mmd, nullptr, st->engine, nullptr) != dnnl_success ||
       api.prim_create(&st->prim, pd) != dnnl_success ||
@@ -97,7 +62,7 @@ OnednnMatmul makeOnednnMatmul(void* dnnl, const GemmWorkload& w) {
   const char* impl = nullptr;
   if (api.pd_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) out.impl = impl;
   out.kernel = [st](const float* a, const float* b, float* c) {
-    const Api& api = st->api;
+    const DnnlApi& api = st->api;
     api.mem_set(st->a, const_cast<float*>(a));
     api.mem_set(st->b, const_cast<float*>(b));
     api.mem_set(st->c, c);

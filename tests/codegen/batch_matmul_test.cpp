@@ -12,14 +12,12 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/ops.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "compile_and_measure.h"
 
 using namespace sextant;
+using sextant::testing_support::compileAndMeasure;
 
 namespace {
-std::string tmpPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("sextant-bmm-" + std::to_string(getpid()) + "-" + name)).string();
-}
-
 GemmWorkload bmm(int64_t b, int64_t m, int64_t n, int64_t k, Layout l) {
   auto w = makeBatchMatmulWorkload(std::to_string(b) + "x" + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                        std::to_string(k),
@@ -28,24 +26,6 @@ GemmWorkload bmm(int64_t b, int64_t m, int64_t n, int64_t k, Layout l) {
   return *w;
 }
 
-// Compiles candidate c of w's space and measures it (verified against OpenBLAS, every batch element).
-Measurement compileAndMeasure(const GemmWorkload& w, const Space& s, const Candidate& c, int threads,
-                              const std::string& name) {
-  std::string so = tmpPath(name + ".so");
-  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, threads);
-  Measurement m;
-  if (!out.ok) {
-    ADD_FAILURE() << name << " " << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
-    return m;
-  }
-  auto p = GemmProblem::create(w);
-  EXPECT_TRUE(p.ok()) << p.error();
-  MeasureOptions mo;
-  mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-  m = measureSharedObject(*p, so, mo);
-  std::filesystem::remove(so);
-  return m;
-}
 }  // namespace
 
 TEST(BatchMatmul, WorkloadKeyShapeAndFlops) {

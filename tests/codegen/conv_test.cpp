@@ -11,8 +11,10 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/ops.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "compile_and_measure.h"
 
 using namespace sextant;
+using sextant::testing_support::compileAndMeasure;
 
 namespace {
 GemmWorkload conv(const std::string& desc) {
@@ -21,23 +23,6 @@ GemmWorkload conv(const std::string& desc) {
   return w.ok() ? *w : GemmWorkload{};
 }
 
-Measurement compileAndMeasure(const GemmWorkload& w, const Space& s, const Candidate& c, int threads) {
-  const std::string so = (std::filesystem::temp_directory_path() /
-                          ("sextant-conv-" + std::to_string(getpid()) + ".so")).string();
-  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so, threads);
-  Measurement m;
-  if (!out.ok) {
-    ADD_FAILURE() << w.key() << " " << s.keyOf(c) << ": " << out.stage << ": " << out.message.substr(0, 3000);
-    return m;
-  }
-  auto p = GemmProblem::create(w);
-  EXPECT_TRUE(p.ok()) << p.error();
-  MeasureOptions mo;
-  mo.min_reps = 1, mo.max_reps = 2, mo.min_time_s = 0.001;
-  m = measureSharedObject(*p, so, mo);
-  std::filesystem::remove(so);
-  return m;
-}
 }  // namespace
 
 TEST(ConvDesc, BenchdnnFieldsDefaultsAndCanonicalForm) {
@@ -140,13 +125,13 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
     std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
     for (int i = 0; i < 3; ++i) cands.push_back(s.sample(rng));
     for (const Candidate& c : cands) {
-      Measurement m = compileAndMeasure(w, s, c, 1);
+      Measurement m = compileAndMeasure(w, s, c, 1, "conv");
       EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " " << s.keyOf(c) << ": " << m.message;
     }
   }
   GemmWorkload w = conv("ic16ih14oc32kh3ph1");
   Space s2 = buildCpuGemmSpace(w, hostCpu(), 2);
-  Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2);
+  Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2, "conv2t");
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
 }
 
