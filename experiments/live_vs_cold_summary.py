@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""One table over several experiments/live_curves.sh outputs (issue #34 item 2): per shape and
+configuration, the median over seeds of the best measured after 16 / 32 / all trials and of the
+trials to 95% of the best any run of that shape found (censored: '>T' when the median run never got
+there), then whether the default (glimpse:default) is at least cold annealing (sa:none) at each mark.
+
+Usage: live_vs_cold_summary.py RESULT.json [RESULT.json ...]
+"""
+import json
+import statistics
+import sys
+
+
+def best_after(curve, t):
+    return max([x for x in curve[:t] if x] or [0.0])
+
+
+def reach(curve, level):
+    for i, x in enumerate(curve):
+        if x >= level:
+            return i + 1
+    return None
+
+
+def med_reach(xs, trials):
+    v = sorted(x if x is not None else trials + 1 for x in xs)
+    m = statistics.median(v)
+    return m, (">%d" % trials if m > trials else "%g" % m)
+
+
+rows, verdicts, machine = [], [], None
+for path in sys.argv[1:]:
+    j = json.load(open(path))
+    machine = machine or j.get("machine")
+    trials, top = j["trials"], j["reference_best_gflops"]
+    marks = sorted({m for m in (16, 32, trials) if m <= trials})
+    meds = {}
+    for c, r in j["configs"].items():
+        curves = r["curves_gflops"]
+        b = [statistics.median(best_after(g, m) for g in curves) for m in marks]
+        r95, r95s = med_reach([reach(g, 0.95 * top) for g in curves], trials)
+        meds[c] = (b, r95)
+        rows.append((f"{j['shape']} {j['layout']}", c, b, r95s, top, len(curves)))
+    if "glimpse:default" in meds and "sa:none" in meds:
+        d, s = meds["glimpse:default"], meds["sa:none"]
+        ok = [dd >= ss for dd, ss in zip(d[0], s[0])]
+        verdicts.append((f"{j['shape']} {j['layout']}", ok, marks, d[1], s[1]))
+
+print(f"# machine: {machine}")
+print("Live tuning, f32 GEMM, fresh database per run; median over seeds of the best measured (GFLOP/s) after")
+print("16 / 32 / 48 trials, and the trials to 95% of the best any run of the shape found.")
+print()
+print("| shape | strategy:pretrained | best after 16 | after 32 | after 48 | trials to 95% | best of any run | seeds |")
+print("|---|---|---|---|---|---|---|---|")
+for shape, c, b, r95, top, n in rows:
+    print(f"| {shape} | {c} | " + " | ".join(f"{x:.1f}" for x in b) + f" | {r95} | {top:.1f} | {n} |")
+print()
+print("Default (glimpse:default) at least cold annealing (sa:none), median best after 16 / 32 / 48:")
+held = 0
+for shape, ok, marks, d95, s95 in verdicts:
+    held += all(ok)
+    print(f"  {shape}: " + " ".join(f"{m}:{'yes' if o else 'NO'}" for m, o in zip(marks, ok)) +
+          f"; trials to 95%: default {d95 if d95 <= 48 else '>48'}, annealing {s95 if s95 <= 48 else '>48'}")
+print(f"goal (every shape, every mark) met on {held} of {len(verdicts)} shapes")
