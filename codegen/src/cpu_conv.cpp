@@ -1,4 +1,6 @@
 // The CPU convolution space and its direct route (issue #31; IREE's CPUConvTileAndDecomposeExpert,
+// for linalg.conv_2d_nhwc_hwcf and linalg.depthwise_conv_2d_nhwc_hwc, whose loops are (n, oh, ow,
+// c, kh, kw): the same tiling without the channel reduction;
 // measured in ../shared/notes/conv-batch-models.md at 100-116 GFLOP/s on ResNet-50 layers on Zen 4,
 // oneDNN's speed): linalg.conv_2d_nhwc_hwcf, loops (n, oh, ow, f, kh, kw, c), tiled
 //   forall over (1, tile_oh, tile_ow, tile_f) blocks
@@ -42,7 +44,8 @@ Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   std::vector<int64_t> rf = {vw, 2 * vw, 4 * vw};
   if (d.oc % vw != 0) rf = divisorsOf({1, 2, 4, 8}, d.oc, 8);
   knobs.push_back({"reg_f", rf, "output channels of the register tile (multiples of the vector width)"});
-  knobs.push_back({"tile_c", divisorsOf({1, 2, 4, 8, 16, 32}, d.ic, 4), "input channels per reduction step"});
+  // Depthwise: each output channel reads one input channel, nothing to reduce over channels.
+  knobs.push_back({"tile_c", divisorsOf({1, 2, 4, 8, 16, 32}, d.ic / d.g, 4), "input channels per reduction step"});
   knobs.push_back({"tile_kw", d.kw > 1 ? std::vector<int64_t>{1, d.kw} : std::vector<int64_t>{1},
                    "filter columns per reduction step (1, or the whole filter row)"});
   knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles over output columns outer, 1: channels outer"});
@@ -72,7 +75,7 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
                               {"tile_c", 4}, {"tile_kw", 1}, {"reg_loop_order", 0}});
 }
 
-std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind) {
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind, bool depthwise) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
@@ -88,11 +91,13 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
             : std::string())
     << ind << "// The register tile: one output row, reg_ow columns, reg_f channels.\n"
     << ind << "%t2, %r:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 1, " << val("reg_ow") << ", "
-    << val("reg_f") << ", 0, 0, 0]" << (f_outer ? " interchange = [0, 1, 3, 2]" : "") << " : (" << H << ") -> (" << H
-    << ", " << H << ", " << H << ", " << H << ")\n"
-    << ind << "// The reduction in steps of one filter row, tile_kw columns, tile_c channels.\n"
-    << ind << "%t3, %s:3 = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, 1, " << val("tile_kw")
-    << ", " << val("tile_c") << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
+    << val("reg_f") << ", 0, 0" << (depthwise ? "" : ", 0") << "]" << (f_outer ? " interchange = [0, 1, 3, 2]" : "")
+    << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
+    << ind << "// The reduction in steps of one filter row, tile_kw columns"
+    << (depthwise ? " (depthwise: no reduction over channels)" : ", tile_c channels") << ".\n"
+    << ind << "%t3, %s:" << (depthwise ? 2 : 3) << " = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, 1, "
+    << val("tile_kw") << (depthwise ? "" : ", " + val("tile_c")) << "] : (" << H << ") -> (" << H << ", " << H << ", " << H
+    << (depthwise ? "" : ", " + H) << ")\n"
     << ind << "%d = transform.structured.decompose %t3 : (" << H << ") -> " << H << "\n"
     << ind << "transform.structured.vectorize %d : " << H << "\n"
     << ind << "transform.apply_patterns to %f {\n"

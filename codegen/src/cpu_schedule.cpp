@@ -450,6 +450,8 @@ static const char* const kMatchBatchMatmul =
     "%mm = transform.structured.match ops{[\"linalg.batch_matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
 static const char* const kMatchConv =
     "%mm = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\"]} in %root : (!transform.any_op) -> !transform.any_op";
+static const char* const kMatchDepthwise =
+    "%mm = transform.structured.match ops{[\"linalg.depthwise_conv_2d_nhwc_hwc\"]} in %root : (!transform.any_op) -> !transform.any_op";
 
 std::string cpuGemmActionsOf(const std::string& schedule) {
   std::istringstream in(schedule);
@@ -458,7 +460,7 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
   while (std::getline(in, line)) {
     if (!inside) {
       inside = line.find(kMatchMatmul) != std::string::npos || line.find(kMatchBatchMatmul) != std::string::npos ||
-               line.find(kMatchConv) != std::string::npos;
+               line.find(kMatchConv) != std::string::npos || line.find(kMatchDepthwise) != std::string::npos;
       continue;
     }
     const size_t first = line.find_first_not_of(' ');
@@ -477,8 +479,11 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-    << "    " << (direct_conv ? kMatchConv : w.batched() ? kMatchBatchMatmul : kMatchMatmul) << "\n"
-    << (direct_conv ? emitCpuConvActions(space, c, "    ") : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout))
+    << "    "
+    << (direct_conv ? (w.conv.depthwise() ? kMatchDepthwise : kMatchConv) : w.batched() ? kMatchBatchMatmul : kMatchMatmul)
+    << "\n"
+    << (direct_conv ? emitCpuConvActions(space, c, "    ", w.conv.depthwise())
+                    : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout))
     << "    transform.yield\n"
     << "  }\n"
     << "}\n";

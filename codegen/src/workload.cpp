@@ -89,7 +89,11 @@ static std::string convPayload(const GemmWorkload& w) {
     return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(e) + "x" + t;
   };
   const std::string in = ty(d.mb, d.ih, d.iw, d.ic), inp = ty(d.mb, d.paddedH(), d.paddedW(), d.ic),
-                    fil = ty(d.kh, d.kw, d.ic, d.oc), out = ty(d.mb, d.oh, d.ow, d.oc);
+                    out = ty(d.mb, d.oh, d.ow, d.oc);
+  // Depthwise: the filter is kh x kw x c (HWC).
+  const std::string fil = d.depthwise() ? std::to_string(d.kh) + "x" + std::to_string(d.kw) + "x" + std::to_string(d.ic) +
+                                              "x" + t
+                                        : ty(d.kh, d.kw, d.ic, d.oc);
   const bool pad = d.ph > 0 || d.pw > 0;
   std::ostringstream o;
   o << "// Sextant payload for " << w.key() << "\n"
@@ -104,7 +108,8 @@ static std::string convPayload(const GemmWorkload& w) {
       << ", 0] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : " << t
       << "\n  } : tensor<" << in << "> to tensor<" << inp << ">\n";
   o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
-    << "  %r = linalg.conv_2d_nhwc_hwcf {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1
+    << "  %r = " << (d.depthwise() ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
+    << " {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1
     << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", " << d.sw << "]> : tensor<2xi64>} ins("
     << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in) << ">, tensor<" << fil << ">) outs(%z : tensor<"
     << out << ">) -> tensor<" << out << ">\n"
@@ -263,8 +268,9 @@ Result<GemmWorkload> makeConvWorkload(const std::string& desc, const std::string
     return Error{"conv2d layout '" + layout + "' is not supported yet (supported: NHWC, i.e. NHWC input and output, HWCF filter)"};
   auto d = parseConvDesc(desc);
   if (!d) return Error{d.error()};
-  if (d->g != 1)
-    return Error{"grouped and depthwise convolutions (g" + std::to_string(d->g) + ") are not supported yet; conv2d tunes g1"};
+  if (d->g != 1 && !d->depthwise())
+    return Error{"grouped convolutions with 1 < g < ic (g" + std::to_string(d->g) +
+                 ") are not supported yet; conv2d tunes g1 and depthwise (g = ic = oc)"};
   auto dt = parseDType(dtype);
   if (!dt) return Error{dt.error()};
   GemmWorkload w;

@@ -92,3 +92,31 @@ assert len(r50) == 23 and sum(n for _, _, n in r50) == 53
 write("resnet50_conv", "ResNet-50 v1.5 convolutions (224x224, batch 1), f32 NHWC/HWCF, with their counts.",
       "He et al. 2016 (ResNet-50 layer table), torchvision v1.5 (stride in the 3x3); 53 convs, 23 distinct",
       [{"name": f"resnet50-{n}", "key": conv(d), "count": c} for n, d, c in r50])
+
+# MobileNetV2 (224x224, batch 1; Sandler et al. 2018, Table 2: t, c, n, s per bottleneck group),
+# its distinct depthwise 3x3 and pointwise 1x1 convolutions with their counts (17 depthwise, 34
+# pointwise: the expansions, projections and the final 1x1 320->1280). The stem (3x3/2, 3->32) is
+# a plain convolution and is left out.
+dw, pw = {}, {}
+def add(d, key, name):
+    if key in d:
+        d[key][1] += 1
+    else:
+        d[key] = [name, 1]
+cin, size = 32, 112
+for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                   (6, 320, 1, 1)]:
+    for i in range(n):
+        stride = s if i == 0 else 1
+        hidden = cin * t
+        if t != 1:
+            add(pw, f"mb1ic{cin}ih{size}oc{hidden}kh1", f"pw-{cin}-{hidden}-{size}")
+        add(dw, f"mb1g{hidden}ic{hidden}oc{hidden}ih{size}kh3sh{stride}ph1", f"dw-{hidden}-{size}-s{stride}")
+        size = size // stride
+        add(pw, f"mb1ic{hidden}ih{size}oc{c}kh1", f"pw-{hidden}-{c}-{size}")
+        cin = c
+add(pw, f"mb1ic{cin}ih{size}oc1280kh1", f"pw-{cin}-1280-{size}")
+assert sum(v[1] for v in dw.values()) == 17 and sum(v[1] for v in pw.values()) == 34
+write("mobilenetv2_conv", "MobileNetV2 depthwise and pointwise convolutions (224x224, batch 1), f32 NHWC, with their counts.",
+      "Sandler et al. 2018 (MobileNetV2, Table 2); 17 depthwise 3x3 and 34 pointwise 1x1 convolutions",
+      [{"name": f"mobilenetv2-{v[0]}", "key": conv(k), "count": v[1]} for d in (dw, pw) for k, v in d.items()])

@@ -31,6 +31,9 @@ OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   }
   const ConvDesc& d = wl.conv;
   dnnl_dims_t sd = {d.mb, d.ic, d.ih, d.iw}, wd = {d.oc, d.ic, d.kh, d.kw}, dd = {d.mb, d.oc, d.oh, d.ow};
+  // Depthwise: grouped weights {g, 1, 1, kh, kw}, stored kh x kw x c (the workload's HWC).
+  dnnl_dims_t gwd = {d.g, 1, 1, d.kh, d.kw}, gws = {1, 1, 1, d.kw * d.g, d.g};
+  const bool dw = d.depthwise();
   dnnl_dims_t strides = {d.sh, d.sw}, dil = {d.dh, d.dw}, pad = {d.ph, d.pw};
   // The right padding that makes the output exactly oh x ow (oneDNN checks it).
   dnnl_dims_t pad_r = {(d.oh - 1) * d.sh + (d.kh - 1) * (d.dh + 1) + 1 - d.ih - d.ph,
@@ -41,8 +44,8 @@ OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   if (api.engine_create(&st->engine, dnnl_cpu, 0) != dnnl_success ||
       api.stream_create(&st->stream, st->engine, dnnl_stream_default_flags) != dnnl_success ||
       api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
-      api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio) != dnnl_success ||
-      api.md_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+      (dw ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio)) != dnnl_success ||
+      api.md_tag(&wany, dw ? 5 : 4, dw ? gwd : wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
       api.md_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
       api.conv_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany, nullptr, &dmd, strides, dil, pad,
                     pad_r) != dnnl_success ||

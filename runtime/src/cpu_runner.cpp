@@ -47,6 +47,7 @@ struct MemRef4D {
   int64_t strides[4];
 };
 using CifaceConv = void (*)(MemRef4D*, MemRef4D*, MemRef4D*);
+using CifaceDepthwise = void (*)(MemRef4D*, MemRef3D*, MemRef4D*);  // filter kh x kw x c
 MemRef4D descriptor4(float* p, int64_t a, int64_t b, int64_t c, int64_t d) {
   return MemRef4D{p, p, 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
 }
@@ -238,8 +239,8 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   return p;
 }
 
-// The convolution's reference: direct loops, accumulated in double (input NHWC, filter HWCF,
-// output NHWC; zero padding; benchdnn's dilation: a gap of d between taps).
+// The convolution's reference: direct loops, accumulated in double (input NHWC, filter HWCF or,
+// depthwise, HWC; output NHWC; zero padding; benchdnn's dilation: a gap of d between taps).
 static void naiveConv(const ConvDesc& d, const float* in, const float* fil, float* out) {
   for (int64_t n = 0; n < d.mb; ++n)
     for (int64_t oy = 0; oy < d.oh; ++oy)
@@ -253,6 +254,11 @@ static void naiveConv(const ConvDesc& d, const float* in, const float* fil, floa
             const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
             if (ix < 0 || ix >= d.iw) continue;
             const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
+            if (d.depthwise()) {  // filter kh x kw x c: channel c reads input channel c
+              const float* f = fil + (ky * d.kw + kx) * d.ic;
+              for (int64_t c = 0; c < d.ic; ++c) acc[size_t(c)] += double(x[c]) * f[c];
+              continue;
+            }
             const float* f = fil + (ky * d.kw + kx) * d.ic * d.oc;
             for (int64_t c = 0; c < d.ic; ++c) {
               const double xv = x[c];
@@ -308,14 +314,18 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
               .dump();
         const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
         if (w.isConv()) {
-          auto fn4 = reinterpret_cast<CifaceConv>(sym);
           const ConvDesc& d = w.conv;
           return measureKernelHere(
               p,
               [&](float* a, float* b, float* c) {
-                MemRef4D da = descriptor4(a, d.mb, d.ih, d.iw, d.ic), db = descriptor4(b, d.kh, d.kw, d.ic, d.oc),
-                         dc = descriptor4(c, d.mb, d.oh, d.ow, d.oc);
-                fn4(&da, &db, &dc);
+                MemRef4D da = descriptor4(a, d.mb, d.ih, d.iw, d.ic), dc = descriptor4(c, d.mb, d.oh, d.ow, d.oc);
+                if (d.depthwise()) {
+                  MemRef3D db = descriptor3(b, d.kh, d.kw, d.ic);
+                  reinterpret_cast<CifaceDepthwise>(sym)(&da, &db, &dc);
+                } else {
+                  MemRef4D db = descriptor4(b, d.kh, d.kw, d.ic, d.oc);
+                  reinterpret_cast<CifaceConv>(sym)(&da, &db, &dc);
+                }
               },
               o);
         }

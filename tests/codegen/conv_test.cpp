@@ -47,13 +47,18 @@ TEST(ConvDesc, BenchdnnFieldsDefaultsAndCanonicalForm) {
   EXPECT_EQ(all->ow, (9 + 2 - 5) / 2 + 1);
   // The canonical text parses to the same problem.
   EXPECT_EQ(*parseConvDesc(all->str()), *all);
-  // Groups parse (depthwise: g = ic = oc) but conv2d tunes g1 for now, and says so.
+  // Depthwise (g = ic = oc) tunes; other groups parse but say they are not supported yet.
   auto dw = parseConvDesc("g32ic32oc32ih56kh3ph1");
   ASSERT_TRUE(dw.ok());
+  EXPECT_TRUE(dw->depthwise());
   EXPECT_EQ(dw->gemmK(), 9);
   auto w = makeConvWorkload("g32ic32oc32ih56kh3ph1", "f32", "NHWC");
-  ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.error().find("not supported yet"), std::string::npos) << w.error();
+  ASSERT_TRUE(w.ok()) << w.error();
+  EXPECT_NE(w->payloadMlir().find("linalg.depthwise_conv_2d_nhwc_hwc"), std::string::npos);
+  EXPECT_NE(w->payloadMlir().find("memref<3x3x32xf32>"), std::string::npos);  // HWC filter
+  auto grouped = makeConvWorkload("g2ic32oc32ih56kh3ph1", "f32", "NHWC");
+  ASSERT_FALSE(grouped.ok());
+  EXPECT_NE(grouped.error().find("not supported yet"), std::string::npos) << grouped.error();
 }
 
 TEST(ConvDesc, BadDescriptorsAreOneClearLine) {
@@ -119,7 +124,10 @@ TEST(ConvSpace, AgainstABruteForceOfItsConstraints) {
 TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
   std::mt19937_64 rng(3);
   for (const char* desc : {"ic16ih14oc32kh3ph1", "ic8ih15oc16kh3sh2ph1", "ic8ih12oc16kh3dh1ph2", "ic3ih14oc16kh7sh2ph3",
-                           "ic32ih7oc32kh3ph1", "ic16ih8oc48kh1", "ic16ih8oc32kh1sh2", "mb2ic8ih6oc16kh3"}) {
+                           "ic32ih7oc32kh3ph1", "ic16ih8oc48kh1", "ic16ih8oc32kh1sh2", "mb2ic8ih6oc16kh3",
+                           // depthwise: padding, stride 2, dilation, an odd channel count
+                           "g32ic32oc32ih14kh3ph1", "g48ic48oc48ih15kh3sh2ph1", "g16ic16oc16ih12kh3dh1ph2",
+                           "g24ic24oc24ih7kh5ph2"}) {
     GemmWorkload w = conv(desc);
     Space s = buildCpuGemmSpace(w, hostCpu());
     std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
@@ -137,6 +145,16 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
 
 // The reference on a case small enough to compute by hand, and a kernel that ignores the
 // padding is caught, the message naming the output element.
+TEST(ConvReference, DepthwiseHandComputedCase) {
+  // Two channels, a 2x2 window: channel 0's filter is ones, channel 1's is twos.
+  GemmWorkload w = conv("g2ic2oc2ih2kh2");
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::vector<float> in = {1, 10, 2, 20, 3, 30, 4, 40}, fil = {1, 2, 1, 2, 1, 2, 1, 2}, out(2, 0);
+  p->runBlas(in.data(), fil.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{10, 200}));
+}
+
 TEST(ConvReference, HandComputedCaseAndAWrongKernelIsCaught) {
   // 1 x 3 x 3 x 1 input 1..9, a 2x2 filter of ones, one output channel, stride 1, no padding: each
   // output is the sum of a 2x2 window.

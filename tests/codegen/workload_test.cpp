@@ -92,6 +92,12 @@ TEST(Suites, TheCommittedSuitesLoadAndHoldTheShapesTheySay) {
   EXPECT_EQ(convs, 53);
   EXPECT_EQ(rc->entries.front().workload.key(),
             "conv2d:NHWC:mb1ic3ih224iw224oc64oh112ow112kh7kw7sh2sw2ph3pw3dh0dw0:f32*f32->f32");
+  auto mn = loadSuite(dir + "/mobilenetv2_conv.json");
+  ASSERT_TRUE(mn.ok()) << mn.error();
+  int64_t dw = 0, pw = 0;
+  for (const auto& e : mn->entries) (e.workload.conv.depthwise() ? dw : pw) += e.count;
+  EXPECT_EQ(dw, 17);
+  EXPECT_EQ(pw, 34);
   auto at = loadSuite(dir + "/attention_bmm.json");
   ASSERT_TRUE(at.ok()) << at.error();
   EXPECT_EQ(at->entries.size(), 6u);

@@ -28,6 +28,8 @@ struct ConvDesc {
   int64_t gemmN() const { return oc; }
   int64_t gemmK() const { return kh * kw * (ic / g); }
   double flops() const { return 2.0 * double(gemmM()) * double(gemmN()) * double(gemmK()); }
+  // One channel per group (g = ic = oc): linalg.depthwise_conv_2d_nhwc_hwc, filter kh x kw x c.
+  bool depthwise() const { return g > 1 && g == ic && g == oc; }
   int64_t inputElements() const { return mb * ih * iw * ic; }
   int64_t filterElements() const { return kh * kw * (ic / g) * oc; }
   int64_t outputElements() const { return mb * oh * ow * oc; }

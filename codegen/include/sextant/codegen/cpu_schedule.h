@@ -34,7 +34,7 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
 // emitCpuGemmSchedule call them for a Conv2d workload.
 Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
 Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
-std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent);
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false);
 // The largest M that has the GEMV route (gemv knob; layout NT).
 constexpr int64_t kGemvMaxM = 8;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
