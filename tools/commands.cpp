@@ -108,9 +108,9 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     out.error = w.error();
     return out;
   }
-  if (w->isConv()) {
-    out.error = "convolution schedules do not go into Transform libraries yet (the library's matchers compare "
-                "contraction dims; issue #31): tune best prints the script";
+  if (convIsGemm(*w)) {
+    out.error = "a 1x1 convolution is tuned as the GEMM of its collapsed operands, which a Transform library "
+                "cannot apply to a conv op yet (issue #31): tune best prints the script";
     return out;
   }
   TargetSpace ts = spaceFor(*w, target);

@@ -126,6 +126,10 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": batched GEMMs have no GPU schedule yet");
       continue;
     }
+    if (!op.conv.empty()) {
+      problems.push_back(where + ": convolutions have no GPU schedule yet");
+      continue;
+    }
     if (!op.init_is_fill) {
       problems.push_back(where + ": C is not initialised by a linalg.fill (GPU schedules fuse the fill into the "
                          "kernel; accumulating into C is not supported)");
@@ -244,9 +248,22 @@ int cmdCompile(const CompileArgs& a) {
       report.push_back({&op, "", "untouched", op.reason});
       continue;
     }
-    auto w = workloadOf(op);
+    auto w = op.conv.empty() ? workloadOf(op) : makeConvWorkload(op.conv, "f32", "NHWC");
     if (!w) {
       report.push_back({&op, "", "untouched", w.error()});
+      continue;
+    }
+    if (w->isConv() && convIsGemm(*w)) {
+      // Tuned as a GEMM of its collapsed operands, which a library cannot apply to the conv op:
+      // the direct route's default schedule.
+      std::string key = w->key();
+      if (!entry_of.count(key)) {
+        Space space = buildCpuConvSpace(*w, cpuForTargetArch(target->arch), cpuArchThreads(target->arch));
+        entry_of[key] = entries.size();
+        entries.push_back(LibraryEntry{*w, space, defaultCpuConvCandidate(space, *w), "default", 0,
+                                       LibraryEntry::Kind::Cpu, {}, {}});
+      }
+      report.push_back({&op, key, "default", "- (1x1: tuned as a GEMM, not applied to conv ops yet)"});
       continue;
     }
     if (op.batch > 0) {

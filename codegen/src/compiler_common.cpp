@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -153,6 +155,52 @@ static std::string typeName(mlir::Type t) {
   return s;
 }
 
+// A linalg.conv_2d_nhwc_hwcf or linalg.depthwise_conv_2d_nhwc_hwc as a benchdnn descriptor in
+// f.conv (issue #31). The padding is read from a tensor.pad of zeros that produces the input
+// (symmetric, on H and W only); otherwise the input is taken as it is (padding 0).
+static void describeConv(mlir::linalg::LinalgOp op, FoundOp& f) {
+  const bool dw = mlir::isa<mlir::linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation());
+  mlir::DenseIntElementsAttr strides, dilations;
+  if (auto c = mlir::dyn_cast<mlir::linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
+    strides = c.getStrides(), dilations = c.getDilations();
+  else if (auto d = mlir::dyn_cast<mlir::linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()))
+    strides = d.getStrides(), dilations = d.getDilations();
+  auto shapeOf = [](mlir::Value v) { return mlir::cast<mlir::ShapedType>(v.getType()); };
+  mlir::Value input = op.getDpsInputOperand(0)->get();
+  auto in = shapeOf(input), fil = shapeOf(op.getDpsInputOperand(1)->get()), out = shapeOf(op.getDpsInitOperand(0)->get());
+  auto elem = [](mlir::Value v) { return mlir::getElementTypeOrSelf(v.getType()); };
+  f.a_type = typeName(elem(input));
+  f.b_type = typeName(elem(op.getDpsInputOperand(1)->get()));
+  f.c_type = typeName(elem(op.getDpsInitOperand(0)->get()));
+  if (!in.hasStaticShape() || !fil.hasStaticShape() || !out.hasStaticShape()) {
+    f.reason = "convolution with dynamic sizes";
+    return;
+  }
+  if (f.a_type != "f32" || f.b_type != "f32" || f.c_type != "f32") {
+    f.reason = "convolution that is not f32";
+    return;
+  }
+  int64_t ph = 0, pw = 0, ih = in.getDimSize(1), iw = in.getDimSize(2);
+  if (auto pad = input.getDefiningOp<mlir::tensor::PadOp>()) {
+    auto lo = pad.getStaticLow(), hi = pad.getStaticHigh();
+    mlir::Value pv = pad.getConstantPaddingValue();
+    if (lo.size() == 4 && hi.size() == 4 && lo[0] == 0 && hi[0] == 0 && lo[3] == 0 && hi[3] == 0 && lo[1] == hi[1] &&
+        lo[2] == hi[2] && lo[1] >= 0 && lo[2] >= 0 && pv && mlir::matchPattern(pv, mlir::m_AnyZeroFloat()) &&
+        shapeOf(pad.getSource()).hasStaticShape()) {
+      ph = lo[1], pw = lo[2];
+      ih = shapeOf(pad.getSource()).getDimSize(1), iw = shapeOf(pad.getSource()).getDimSize(2);
+    }
+  }
+  auto v = [](mlir::DenseIntElementsAttr a, int i) { return a ? a.getValues<int64_t>()[i] : int64_t(1); };
+  const int64_t c = in.getDimSize(3), oc = dw ? c : fil.getDimSize(3);
+  auto n = [](int64_t x) { return std::to_string(x); };
+  f.conv = "mb" + n(in.getDimSize(0)) + (dw ? "g" + n(c) : std::string()) + "ic" + n(c) + "ih" + n(ih) + "iw" + n(iw) +
+           "oc" + n(oc) + "oh" + n(out.getDimSize(1)) + "ow" + n(out.getDimSize(2)) + "kh" + n(fil.getDimSize(0)) + "kw" +
+           n(fil.getDimSize(1)) + "sh" + n(v(strides, 0)) + "sw" + n(v(strides, 1)) + "ph" + n(ph) + "pw" + n(pw) + "dh" +
+           n(v(dilations, 0) - 1) + "dw" + n(v(dilations, 1) - 1);
+  f.supported = true;
+}
+
 Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename) {
   auto ctx = makeContext();
   DiagCollector diags(ctx.get());
@@ -160,7 +208,8 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
   if (!mod) return Error{filename + " does not parse: " + diags.text};
   std::vector<FoundOp> found;
   mod->walk([&](mlir::linalg::LinalgOp op) {
-    if (!mlir::linalg::isaContractionOpInterface(op)) return;
+    const bool conv = mlir::isa<mlir::linalg::Conv2DNhwcHwcfOp, mlir::linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation());
+    if (!conv && !mlir::linalg::isaContractionOpInterface(op)) return;
     FoundOp f;
     f.op_name = op->getName().getStringRef().str();
     if (auto fn = op->getParentOfType<mlir::func::FuncOp>()) f.function = fn.getSymName().str();
@@ -173,6 +222,11 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
     } else {
       llvm::raw_string_ostream os(f.location);
       os << op->getLoc();
+    }
+    if (conv) {
+      describeConv(op, f);
+      found.push_back(f);
+      return;
     }
     auto dims = mlir::linalg::inferContractionDims(op);
     if (mlir::failed(dims) || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) {

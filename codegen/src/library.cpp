@@ -1,6 +1,7 @@
 #include "sextant/codegen/library.h"
 
 #include <sstream>
+#include <vector>
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/gpu_schedule.h"
@@ -8,6 +9,7 @@
 namespace sextant {
 
 std::string matcherSignature(const GemmWorkload& w, int64_t batch) {
+  if (w.isConv()) return w.key();  // the matcher compares every loop size, the strides and the dilations
   return (batch > 0 ? std::to_string(batch) + "x" : std::string()) + w.gemmShapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
          std::to_string(dtypeBytes(w.b_type) * 8) + "," + std::to_string(dtypeBytes(w.c_type) * 8);
 }
@@ -25,7 +27,52 @@ static std::string escape(const std::string& s) {
   return o;
 }
 
+// A convolution's matcher (issue #31): the op's name, every loop size ((n, oh, ow, f, kh, kw, c), or
+// (n, oh, ow, c, kh, kw) depthwise), the strides and the dilations, so 3x3/2 and 3x3/1 with the same
+// loop sizes are told apart. The padding is the producer's (a tensor.pad), not the op's.
+static void emitConvMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w) {
+  const std::string H = "!transform.any_op", P = "!transform.param<i64>";
+  const ConvDesc& d = w.conv;
+  const bool dw = d.depthwise();
+  auto param = [&](const std::string& name, int64_t v) {
+    o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
+  };
+  auto cmp = [&](const std::string& a, const std::string& b) {
+    o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
+  };
+  o << "  // " << w.key() << "\n"
+    << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n"
+    << "    transform.match.operation_name %op [\"" << (dw ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
+    << "\"] : " << H << "\n"
+    << "    %0 = transform.match.structured failures(propagate) %op : (" << H << ") -> " << H << " {\n"
+    << "    ^bb0(%s: " << H << "):\n";
+  const std::vector<int64_t> dims = dw ? std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw}
+                                       : std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw, d.ic};
+  for (size_t k = 0; k < dims.size(); ++k) {
+    o << "      %d" << k << " = transform.match.structured.dim %s[" << k << "] : (" << H << ") -> " << P << "\n";
+    param("d" + std::to_string(k) + "_want", dims[k]);
+    cmp("d" + std::to_string(k), "d" + std::to_string(k) + "_want");
+  }
+  o << "      %batch, %oi, %oc, %fl, %ic, %depth, %strides, %dilations = "
+       "transform.match.structured.classify_convolution_dims %s : ("
+    << H << ") -> (" << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P
+    << ")\n";
+  param("sh", d.sh);
+  param("sw", d.sw);
+  param("dil_h", d.dh + 1);
+  param("dil_w", d.dw + 1);
+  o << "      %strides_want = transform.merge_handles %sh, %sw : " << P << "\n"
+    << "      %dilations_want = transform.merge_handles %dil_h, %dil_w : " << P << "\n";
+  cmp("strides", "strides_want");
+  cmp("dilations", "dilations_want");
+  o << "      transform.match.structured.yield %s : " << H << "\n"
+    << "    }\n"
+    << "    transform.yield %0 : " << H << "\n"
+    << "  }\n";
+}
+
 static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
+  if (w.isConv()) return emitConvMatcher(o, i, w);
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
   auto param = [&](const std::string& name, int64_t v) {
     o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
@@ -119,7 +166,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     for (const auto& [k, v] : e.provenance) o << ", sextant." << k << " = \"" << escape(v) << "\"";
     o << "} {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
-      << (gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+      << (gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+          : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
               : !e.actions.empty() && e.batch == 0 ? e.actions
                                                    : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m,
                                                                       e.workload.layout))

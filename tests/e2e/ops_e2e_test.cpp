@@ -83,8 +83,8 @@ TEST(BatchMatmulCli, BadOpShapeAndTargetAreOneClearLine) {
 
 // conv2d: tuned (both routes), recorded under its benchdnn key, measured against oneDNN's
 // convolution when oneDNN is installed (and against no BLAS: they have no convolution), printed by
-// tune best, and left out of Transform libraries with a warning.
-TEST(ConvCli, TunedRecordedAgainstOnednnAndNotExported) {
+// tune best, and exported (the 1x1 one, tuned as a GEMM, skipped with a warning).
+TEST(ConvCli, TunedRecordedAgainstOnednnAndExported) {
   const std::string db = tmp("conv.db");
   removeDb(db);
   for (const char* shape : {"mb1ic16ih14oc32kh3sh2ph1", "ic16ih8oc32kh1", "mb1g16ic16oc16ih14kh3ph1"}) {
@@ -105,9 +105,99 @@ TEST(ConvCli, TunedRecordedAgainstOnednnAndNotExported) {
   Outcome best = tune("best --op conv2d --shape mb1ic16ih14oc32kh3sh2ph1 --db " + db);
   ASSERT_EQ(best.code, 0) << best.err;
   EXPECT_NE(best.out.find("linalg.conv_2d_nhwc_hwcf"), std::string::npos) << best.out;
+  // Export: the direct-route records go into the library (matched by op, loop sizes, strides and
+  // dilations); the 1x1 one, tuned as a GEMM, is skipped with a warning.
   const std::string lib = tmp("conv_lib.mlir");
   Outcome ex = tune("export --db " + db + " --target cpu -o " + lib);
-  EXPECT_NE(ex.err.find("convolution schedules do not go into Transform libraries yet"), std::string::npos) << ex.err;
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  EXPECT_NE(ex.err.find("a 1x1 convolution is tuned as the GEMM"), std::string::npos) << ex.err;
+  const std::string text = slurp(lib);
+  EXPECT_NE(text.find("linalg.conv_2d_nhwc_hwcf"), std::string::npos);
+  EXPECT_NE(text.find("linalg.depthwise_conv_2d_nhwc_hwc"), std::string::npos);
+  EXPECT_NE(text.find("classify_convolution_dims"), std::string::npos);
+  std::filesystem::remove(lib);
+  removeDb(db);
+}
+
+// tune compile of a module with two convolutions whose loop sizes are the same but whose strides
+// differ (3x3/1 on 8x8, 3x3/2 on 16x16, both padded by a tensor.pad) and a depthwise one: each gets
+// its own tuned record (the matcher tells the strides apart), and the result is right.
+TEST(ConvCli, CompileAppliesEachConvolutionsOwnRecord) {
+  const std::string db = tmp("convs.db");
+  removeDb(db);
+  const char* shapes[] = {"mb1ic16ih8oc32kh3ph1", "mb1ic16ih16oc32kh3sh2ph1", "mb1g16ic16oc16ih8kh3ph1"};
+  for (const char* shape : shapes) {
+    Outcome r = tune(std::string("--op conv2d --shape ") + shape + " --trials 2 --final-rounds 0 --min-time 0.001 --quiet --db " + db);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::string so = tmp("convs.so"), lib = tmp("convs_lib.mlir");
+  Outcome c = tune("compile " + std::string(DATA_DIR) + "/convs.mlir --db " + db + " -o " + so + " --emit-library " + lib);
+  ASSERT_EQ(c.code, 0) << c.err;
+  for (const char* key : {"conv2d:NHWC:mb1ic16ih8iw8oc32oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32",
+                          "conv2d:NHWC:mb1ic16ih16iw16oc32oh8ow8kh3kw3sh2sw2ph1pw1dh0dw0:f32*f32->f32",
+                          "conv2d:NHWC:mb1g16ic16ih8iw8oc16oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32"}) {
+    const size_t at = c.out.find(key);
+    ASSERT_NE(at, std::string::npos) << key << "\n" << c.out;
+    const std::string line = c.out.substr(at, c.out.find('\n', at) - at);
+    EXPECT_NE(line.find("tuned (record"), std::string::npos) << line;
+  }
+  // The result, against direct loops.
+  struct D4 {
+    float *alloc, *aligned;
+    int64_t offset, sizes[4], strides[4];
+  };
+  struct D3 {
+    float *alloc, *aligned;
+    int64_t offset, sizes[3], strides[3];
+  };
+  auto d4 = [](std::vector<float>& v, int64_t a, int64_t b, int64_t cc, int64_t d) {
+    return D4{v.data(), v.data(), 0, {a, b, cc, d}, {b * cc * d, cc * d, d, 1}};
+  };
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D4*, D4*, D4*, D4*, D4*, D4*, D3*, D4*)>(dlsym(h, "_mlir_ciface_convs"));
+  ASSERT_NE(fn, nullptr);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto rnd = [&](size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  std::vector<float> x = rnd(8 * 8 * 16), f1 = rnd(9 * 16 * 32), x2 = rnd(16 * 16 * 16), f2 = rnd(9 * 16 * 32),
+                     f3 = rnd(9 * 16), y1(8 * 8 * 32, NAN), y2(8 * 8 * 32, NAN), y3(8 * 8 * 16, NAN);
+  D4 dx = d4(x, 1, 8, 8, 16), df1 = d4(f1, 3, 3, 16, 32), dy1 = d4(y1, 1, 8, 8, 32), dx2 = d4(x2, 1, 16, 16, 16),
+     df2 = d4(f2, 3, 3, 16, 32), dy2 = d4(y2, 1, 8, 8, 32), dy3 = d4(y3, 1, 8, 8, 16);
+  D3 df3{f3.data(), f3.data(), 0, {3, 3, 16}, {48, 16, 1}};
+  fn(&dx, &df1, &dy1, &dx2, &df2, &dy2, &df3, &dy3);
+  // out[oy][ox][o] = sum in[oy*s-1+ky][ox*s-1+kx][c] * f[ky][kx][c][o] (depthwise: c == o).
+  auto check = [](const std::vector<float>& in, int64_t ih, const std::vector<float>& f, const std::vector<float>& out,
+                  int64_t s, int64_t ic, int64_t oc, bool dw, const char* name) {
+    double worst = 0;
+    for (int64_t oy = 0; oy < 8; ++oy)
+      for (int64_t ox = 0; ox < 8; ++ox)
+        for (int64_t o = 0; o < oc; ++o) {
+          double acc = 0;
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const int64_t iy = oy * s - 1 + ky, ix = ox * s - 1 + kx;
+              if (iy < 0 || iy >= ih || ix < 0 || ix >= ih) continue;
+              if (dw)
+                acc += double(in[size_t((iy * ih + ix) * ic + o)]) * f[size_t((ky * 3 + kx) * ic + o)];
+              else
+                for (int64_t cc = 0; cc < ic; ++cc)
+                  acc += double(in[size_t((iy * ih + ix) * ic + cc)]) * f[size_t(((ky * 3 + kx) * ic + cc) * oc + o)];
+            }
+          const double got = out[size_t((oy * 8 + ox) * oc + o)];
+          worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(acc - got));
+        }
+    EXPECT_LT(worst, 1e-4) << name;
+  };
+  check(x, 8, f1, y1, 1, 16, 32, false, "3x3/1");
+  check(x2, 16, f2, y2, 2, 16, 32, false, "3x3/2");
+  check(x, 8, f3, y3, 1, 16, 16, true, "depthwise");
+  dlclose(h);
+  std::filesystem::remove(so);
   std::filesystem::remove(lib);
   removeDb(db);
 }

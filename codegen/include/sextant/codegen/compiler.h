@@ -110,7 +110,7 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
 Result<std::map<std::string, int64_t>> readAmdgpuMetadata(const std::string& hsaco_bytes);
 
 // A GEMM-like op found in a module: linalg.matmul, linalg.batch_matmul, or a linalg.generic
-// contraction that is a matmul.
+// contraction that is a matmul; and the 2-D convolutions Sextant tunes.
 struct FoundOp {
   std::string op_name;   // "linalg.matmul", "linalg.generic", ...
   std::string location;  // "file:line:col"
@@ -121,6 +121,10 @@ struct FoundOp {
   std::string layout;                  // "NN", "NT", "TN"
   std::string function;                // the enclosing func.func
   bool init_is_fill = false;           // C initialised by a linalg.fill (GPU schedules fuse it)
+  // A convolution (linalg.conv_2d_nhwc_hwcf, linalg.depthwise_conv_2d_nhwc_hwc; issue #31): its
+  // benchdnn descriptor, the padding read from a zero tensor.pad that produces its input (empty for
+  // contractions).
+  std::string conv;
 };
 Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename);
 
