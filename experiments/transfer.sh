@@ -28,7 +28,8 @@ if [ "${1:-}" = "--part" ]; then part=$2; shift 2; fi
 # models': compare strategies over two or more seeds (experiments/transfer_summary.py).
 suffix=
 if [ "${1:-}" = "--model-seed" ]; then suffix=_seed$2; fi  # the option itself goes on to transfer
-base="datasets/cpu/zen5/replay_*.jsonl.gz datasets/cpu/replay_*.jsonl.gz"
+# replay_[0-9]*: the GEMM datasets (zen5/replay_conv_* are convolutions, issue #31)
+base="datasets/cpu/zen5/replay_[0-9]*.jsonl.gz datasets/cpu/replay_*.jsonl.gz"
 run() {  # NAME DATASETS HOLD-OUT STRATEGIES VARIANTS [extra...]
   name=$1 data=$2 hold=$3 strategies=$4 variants=$5
   shift 5
