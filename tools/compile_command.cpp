@@ -63,14 +63,17 @@ void printReport(const std::vector<ReportLine>& report, int op_w, int loc_w, int
   }
 }
 
-// The workload of a contraction tune compile supports (error: why it has none).
+// The workload of an op tune compile supports (error: why it has none): a convolution's from its
+// descriptor, a batched matmul's (tune --op batch_matmul) or a GEMM's.
 Result<GemmWorkload> workloadOf(const FoundOp& op) {
+  if (!op.conv.empty()) return makeConvWorkload(op.conv, "f32", "NHWC");
   GemmWorkload w;
   w.m = op.m, w.n = op.n, w.k = op.k;
   auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
   if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
   w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
   w.layout = *parseLayout(op.layout);
+  if (op.batch > 0) w.op = OpKind::BatchMatmul, w.batch = op.batch;
   return w;
 }
 
@@ -248,7 +251,7 @@ int cmdCompile(const CompileArgs& a) {
       report.push_back({&op, "", "untouched", op.reason});
       continue;
     }
-    auto w = op.conv.empty() ? workloadOf(op) : makeConvWorkload(op.conv, "f32", "NHWC");
+    auto w = workloadOf(op);
     if (!w) {
       report.push_back({&op, "", "untouched", w.error()});
       continue;
@@ -265,12 +268,6 @@ int cmdCompile(const CompileArgs& a) {
       }
       report.push_back({&op, key, "default", "- (1x1: tuned as a GEMM, not applied to conv ops yet)"});
       continue;
-    }
-    if (op.batch > 0) {
-      // A batched matmul (issue #31): its own workload (tune --op batch_matmul), whose tuned
-      // record applies, else the default schedule.
-      w->op = OpKind::BatchMatmul;
-      w->batch = op.batch;
     }
     std::string key = w->key();
     if (!entry_of.count(key)) {

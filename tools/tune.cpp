@@ -75,7 +75,7 @@ std::string fmt(const char* f, double v) {
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
   auto op = findOp(a.op);
   if (!op) return Error{op.error()};
-  const std::string shape = !a.shape.empty() ? a.shape : (*op)->kind == OpKind::Gemm ? kDefaultShape : (*op)->default_shape;
+  const std::string shape = !a.shape.empty() ? a.shape : (*op)->default_shape;
   auto w = (*op)->make(shape, a.dtype, a.layout);
   if (!w) return w;
   if (!(*op)->gpu) {
@@ -91,9 +91,10 @@ void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
   for (const OpInfo& op : registeredOps()) ops_help += std::string("\n  ") + op.name + ": " + op.summary;
   app->add_option("--op", a.op, ops_help)->capture_default_str();
   app->add_option("--shape", a.shape,
-                  std::string("sizes: gemm MxNxK (default: ") + kDefaultShape +
-                      ", tuned in about 2-3 minutes); batch_matmul BxMxNxK (default 32x256x256x128); conv2d a "
-                      "benchdnn descriptor (default mb1ic64ih56oc64kh3ph1)");
+                  std::string("sizes: gemm MxNxK (default: ") + opInfo(OpKind::Gemm).default_shape +
+                      ", tuned in about 2-3 minutes); batch_matmul BxMxNxK (default " +
+                      opInfo(OpKind::BatchMatmul).default_shape + "); conv2d a benchdnn descriptor (default " +
+                      opInfo(OpKind::Conv2d).default_shape + ")");
   app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
       ->capture_default_str();
   app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")

@@ -19,7 +19,6 @@ class App;
 
 namespace sextant::cli {
 
-constexpr const char* kDefaultShape = "512x512x512";
 constexpr int64_t kDefaultTrials = 200;
 
 extern std::atomic<bool> g_stop;

@@ -15,37 +15,29 @@
 #include "sextant/codegen/cpu_schedule.h"
 
 namespace sextant {
+using cpu_detail::dividing;
 using cpu_detail::hoistAndLowerContractions;
 using cpu_detail::knobOp;
 
-namespace {
-// The values of `options` that divide dim, plus dim itself when at most cap.
-std::vector<int64_t> divisorsOf(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
-  std::vector<int64_t> out;
-  for (int64_t v : options)
-    if (v <= dim && dim % v == 0) out.push_back(v);
-  if (dim <= cap && std::find(out.begin(), out.end(), dim) == out.end()) out.push_back(dim);
-  if (out.empty()) out.push_back(1);
-  std::sort(out.begin(), out.end());
-  return out;
+int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_ow, int64_t tile_f) {
+  return d.mb * (d.oh / tile_oh) * (d.ow / tile_ow) * (d.oc / tile_f);
 }
-}  // namespace
 
 Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
   const ConvDesc& d = w.conv;
   const int64_t vw = std::max(4, cpu.f32Lanes()), nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
-  knobs.push_back({"tile_oh", divisorsOf({1, 2, 4, 7, 8, 14, 16, 28, 32, 56}, d.oh, 64), "output rows per forall block"});
-  knobs.push_back({"tile_ow", divisorsOf({7, 8, 14, 16, 28, 32, 56, 64, 112}, d.ow, 128),
+  knobs.push_back({"tile_oh", dividing({1, 2, 4, 7, 8, 14, 16, 28, 32, 56}, d.oh, 64), "output rows per forall block"});
+  knobs.push_back({"tile_ow", dividing({7, 8, 14, 16, 28, 32, 56, 64, 112}, d.ow, 128),
                    "output columns per forall block"});
-  knobs.push_back({"tile_f", divisorsOf({16, 32, 64, 128, 256}, d.oc, 256), "output channels per forall block"});
-  knobs.push_back({"reg_ow", divisorsOf({1, 2, 4, 6, 7, 8, 12, 14, 16}, d.ow, 16),
+  knobs.push_back({"tile_f", dividing({16, 32, 64, 128, 256}, d.oc, 256), "output channels per forall block"});
+  knobs.push_back({"reg_ow", dividing({1, 2, 4, 6, 7, 8, 12, 14, 16}, d.ow, 16),
                    "output columns of the register tile"});
   std::vector<int64_t> rf = {vw, 2 * vw, 4 * vw};
-  if (d.oc % vw != 0) rf = divisorsOf({1, 2, 4, 8}, d.oc, 8);
+  if (d.oc % vw != 0) rf = dividing({1, 2, 4, 8}, d.oc, 8);
   knobs.push_back({"reg_f", rf, "output channels of the register tile (multiples of the vector width)"});
   // Depthwise: each output channel reads one input channel, nothing to reduce over channels.
-  knobs.push_back({"tile_c", divisorsOf({1, 2, 4, 8, 16, 32}, d.ic / d.g, 4), "input channels per reduction step"});
+  knobs.push_back({"tile_c", dividing({1, 2, 4, 8, 16, 32}, d.ic / d.g, 4), "input channels per reduction step"});
   knobs.push_back({"tile_kw", d.kw > 1 ? std::vector<int64_t>{1, d.kw} : std::vector<int64_t>{1},
                    "filter columns per reduction step (1, or the whole filter row)"});
   knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles over output columns outer, 1: channels outer"});
@@ -59,9 +51,9 @@ Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   if (threads > 1) {
     knobs.push_back({"threads", {threads}, "OpenMP threads running the forall of blocks (tune --threads)"});
     const int64_t most = d.mb * d.oh * d.ow * ((d.oc + 15) / 16);
-    const int64_t need = std::min<int64_t>(threads, most), mb = d.mb, oh = d.oh, ow = d.ow, oc = d.oc;
-    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1, 2}, [=](const std::vector<int64_t>& v) {
-                                return mb * (oh / v[0]) * (ow / v[1]) * (oc / v[2]) >= need;
+    const int64_t need = std::min<int64_t>(threads, most);
+    cons.push_back(Constraint{"at least as many blocks as threads", {0, 1, 2}, [d, need](const std::vector<int64_t>& v) {
+                                return cpuConvParallelBlocks(d, v[0], v[1], v[2]) >= need;
                               }});
   }
   return Space("cpu_conv2d_v1", std::move(knobs), std::move(cons));

@@ -8,10 +8,11 @@
 #include "cpu_schedule_internal.h"
 
 namespace sextant {
+using cpu_detail::dividing;
 using cpu_detail::hoistAndLowerContractions;
 using cpu_detail::knobOp;
 
-static std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
+std::vector<int64_t> cpu_detail::dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
   std::vector<int64_t> out;
   for (int64_t v : options)
     if (v <= dim && dim % v == 0) out.push_back(v);
@@ -73,7 +74,7 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // NT (issue #31): pack_b = 1 is the transposed-B route (cpu_route_transposed_b.cpp): B packed
   // once per call, by a transpose, into K x tile_n panels; batched or not.
   const bool nt = w.layout == Layout::NT;
-  knobs.push_back({"pack_b", (!nt && !batched) || nt ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+  knobs.push_back({"pack_b", nt || !batched ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
                    "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first (NT: B transposed "
                    "once per call into K x tile_n panels); 0: read B in place", 0});
   const int pack_b_i = int(knobs.size()) - 1;
@@ -443,15 +444,18 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   return o.str();
 }
 
-// The schedule's handle on the matmul: emitted by emitCpuGemmSchedule, found by cpuGemmActionsOf.
-static const char* const kMatchMatmul =
-    "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
-static const char* const kMatchBatchMatmul =
-    "%mm = transform.structured.match ops{[\"linalg.batch_matmul\"]} in %root : (!transform.any_op) -> !transform.any_op";
-static const char* const kMatchConv =
-    "%mm = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\"]} in %root : (!transform.any_op) -> !transform.any_op";
-static const char* const kMatchDepthwise =
-    "%mm = transform.structured.match ops{[\"linalg.depthwise_conv_2d_nhwc_hwc\"]} in %root : (!transform.any_op) -> !transform.any_op";
+// The ops a payload computes (payloadOp picks the workload's) and the schedule's handle on it:
+// emitted by emitCpuGemmSchedule, found by cpuGemmActionsOf.
+static const char* const kPayloadOps[] = {"linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nhwc_hwcf",
+                                          "linalg.depthwise_conv_2d_nhwc_hwc"};
+static const char* payloadOp(const GemmWorkload& w) {
+  if (w.isConv() && !convIsGemm(w)) return w.conv.depthwise() ? kPayloadOps[3] : kPayloadOps[2];
+  return w.batched() ? kPayloadOps[1] : kPayloadOps[0];  // (a 1x1 convolution's payload is a linalg.matmul)
+}
+static std::string matchLine(const char* op) {
+  return std::string("%mm = transform.structured.match ops{[\"") + op +
+         "\"]} in %root : (!transform.any_op) -> !transform.any_op";
+}
 
 std::string cpuGemmActionsOf(const std::string& schedule) {
   std::istringstream in(schedule);
@@ -459,8 +463,7 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
   bool inside = false;
   while (std::getline(in, line)) {
     if (!inside) {
-      inside = line.find(kMatchMatmul) != std::string::npos || line.find(kMatchBatchMatmul) != std::string::npos ||
-               line.find(kMatchConv) != std::string::npos || line.find(kMatchDepthwise) != std::string::npos;
+      for (const char* op : kPayloadOps) inside = inside || line.find(matchLine(op)) != std::string::npos;
       continue;
     }
     const size_t first = line.find_first_not_of(' ');
@@ -471,17 +474,14 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
 }
 
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
-  // A 1x1 convolution's payload is a linalg.matmul (convIsGemm); other convolutions take the direct route.
-  const bool direct_conv = w.isConv() && !convIsGemm(w);
+  const bool direct_conv = w.isConv() && !convIsGemm(w);  // (1x1 convolutions take the GEMM route)
   std::ostringstream o;
   o << "// Sextant CPU " << (w.isConv() ? "convolution" : "GEMM") << " schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
     << "// workload: " << w.key() << "\n"
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-    << "    "
-    << (direct_conv ? (w.conv.depthwise() ? kMatchDepthwise : kMatchConv) : w.batched() ? kMatchBatchMatmul : kMatchMatmul)
-    << "\n"
+    << "    " << matchLine(payloadOp(w)) << "\n"
     << (direct_conv ? emitCpuConvActions(space, c, "    ", w.conv.depthwise())
                     : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout))
     << "    transform.yield\n"

@@ -1,12 +1,18 @@
-// Pieces of the CPU GEMM emitter shared by its routes (cpu_schedule.cpp: the GEMM and GEMV routes;
-// cpu_route_transposed_b.cpp: B stored transposed, packed by a transpose).
+// Pieces of the CPU spaces and emitters shared by their routes (cpu_schedule.cpp: the GEMM and GEMV
+// routes; cpu_route_transposed_b.cpp: B stored transposed, packed by a transpose; cpu_conv.cpp:
+// convolutions).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sextant/codegen/space.h"
 
 namespace sextant::cpu_detail {
+
+// The values of `options` that divide `dim`, plus `dim` itself when at most `cap`; for an awkward
+// size none of them divides, its largest divisors under the cap. Sorted.
+std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap);
 
 // A transform.tune.knob op with `selected` filled.
 std::string knobOp(const Knob& k, int64_t selected);

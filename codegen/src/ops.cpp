@@ -4,14 +4,14 @@ namespace sextant {
 
 const std::vector<OpInfo>& registeredOps() {
   static const std::vector<OpInfo> ops = {
-      {OpKind::Gemm, "gemm", "MxNxK", "1024x1024x1024",
-       "C[M,N] = A[M,K] * B[K,N] (linalg.matmul); --layout NN, NT, TN", true, true, makeGemmWorkload},
-      {OpKind::BatchMatmul, "batch_matmul", "BxMxNxK", "32x256x256x128",
+      {OpKind::Gemm, "gemm", "512x512x512", "C[M,N] = A[M,K] * B[K,N] (linalg.matmul); --layout NN, NT, TN", true,
+       makeGemmWorkload},
+      {OpKind::BatchMatmul, "batch_matmul", "32x256x256x128",
        "C[b,M,N] = A[b,M,K] * B[b,K,N] for b < B (linalg.batch_matmul); --layout NN, NT (attention's Q.K^T), TN",
-       true, false, makeBatchMatmulWorkload},
-      {OpKind::Conv2d, "conv2d", "a benchdnn descriptor, e.g. mb1ic64ih56oc64kh3ph1", "mb1ic64ih56oc64kh3ph1",
-       "2-D convolution (linalg.conv_2d_nhwc_hwcf): input NHWC, filter HWCF; strides, padding, dilation; groups 1",
-       true, false, makeConvWorkload},
+       false, makeBatchMatmulWorkload},
+      {OpKind::Conv2d, "conv2d", "mb1ic64ih56oc64kh3ph1",
+       "2-D convolution (linalg.conv_2d_nhwc_hwcf): input NHWC, filter HWCF; strides, padding, dilation; groups 1 and depthwise",
+       false, makeConvWorkload},
   };
   return ops;
 }

@@ -1,5 +1,6 @@
 #include "sextant/codegen/workload.h"
 
+#include <initializer_list>
 #include <sstream>
 #include <vector>
 
@@ -75,9 +76,15 @@ int64_t GemmWorkload::bytesNeeded() const {
   return aElements() * dtypeBytes(a_type) + bElements() * dtypeBytes(b_type) + 2 * cElements() * dtypeBytes(c_type);
 }
 
+// "4x8x16xf32": a tensor or memref type's shape and element type.
+static std::string shapedType(std::initializer_list<int64_t> dims, DType t) {
+  std::string s;
+  for (int64_t d : dims) s += std::to_string(d) + "x";
+  return s + dtypeName(t);
+}
+// A GEMM operand's type: r x c, with a leading batch dimension when b > 0.
 static std::string tensorType(int64_t b, int64_t r, int64_t c, DType t) {
-  return (b > 0 ? std::to_string(b) + "x" : std::string()) + std::to_string(r) + "x" + std::to_string(c) + "x" +
-         dtypeName(t);
+  return b > 0 ? shapedType({b, r, c}, t) : shapedType({r, c}, t);
 }
 
 // linalg.conv_2d_nhwc_hwcf on the input padded by a tensor.pad (in the payload: the kernel pads,
@@ -85,15 +92,12 @@ static std::string tensorType(int64_t b, int64_t r, int64_t c, DType t) {
 static std::string convPayload(const GemmWorkload& w) {
   const ConvDesc& d = w.conv;
   const std::string t = dtypeName(w.a_type);
-  auto ty = [&](int64_t a, int64_t b, int64_t c, int64_t e) {
-    return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(e) + "x" + t;
-  };
-  const std::string in = ty(d.mb, d.ih, d.iw, d.ic), inp = ty(d.mb, d.paddedH(), d.paddedW(), d.ic),
-                    out = ty(d.mb, d.oh, d.ow, d.oc);
+  const DType e = w.a_type;
+  const std::string in = shapedType({d.mb, d.ih, d.iw, d.ic}, e),
+                    inp = shapedType({d.mb, d.paddedH(), d.paddedW(), d.ic}, e),
+                    out = shapedType({d.mb, d.oh, d.ow, d.oc}, e);
   // Depthwise: the filter is kh x kw x c (HWC).
-  const std::string fil = d.depthwise() ? std::to_string(d.kh) + "x" + std::to_string(d.kw) + "x" + std::to_string(d.ic) +
-                                              "x" + t
-                                        : ty(d.kh, d.kw, d.ic, d.oc);
+  const std::string fil = d.depthwise() ? shapedType({d.kh, d.kw, d.ic}, e) : shapedType({d.kh, d.kw, d.ic, d.oc}, e);
   const bool pad = d.ph > 0 || d.pw > 0;
   std::ostringstream o;
   o << "// Sextant payload for " << w.key() << "\n"
@@ -137,12 +141,10 @@ GemmWorkload convAsGemm(const GemmWorkload& w) {
 // (no copy) and multiplies.
 static std::string conv1x1Payload(const GemmWorkload& w) {
   const ConvDesc& d = w.conv;
-  const std::string t = dtypeName(w.a_type);
-  auto ty4 = [&](int64_t a, int64_t b, int64_t c, int64_t e) {
-    return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(e) + "x" + t;
-  };
-  auto ty2 = [&](int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b) + "x" + t; };
-  const std::string in = ty4(d.mb, d.ih, d.iw, d.ic), fil = ty4(1, 1, d.ic, d.oc), out = ty4(d.mb, d.oh, d.ow, d.oc);
+  const DType e = w.a_type;
+  auto ty2 = [e](int64_t a, int64_t b) { return shapedType({a, b}, e); };
+  const std::string in = shapedType({d.mb, d.ih, d.iw, d.ic}, e), fil = shapedType({1, 1, d.ic, d.oc}, e),
+                    out = shapedType({d.mb, d.oh, d.ow, d.oc}, e);
   std::string body = convAsGemm(w).payloadMlir();
   const size_t start = body.find("func.func"), end = body.find('\n', start);
   std::ostringstream o;

@@ -105,10 +105,9 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double b_row = knob("pack_b") == 1 ? tn : double(w.n);
   // Likewise A's row with pack_a (tile_k), and the forall's blocks with the outer loop order.
   const double a_row = knob("pack_a") == 1 ? tk : double(w.k);
-  const double blocks = direct_conv ? double(w.conv.mb) * double(w.conv.oh / space.valueOr(c, "tile_oh", 1)) *
-                                          double(w.conv.ow / space.valueOr(c, "tile_ow", 1)) *
-                                          double(w.conv.oc / space.valueOr(c, "tile_f", 1))
-                                    : double(w.batch) * double(cpuParallelBlocks(w.m, w.n, v[0], v[1], knob("outer_order")));
+  const double blocks =
+      direct_conv ? double(cpuConvParallelBlocks(w.conv, knob("tile_oh"), knob("tile_ow"), knob("tile_f")))
+                  : double(w.batch) * double(cpuParallelBlocks(w.m, w.n, v[0], v[1], knob("outer_order")));
   return {lg(tm), lg(tn), lg(tk), lg(rm), lg(rn), lg(uk), float(v[6]),
           lg(tm * tk * e / l1), lg(tk * tn * e / l2), lg(tm * tn * 4 / l2), lg((tm * tk + tk * tn) * e + tm * tn * 4) - lg(llc),
           lg(tk * rn * e / l1), float(acc / loads), float(acc / cpu.vector_registers), float(cols),

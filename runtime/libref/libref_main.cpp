@@ -23,7 +23,7 @@
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
-#include "onednn_matmul.h"
+#include "onednn_primitives.h"
 
 using json = nlohmann::json;
 using namespace sextant;
@@ -174,20 +174,17 @@ int probe() {
     out.push_back(entry("onednn", "", true, "", d.version, d.kernels, "dnnl_sgemm"));
   else
     out.push_back(entry("onednn", "", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
-  // The matmul primitive (issue #31: the batched matmul's reference; for GEMMs another contender).
-  if (!d.h)
-    out.push_back(entry("onednn", "matmul", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
-  else if (!libref::onednnMatmulBuilt())
-    out.push_back(entry("onednn", "matmul", false, libref::makeOnednnMatmul(nullptr, GemmWorkload{}).error, "", "", ""));
-  else
-    out.push_back(entry("onednn", "matmul", true, "", d.version, d.kernels, "matmul primitive"));
-  // Convolutions (issue #31): oneDNN's convolution primitive, the only contender for conv2d.
-  if (!d.h)
-    out.push_back(entry("onednn", "conv", false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
-  else if (!libref::onednnMatmulBuilt())
-    out.push_back(entry("onednn", "conv", false, libref::makeOnednnConv(nullptr, GemmWorkload{}).error, "", "", ""));
-  else
-    out.push_back(entry("onednn", "conv", true, "", d.version, d.kernels, "convolution primitive"));
+  // Its primitives (issue #31): matmul (the batched matmul's reference; for GEMMs another
+  // contender) and convolution (the only contender for conv2d).
+  for (auto [config, routine] : {std::pair<const char*, const char*>{"matmul", "matmul primitive"},
+                                 {"conv", "convolution primitive"}}) {
+    if (!d.h)
+      out.push_back(entry("onednn", config, false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
+    else if (!libref::onednnPrimitivesBuilt())
+      out.push_back(entry("onednn", config, false, libref::kOnednnHeadersMissing, "", "", ""));
+    else
+      out.push_back(entry("onednn", config, true, "", d.version, d.kernels, routine));
+  }
   Blis b = loadBlis();
   if (!b.h) {
     out.push_back(entry("blis", "", false, "libblis.so.4 not found (Debian: libblis-dev)", "", "", ""));

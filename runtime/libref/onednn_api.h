@@ -5,6 +5,8 @@
 
 #if __has_include(<oneapi/dnnl/dnnl.h>)
 #include <dlfcn.h>
+#include <initializer_list>
+#include <string>
 #include <type_traits>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -53,6 +55,33 @@ struct DnnlApi {
     get(execute, "dnnl_primitive_execute");
     get(stream_wait, "dnnl_stream_wait");
     return all;
+  }
+};
+
+// The API with a CPU engine and a stream: what every primitive here runs on.
+struct DnnlSession {
+  DnnlApi api;
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+
+  // Creates the engine and the stream (the API loaded first).
+  bool start() {
+    return api.engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
+           api.stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  }
+  // A memory object over the caller's buffer (set per call with mem_set).
+  bool wrap(dnnl_memory_t* m, const dnnl_memory_desc_t* md) const {
+    return api.mem_create(m, md, engine, DNNL_MEMORY_NONE) == dnnl_success;
+  }
+  // Runs a primitive and waits for it.
+  void run(dnnl_primitive_t p, std::initializer_list<dnnl_exec_arg_t> args) const {
+    api.execute(p, stream, int(args.size()), args.begin());
+    api.stream_wait(stream);
+  }
+  // The implementation a primitive descriptor picked ("" when oneDNN does not say).
+  std::string implOf(dnnl_primitive_desc_t pd) const {
+    const char* impl = nullptr;
+    return api.pd_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl ? impl : "";
   }
 };
 

@@ -1,34 +1,33 @@
 // oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC as the
 // workload stores them, the weights in the layout oneDNN prefers (format any), reordered from the
-// workload's HWCF once, outside the timed calls, as an inference engine holds its weights.
+// workload's HWCF (depthwise: HWC) once, outside the timed calls, as an inference engine holds its
+// weights.
 #include <memory>
 
-#include "onednn_matmul.h"
-
 #include "onednn_api.h"
+#include "onednn_primitives.h"
 
 namespace sextant::libref {
 
 #ifdef SEXTANT_HAVE_DNNL_H
 namespace {
-struct State {
-  DnnlApi api;
-  dnnl_engine_t engine = nullptr;
-  dnnl_stream_t stream = nullptr;
+struct ConvState {
+  DnnlSession s;
   dnnl_primitive_t conv = nullptr, reorder = nullptr;
   dnnl_memory_t src = nullptr, user_w = nullptr, w = nullptr, dst = nullptr;
   const float* reordered_from = nullptr;  // the user weights the reordered copy holds
 };
 }  // namespace
 
-OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
-  OnednnMatmul out;
-  auto st = std::make_shared<State>();
-  DnnlApi& api = st->api;
-  if (!api.load(dnnl)) {
+OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
+  OnednnKernel out;
+  auto st = std::make_shared<ConvState>();
+  DnnlSession& s = st->s;
+  if (!s.api.load(dnnl)) {
     out.error = "libdnnl has no convolution C API (oneDNN 2.x expected)";
     return out;
   }
+  const DnnlApi& api = s.api;
   const ConvDesc& d = wl.conv;
   dnnl_dims_t sd = {d.mb, d.ic, d.ih, d.iw}, wd = {d.oc, d.ic, d.kh, d.kw}, dd = {d.mb, d.oc, d.oh, d.ow};
   // Depthwise: grouped weights {g, 1, 1, kh, kw}, stored kh x kw x c (the workload's HWC).
@@ -41,53 +40,42 @@ OnednnMatmul makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   dnnl_memory_desc_t smd, umd, wany, dmd;
   dnnl_convolution_desc_t cd;
   dnnl_primitive_desc_t pd = nullptr;
-  if (api.engine_create(&st->engine, dnnl_cpu, 0) != dnnl_success ||
-      api.stream_create(&st->stream, st->engine, dnnl_stream_default_flags) != dnnl_success ||
-      api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+  if (!s.start() || api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
       (dw ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio)) != dnnl_success ||
       api.md_tag(&wany, dw ? 5 : 4, dw ? gwd : wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
       api.md_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
       api.conv_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany, nullptr, &dmd, strides, dil, pad,
                     pad_r) != dnnl_success ||
-      api.pd_create(&pd, &cd, nullptr, st->engine, nullptr) != dnnl_success ||
+      api.pd_create(&pd, &cd, nullptr, s.engine, nullptr) != dnnl_success ||
       api.prim_create(&st->conv, pd) != dnnl_success) {
     out.error = "oneDNN could not create a convolution for " + wl.key();
     return out;
   }
   const dnnl_memory_desc_t* wmd = api.pd_query_md(pd, dnnl_query_weights_md, 0);
   dnnl_primitive_desc_t rpd = nullptr;
-  if (!wmd || api.mem_create(&st->src, &smd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
-      api.mem_create(&st->dst, &dmd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
-      api.mem_create(&st->user_w, &umd, st->engine, DNNL_MEMORY_NONE) != dnnl_success ||
-      api.mem_create(&st->w, wmd, st->engine, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
-      api.reorder_pd(&rpd, &umd, st->engine, wmd, st->engine, nullptr) != dnnl_success ||
+  if (!wmd || !s.wrap(&st->src, &smd) || !s.wrap(&st->dst, &dmd) || !s.wrap(&st->user_w, &umd) ||
+      api.mem_create(&st->w, wmd, s.engine, DNNL_MEMORY_ALLOCATE) != dnnl_success ||
+      api.reorder_pd(&rpd, &umd, s.engine, wmd, s.engine, nullptr) != dnnl_success ||
       api.prim_create(&st->reorder, rpd) != dnnl_success) {
     out.error = "oneDNN could not reorder the weights of " + wl.key();
     return out;
   }
-  const char* impl = nullptr;
-  if (api.pd_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) out.impl = impl;
+  out.impl = s.implOf(pd);
   out.kernel = [st](const float* a, const float* b, float* c) {
-    const DnnlApi& api = st->api;
+    const DnnlApi& api = st->s.api;
     if (st->reordered_from != b) {  // new weights: reordered once (the first, verified call)
       api.mem_set(st->user_w, const_cast<float*>(b));
-      dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, st->user_w}, {DNNL_ARG_TO, st->w}};
-      api.execute(st->reorder, st->stream, 2, r);
-      api.stream_wait(st->stream);
+      st->s.run(st->reorder, {{DNNL_ARG_FROM, st->user_w}, {DNNL_ARG_TO, st->w}});
       st->reordered_from = b;
     }
     api.mem_set(st->src, const_cast<float*>(a));
     api.mem_set(st->dst, c);
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->w}, {DNNL_ARG_DST, st->dst}};
-    api.execute(st->conv, st->stream, 3, args);
-    api.stream_wait(st->stream);
+    st->s.run(st->conv, {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, st->w}, {DNNL_ARG_DST, st->dst}});
   };
   return out;
 }
 #else
-OnednnMatmul makeOnednnConv(void*, const GemmWorkload&) {
-  return OnednnMatmul{{}, "", "built without oneDNN's headers (Debian: libdnnl-dev)"};
-}
+OnednnKernel makeOnednnConv(void*, const GemmWorkload&) { return OnednnKernel{{}, "", kOnednnHeadersMissing}; }
 #endif
 
 }  // namespace sextant::libref

@@ -20,43 +20,29 @@
 namespace sextant {
 namespace {
 
-struct MemRef2D {
+// MLIR's C-interface descriptor of a rank-R f32 memref; the kernels take row-major operands:
+// rank 2 (GEMM), 3 (batched matmul, the batch outermost; a depthwise filter kh x kw x c) and 4
+// (a convolution's NHWC / HWCF operands).
+template <int R>
+struct MemRef {
   float* allocated;
   float* aligned;
   int64_t offset;
-  int64_t sizes[2];
-  int64_t strides[2];
+  int64_t sizes[R];
+  int64_t strides[R];
 };
-using CifaceGemm = void (*)(MemRef2D*, MemRef2D*, MemRef2D*);
-// A batched matmul's operands: rank 3, the batch outermost.
-struct MemRef3D {
-  float* allocated;
-  float* aligned;
-  int64_t offset;
-  int64_t sizes[3];
-  int64_t strides[3];
-};
-using CifaceBatchMatmul = void (*)(MemRef3D*, MemRef3D*, MemRef3D*);
-
-// A convolution's operands: rank 4, row-major (NHWC, HWCF).
-struct MemRef4D {
-  float* allocated;
-  float* aligned;
-  int64_t offset;
-  int64_t sizes[4];
-  int64_t strides[4];
-};
-using CifaceConv = void (*)(MemRef4D*, MemRef4D*, MemRef4D*);
-using CifaceDepthwise = void (*)(MemRef4D*, MemRef3D*, MemRef4D*);  // filter kh x kw x c
-MemRef4D descriptor4(float* p, int64_t a, int64_t b, int64_t c, int64_t d) {
-  return MemRef4D{p, p, 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
+template <typename... Dims>
+MemRef<int(sizeof...(Dims))> rowMajor(float* p, Dims... dims) {
+  constexpr int R = int(sizeof...(Dims));
+  MemRef<R> d{p, p, 0, {int64_t(dims)...}, {}};
+  int64_t stride = 1;
+  for (int i = R - 1; i >= 0; --i) d.strides[i] = stride, stride *= d.sizes[i];
+  return d;
 }
-
-MemRef2D descriptor(float* p, int64_t rows, int64_t cols) {
-  return MemRef2D{p, p, 0, {rows, cols}, {cols, 1}};
-}
-MemRef3D descriptor3(float* p, int64_t batch, int64_t rows, int64_t cols) {
-  return MemRef3D{p, p, 0, {batch, rows, cols}, {rows * cols, cols, 1}};
+// The kernel's entry point for operands of ranks A, B, C.
+template <int A, int B, int C>
+void callKernel(void* sym, MemRef<A> a, MemRef<B> b, MemRef<C> c) {
+  reinterpret_cast<void (*)(MemRef<A>*, MemRef<B>*, MemRef<C>*)>(sym)(&a, &b, &c);
 }
 
 struct AlignedFree {
@@ -242,11 +228,12 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
 // The convolution's reference: direct loops, accumulated in double (input NHWC, filter HWCF or,
 // depthwise, HWC; output NHWC; zero padding; benchdnn's dilation: a gap of d between taps).
 static void naiveConv(const ConvDesc& d, const float* in, const float* fil, float* out) {
+  std::vector<double> acc(size_t(d.oc));  // one output pixel's channels
   for (int64_t n = 0; n < d.mb; ++n)
     for (int64_t oy = 0; oy < d.oh; ++oy)
       for (int64_t ox = 0; ox < d.ow; ++ox) {
         float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
-        std::vector<double> acc(size_t(d.oc), 0.0);
+        std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t ky = 0; ky < d.kh; ++ky) {
           const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
           if (iy < 0 || iy >= d.ih) continue;
@@ -318,37 +305,28 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
           return measureKernelHere(
               p,
               [&](float* a, float* b, float* c) {
-                MemRef4D da = descriptor4(a, d.mb, d.ih, d.iw, d.ic), dc = descriptor4(c, d.mb, d.oh, d.ow, d.oc);
-                if (d.depthwise()) {
-                  MemRef3D db = descriptor3(b, d.kh, d.kw, d.ic);
-                  reinterpret_cast<CifaceDepthwise>(sym)(&da, &db, &dc);
-                } else {
-                  MemRef4D db = descriptor4(b, d.kh, d.kw, d.ic, d.oc);
-                  reinterpret_cast<CifaceConv>(sym)(&da, &db, &dc);
-                }
+                auto da = rowMajor(a, d.mb, d.ih, d.iw, d.ic), dc = rowMajor(c, d.mb, d.oh, d.ow, d.oc);
+                if (d.depthwise())
+                  callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic), dc);
+                else
+                  callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic, d.oc), dc);
               },
               o);
         }
-        if (w.batched()) {
-          auto fn3 = reinterpret_cast<CifaceBatchMatmul>(sym);
+        if (w.batched())
           return measureKernelHere(
               p,
               [&](float* a, float* b, float* c) {
-                MemRef3D da = ta ? descriptor3(a, w.batch, w.k, w.m) : descriptor3(a, w.batch, w.m, w.k);
-                MemRef3D db = tb ? descriptor3(b, w.batch, w.n, w.k) : descriptor3(b, w.batch, w.k, w.n);
-                MemRef3D dc = descriptor3(c, w.batch, w.m, w.n);
-                fn3(&da, &db, &dc);
+                callKernel(sym, ta ? rowMajor(a, w.batch, w.k, w.m) : rowMajor(a, w.batch, w.m, w.k),
+                           tb ? rowMajor(b, w.batch, w.n, w.k) : rowMajor(b, w.batch, w.k, w.n),
+                           rowMajor(c, w.batch, w.m, w.n));
               },
               o);
-        }
-        auto fn = reinterpret_cast<CifaceGemm>(sym);
         return measureKernelHere(
             p,
             [&](float* a, float* b, float* c) {
-              MemRef2D da = ta ? descriptor(a, w.k, w.m) : descriptor(a, w.m, w.k);
-              MemRef2D db = tb ? descriptor(b, w.n, w.k) : descriptor(b, w.k, w.n);
-              MemRef2D dc = descriptor(c, w.m, w.n);
-              fn(&da, &db, &dc);
+              callKernel(sym, ta ? rowMajor(a, w.k, w.m) : rowMajor(a, w.m, w.k),
+                         tb ? rowMajor(b, w.n, w.k) : rowMajor(b, w.k, w.n), rowMajor(c, w.m, w.n));
             },
             o);
       },

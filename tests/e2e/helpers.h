@@ -6,9 +6,26 @@
 #include <sqlite3.h>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 #include <unistd.h>
 
 namespace e2e {
+
+// MLIR's C-interface descriptor of a rank-R f32 memref, and one over a row-major buffer (to call
+// what tune compile wrote).
+template <int R>
+struct MemRef {
+  float *alloc, *aligned;
+  int64_t offset, sizes[R], strides[R];
+};
+template <typename... Dims>
+MemRef<int(sizeof...(Dims))> rowMajor(std::vector<float>& v, Dims... dims) {
+  constexpr int R = int(sizeof...(Dims));
+  MemRef<R> d{v.data(), v.data(), 0, {int64_t(dims)...}, {}};
+  int64_t stride = 1;
+  for (int i = R - 1; i >= 0; --i) d.strides[i] = stride, stride *= d.sizes[i];
+  return d;
+}
 
 struct Outcome {
   int code = -1;

@@ -36,10 +36,7 @@ TEST(BatchMatmulCli, TunedRecordedFoundAndCompiled) {
   EXPECT_NE(c.out.find("batch_matmul:NT:2x32x64x32:f32*f32->f32"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("tuned (record"), std::string::npos) << c.out;
 
-  struct D3 {
-    float *alloc, *aligned;
-    int64_t offset, sizes[3], strides[3];
-  };
+  using D3 = MemRef<3>;
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
   auto fn = reinterpret_cast<void (*)(D3*, D3*, D3*)>(dlsym(h, "_mlir_ciface_qkt"));
@@ -50,8 +47,7 @@ TEST(BatchMatmulCli, TunedRecordedFoundAndCompiled) {
   std::vector<float> q(size_t(B * M * K)), k(size_t(B * N * K)), s(size_t(B * M * N), NAN);
   for (auto& x : q) x = u(rng);
   for (auto& x : k) x = u(rng);
-  D3 dq{q.data(), q.data(), 0, {B, M, K}, {M * K, K, 1}}, dk{k.data(), k.data(), 0, {B, N, K}, {N * K, K, 1}},
-      ds{s.data(), s.data(), 0, {B, M, N}, {M * N, N, 1}};
+  D3 dq = rowMajor(q, B, M, K), dk = rowMajor(k, B, N, K), ds = rowMajor(s, B, M, N);
   fn(&dq, &dk, &ds);
   double worst = 0;
   for (int64_t p = 0; p < B; ++p)
@@ -142,17 +138,8 @@ TEST(ConvCli, CompileAppliesEachConvolutionsOwnRecord) {
     EXPECT_NE(line.find("tuned (record"), std::string::npos) << line;
   }
   // The result, against direct loops.
-  struct D4 {
-    float *alloc, *aligned;
-    int64_t offset, sizes[4], strides[4];
-  };
-  struct D3 {
-    float *alloc, *aligned;
-    int64_t offset, sizes[3], strides[3];
-  };
-  auto d4 = [](std::vector<float>& v, int64_t a, int64_t b, int64_t cc, int64_t d) {
-    return D4{v.data(), v.data(), 0, {a, b, cc, d}, {b * cc * d, cc * d, d, 1}};
-  };
+  using D3 = MemRef<3>;
+  using D4 = MemRef<4>;
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
   auto fn = reinterpret_cast<void (*)(D4*, D4*, D4*, D4*, D4*, D4*, D3*, D4*)>(dlsym(h, "_mlir_ciface_convs"));
@@ -166,9 +153,10 @@ TEST(ConvCli, CompileAppliesEachConvolutionsOwnRecord) {
   };
   std::vector<float> x = rnd(8 * 8 * 16), f1 = rnd(9 * 16 * 32), x2 = rnd(16 * 16 * 16), f2 = rnd(9 * 16 * 32),
                      f3 = rnd(9 * 16), y1(8 * 8 * 32, NAN), y2(8 * 8 * 32, NAN), y3(8 * 8 * 16, NAN);
-  D4 dx = d4(x, 1, 8, 8, 16), df1 = d4(f1, 3, 3, 16, 32), dy1 = d4(y1, 1, 8, 8, 32), dx2 = d4(x2, 1, 16, 16, 16),
-     df2 = d4(f2, 3, 3, 16, 32), dy2 = d4(y2, 1, 8, 8, 32), dy3 = d4(y3, 1, 8, 8, 16);
-  D3 df3{f3.data(), f3.data(), 0, {3, 3, 16}, {48, 16, 1}};
+  D4 dx = rowMajor(x, 1, 8, 8, 16), df1 = rowMajor(f1, 3, 3, 16, 32), dy1 = rowMajor(y1, 1, 8, 8, 32),
+     dx2 = rowMajor(x2, 1, 16, 16, 16), df2 = rowMajor(f2, 3, 3, 16, 32), dy2 = rowMajor(y2, 1, 8, 8, 32),
+     dy3 = rowMajor(y3, 1, 8, 8, 16);
+  D3 df3 = rowMajor(f3, 3, 3, 16);
   fn(&dx, &df1, &dy1, &dx2, &df2, &dy2, &df3, &dy3);
   // out[oy][ox][o] = sum in[oy*s-1+ky][ox*s-1+kx][c] * f[ky][kx][c][o] (depthwise: c == o).
   auto check = [](const std::vector<float>& in, int64_t ih, const std::vector<float>& f, const std::vector<float>& out,

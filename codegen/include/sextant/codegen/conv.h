@@ -2,8 +2,8 @@
 // "mb1_ic3oc64_ih224oh112kh7sh2ph3". Fields (letters then a number, '_' ignored): mb (batch), g
 // (groups), ic, oc (channels), ih, iw, oh, ow (spatial sizes), kh, kw (filter), sh, sw (strides),
 // ph, pw (padding, both sides), dh, dw (dilation, benchdnn's: 0 = none, d means a gap of d). As in
-// benchdnn: iw = ih, kw = kh, sw = sh, pw = ph, dw = dh when absent; stride 1, padding 0, dilation 0,
-// mb 2 and g 1 by default; oh and ow are computed, and checked when given.
+// benchdnn: iw = ih, kw = kh, sw = sh, pw = ph, dw = dh when absent; stride 1, padding 0, dilation 0
+// and g 1 by default (mb 1, where benchdnn's is 2); oh and ow are computed, and checked when given.
 #pragma once
 
 #include <cstdint>

@@ -33,6 +33,8 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
 // handle %mm of the linalg.conv_2d_nhwc_hwcf). buildCpuGemmSpace, defaultCpuCandidate and
 // emitCpuGemmSchedule call them for a Conv2d workload.
 Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
+// Iterations of the direct route's forall: (tile_oh x tile_ow x tile_f) blocks of every image.
+int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_ow, int64_t tile_f);
 Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
 std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false);
 // The largest M that has the GEMV route (gemv knob; layout NT).

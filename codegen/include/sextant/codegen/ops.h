@@ -16,11 +16,9 @@ namespace sextant {
 struct OpInfo {
   OpKind kind;
   const char* name;           // "gemm", "batch_matmul": the --op value and the key's first field
-  const char* shape_syntax;   // "MxNxK"
   const char* default_shape;  // tuned when --shape is not given
   const char* summary;        // one line for --help
-  bool cpu = true;            // the host CPU tunes it
-  bool gpu = false;           // GPU targets tune it
+  bool gpu = false;           // GPU targets tune it too (every op tunes on the host CPU)
   // A workload from --shape, --dtype, --layout.
   Result<GemmWorkload> (*make)(const std::string& shape, const std::string& dtype, const std::string& layout);
 };
@@ -29,7 +27,7 @@ const std::vector<OpInfo>& registeredOps();
 // The op named `name`; the error is one line listing the known ops.
 Result<const OpInfo*> findOp(const std::string& name);
 const OpInfo& opInfo(OpKind kind);
-// "gemm, batch_matmul"
+// "gemm, batch_matmul, conv2d"
 std::string knownOpNames();
 
 }  // namespace sextant
