@@ -22,6 +22,10 @@ PACKAGES=(
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
   # PostgreSQL: the client library (--db postgresql://...), and the server the tests start
   libpq-dev postgresql pkg-config
+  # the Vulkan target (issue #33): headers of the runner (libvulkan is loaded at run time), Mesa's
+  # lavapipe (a CPU-emulated Vulkan device: kernels run and are verified here), spirv-val (every
+  # SPIR-V kernel is validated before it may run), and the validation layer the tests run under
+  libvulkan-dev mesa-vulkan-drivers spirv-tools vulkan-validationlayers
   # tests
   libgtest-dev libgmock-dev
   # experiment scripts

@@ -151,11 +151,23 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   std::string device_name = g->display + " (datasheet; not present)";
   std::string machine = "none";  // compiled only: nothing measured
   if (*mode == GpuMeasureMode::Device) {
-    auto dev = openGpuDevice(target->vendor());
+    const bool vulkan = target->kind == TargetKind::Vulkan;
+    const int ordinal = vulkan ? std::stoi(target->device) : 0;
+    auto dev = openGpuDevice(target->vendor(), ordinal);
     if (!dev) return fail(noDeviceHelp(dev.error(), *target));
     const DeviceInfo& di = (*dev)->info();
-    if (auto s = checkArchCompatible(g->chip, target->kind == TargetKind::Nvidia ? KernelFormat::Ptx : KernelFormat::Hsaco, di);
-        !s)
+    if (vulkan) {
+      // The space follows the device's limits (workgroup size, workgroup memory, subgroup size).
+      auto list = listVulkanDevices();
+      if (list && ordinal < int(list->size())) applyVulkanLimits(*g, (*list)[size_t(ordinal)].limits);
+      if (di.arch == "vulkan-cpu-emulated")
+        fprintf(stderr, "note: %s is a CPU-emulated Vulkan device: its timings verify kernels, they do not measure a GPU\n",
+                di.name.c_str());
+    }
+    const KernelFormat fmt = target->kind == TargetKind::Nvidia ? KernelFormat::Ptx
+                             : vulkan                          ? KernelFormat::Spirv
+                                                               : KernelFormat::Hsaco;
+    if (auto s = checkArchCompatible(g->chip, fmt, di); !s)
       return fail("target " + target->name + " (" + g->chip + ") does not match the device here: " + s.error());
     device_name = di.name + " (" + di.arch + ", driver " + di.driver_version + ")";
     machine = gpuMachineKey(di);
@@ -166,6 +178,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     snprintf(mt, sizeof mt, "%g", a.min_time);
     snprintf(to, sizeof to, "%g", a.timeout);
     eo.runner_args = {"--min-time", mt, "--timeout", to, "--no-reference"};
+    if (vulkan) eo.runner_args.insert(eo.runner_args.end(), {"--device", std::to_string(ordinal)});
   }
 
   Space space = buildGpuGemmSpace(*w, *g);

@@ -196,8 +196,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     if (!bytes.ok()) return finish("transform", bytes.error());
     info.dynamic_smem_bytes = *bytes;
   }
-  workgroupAllocsToAllocas(*mod);
-  if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
+  // Vulkan: workgroup allocations stay memref.alloc, which the SPIR-V conversion makes workgroup variables.
+  if (!r.vulkan) {
+    workgroupAllocsToAllocas(*mod);
+    if (!applyScript(*mod, kAllocaToGlobal, "alloca_to_global", err, diags)) return finish("transform", err);
+  }
   bool bf16_mma = false;
   mod->walk([&](mlir::gpu::LaunchOp l) { bf16_mma |= l->hasAttr("sextant.bf16_mma"); });
   if (bf16_mma && !runPipeline(*mod, "builtin.module(convert-nvgpu-to-nvvm,sextant-nvvm-mma-bf16)", err, diags))
@@ -246,6 +249,21 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     if (auto c = constantIndex(d)) info.dynamic_smem_bytes = *c;
   }
 
+  if (r.vulkan) {
+    std::string spirv;
+    diags.text.clear();
+    if (!lowerKernelsToSpirv(*mod, r.spirv_target, info.block, spirv, err, diags)) return finish("codegen", err);
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
+      if (ec) return finish("codegen", "cannot write " + r.out_path + ": " + ec.message());
+      os << spirv;
+    }
+    out.object_bytes = int64_t(spirv.size());
+    if (auto v = validateSpirvFile(r.out_path); !v) return finish("validate", v.error());
+    out.ok = true;
+    return finish("", "");
+  }
   const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false);
   // convert-vector-to-llvm reports (harmless) failed attempts on workgroup memrefs: only the
   // pipeline's result decides.

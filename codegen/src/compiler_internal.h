@@ -67,6 +67,12 @@ bool applyScript(mlir::ModuleOp mod, const std::string& script, const char* name
 // Runs a pass pipeline ("builtin.module(...)" or its inner list) on the module.
 bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& err, DiagCollector& diags);
 
+// The Vulkan route (compiler_vulkan.cpp): the module's one GPU module (outlined kernels) converted
+// to a SPIR-V compute shader for `target_env` (a #spirv.target_env) with workgroup size `block`,
+// serialized into spirv_binary; false with err.
+bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, const int64_t block[3],
+                         std::string& spirv_binary, std::string& err, DiagCollector& diags);
+
 // The MFMA route (compiler_mfma.cpp): every wave-level vector.contract of the intrinsic's shape in a
 // gpu.launch becomes amdgpu.mfma with per-lane operand loads; false with err if any contract or
 // accumulator use is left that the rewrite does not handle.

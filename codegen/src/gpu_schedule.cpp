@@ -85,19 +85,24 @@ void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload
       << p.thread_n << "] (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (" << H << ") -> (" << H << ", " << H
       << ")\n";
   }
+  // Workgroup memory: MLIR 22's SPIR-V conversion cannot map #gpu.address_space<workgroup>; it
+  // maps the integer memory space 3 to Workgroup (../shared/notes/vulkan.md).
   o << I << "%buf, %newops = transform.structured.bufferize_to_allocation %pad_forall {memory_space = "
-    << "#gpu.address_space<workgroup>, bufferize_destination_only} : " << H << "\n";
+    << (p.vulkan ? "3" : "#gpu.address_space<workgroup>") << ", bufferize_destination_only} : " << H << "\n";
 }
 
 // 2-D vector transfers of function %`f` lowered to 1-D (needed before cp.async groups and before
 // NVVM), with one more pattern set applied alongside (`also`).
-std::string lowerTransfers(const std::string& I, const std::string& f, const std::string& also) {
+// Vulkan (rank 0): scalar loads and stores, the arithmetic stays vector; MLIR 22 lowers a
+// vector<4xf32> load of a scalar buffer to a pointer bitcast that spirv-val and the validation
+// layer reject (llvm/llvm-project#213192).
+std::string lowerTransfers(const std::string& I, const std::string& f, const std::string& also, int rank = 1) {
   std::ostringstream o;
   o << I << "transform.apply_patterns to %" << f << " {\n"
-    << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true\n"
+    << I << "  transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = " << rank << " full_unroll = true\n"
     << I << "} : " << H << "\n"
     << I << "transform.apply_patterns to %" << f << " {\n"
-    << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
+    << I << "  transform.apply_patterns.vector.lower_transfer max_transfer_rank = " << rank << "\n"
     << I << "  transform.apply_patterns." << also << "\n"
     << I << "  transform.apply_patterns.canonicalization\n"
     << I << "} : " << H << "\n"
@@ -189,7 +194,7 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "  transform.apply_patterns.vector.lower_broadcast\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
-      << lowerTransfers(I, "f5", "vector.lower_shape_cast");
+      << lowerTransfers(I, "f5", "vector.lower_shape_cast", p.vulkan ? 0 : 1);
   }
   if (lib) sameFunc("f4", "h");
   else matchFunc("f4", "bufd");
@@ -208,7 +213,7 @@ void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPla
   // MFMA (AMD): no cp.async; its double buffering is a pass of our own, run afterwards
   // (sextant-lds-double-buffer, compiler_lds_pipeline.cpp).
   if (p.pipeline <= 1 || p.mfma.m != 0) {
-    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops");
+    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops", p.vulkan ? 0 : 1);
     return;
   }
   o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"

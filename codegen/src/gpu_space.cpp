@@ -75,6 +75,16 @@ int64_t bitsOf(DType t) { return dtypeBytes(t) * 8; }
 
 }  // namespace
 
+std::string vulkanTargetEnv(const GpuTargetInfo& g) {
+  // SPIR-V 1.3 (Vulkan 1.1 and later) with storage buffers; the resource limits are the device's
+  // (the conversion does not enforce them: the space's constraints do).
+  const int64_t inv = g.max_threads_per_block;
+  return "#spirv.target_env<#spirv.vce<v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan, "
+         "#spirv.resource_limits<max_compute_shared_memory_size = " + std::to_string(g.smem_per_block_bytes) +
+         ", max_compute_workgroup_invocations = " + std::to_string(inv) + ", max_compute_workgroup_size = [" +
+         std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(g.warp_size) + ">>";
+}
+
 Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
                                            int64_t align_bits) {
   if (align_bits % elem_bits != 0) return Error{"copy width is not a multiple of the element size"};
@@ -87,7 +97,9 @@ Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t e
   return std::array<int64_t, 2>{(rows + nt[0] - 1) / nt[0], vec};
 }
 
-static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd);
+// The vendor flavours of the one space: NVIDIA (PTX), AMD (HSACO) and Vulkan (SPIR-V, FMA only).
+enum class Flavor { Nvidia, Amd, Vulkan };
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, Flavor f);
 
 Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   const bool nvidia = g.target.kind == TargetKind::Nvidia;
@@ -99,14 +111,18 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   // the operands' layout in LDS: compiler_mfma.cpp).
   const bool mfma_ok = g.has_mfma && w.a_type == w.b_type && (w.a_type == DType::F16 || w.a_type == DType::BF16) &&
                        w.c_type == DType::F32;
-  const bool amd = !nvidia;
+  const bool vulkan = g.target.kind == TargetKind::Vulkan;
+  const bool amd = g.target.kind == TargetKind::Amd;
+  const Flavor flavor = nvidia ? Flavor::Nvidia : amd ? Flavor::Amd : Flavor::Vulkan;
   // Hopper warpgroup MMA (sm_90a): the same operands as mma.sync (compiler_wgmma.cpp).
   const bool wgmma_ok = nvidia && mma_ok && g.has_wgmma;
   std::vector<Knob> k(kNumKnobs);
   k[kBM] = {kNames[kBM], dividing({16, 32, 64, 128, 256}, w.m), "rows of C per block"};
   k[kBN] = {kNames[kBN], dividing({16, 32, 64, 128, 256}, w.n), "columns of C per block"};
   k[kBK] = {kNames[kBK], dividing({16, 32, 64}, w.k), "K chunk staged in shared memory per step"};
-  if (amd)
+  if (vulkan)
+    k[kMma] = {kNames[kMma], {0}, "0: FMA (Vulkan: cooperative-matrix kernels are not in this space yet)"};
+  else if (amd)
     // f16/bf16 on an MFMA chip: matrix cores only (an FMA kernel reaches a small fraction of the
     // peak); f32 and chips without MFMA: the FMA route.
     k[kMma] = {kNames[kMma], mfma_ok ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0},
@@ -123,7 +139,10 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
   // endless loop (seen: compile timeouts and OOM kills).
   k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
-  k[kTN] = {kNames[kTN], {1, 2, 4, 8}, "columns of C per thread (fma)"};
+  // SPIR-V for Vulkan (the Shader capability) has vectors of at most 4 lanes: a row of a thread's
+  // C tile is one vector.
+  k[kTN] = {kNames[kTN], vulkan ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1, 2, 4, 8},
+            "columns of C per thread (fma)"};
   k[kCopy] = {kNames[kCopy], {32, 64, 128}, "vector width of the global->shared copies, bits"};
   k[kPipe] = {kNames[kPipe],
               wgmma_ok         ? std::vector<int64_t>{1, 2, 3, 4}
@@ -213,17 +232,21 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   cons.push_back({"software pipeline no deeper than the K loop", {kBK, kPipe},
                   [w](const std::vector<int64_t>& v) { return v[kPipe] == 1 || w.k / v[kBK] >= v[kPipe]; }});
   cons.push_back({"copies, fill and shared memory map onto the block", all,
-                  [w, g, amd](const std::vector<int64_t>& v) {
-                    auto p = planFromValues(w, v, amd);
-                    // NVIDIA: up to the opt-in maximum (dynamic shared memory past 48 KiB); AMD: the LDS.
-                    return p.ok() && p->smem_bytes <= (amd ? g.smem_per_block_static_bytes : g.smem_per_block_bytes);
+                  [w, g, amd, flavor](const std::vector<int64_t>& v) {
+                    auto p = planFromValues(w, v, flavor);
+                    // NVIDIA: up to the opt-in maximum (dynamic shared memory past 48 KiB); AMD: the
+                    // LDS; Vulkan: the device's workgroup memory.
+                    return p.ok() && p->smem_bytes <= (amd || flavor == Flavor::Vulkan ? g.smem_per_block_static_bytes
+                                                                                       : g.smem_per_block_bytes);
                   }});
-  std::string name = std::string("gpu_gemm_v1_") + (g.target.kind == TargetKind::Nvidia ? "nvidia" : "amd");
+  std::string name = std::string("gpu_gemm_v1_") + (nvidia ? "nvidia" : amd ? "amd" : "vulkan");
   return Space(name, std::move(k), std::move(cons));
 }
 
-static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, bool amd) {
+static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, Flavor f) {
+  const bool amd = f == Flavor::Amd;
   GpuPlan p;
+  p.vulkan = f == Flavor::Vulkan;
   p.block_m = v[kBM], p.block_n = v[kBN], p.block_k = v[kBK];
   p.mma = v[kMma] != 0;
   p.warp_size = amd ? 64 : 32;
@@ -287,7 +310,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
                  p.pipeline;
   // ptxas refuses more than 48 KiB of static shared memory on every NVIDIA architecture; beyond
   // that (up to the device's opt-in maximum, a space constraint) the tiles go to dynamic shared memory.
-  p.dynamic_smem = !amd && p.smem_bytes > 48 * 1024;
+  p.dynamic_smem = f == Flavor::Nvidia && p.smem_bytes > 48 * 1024;
   p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
   return p;
 }
@@ -295,7 +318,8 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
   if (space.knobs().size() != kNumKnobs) return Error{"not a GPU GEMM space: " + space.name()};
   const std::string& n = space.name();
-  return planFromValues(w, space.values(c), n.size() >= 4 && n.compare(n.size() - 4, 4, "_amd") == 0);
+  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  return planFromValues(w, space.values(c), ends("_amd") ? Flavor::Amd : ends("_vulkan") ? Flavor::Vulkan : Flavor::Nvidia);
 }
 
 GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c, const GpuPlan& p,
@@ -313,6 +337,8 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
   r.swizzle = p.swizzle;
   r.dynamic_smem = p.dynamic_smem;
   r.nvidia = g.target.kind == TargetKind::Nvidia;
+  r.vulkan = g.target.kind == TargetKind::Vulkan;
+  if (r.vulkan) r.spirv_target = vulkanTargetEnv(g);
   r.chip = p.wgmma ? g.chip + "a" : g.chip;  // wgmma: the architecture-specific sm_90a
   r.features = g.features;
   return r;

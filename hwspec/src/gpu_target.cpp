@@ -8,6 +8,18 @@ namespace sextant {
 
 Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
   if (!t.isGpu()) return Error{"target '" + t.name + "' is not a GPU target"};
+  if (t.kind == TargetKind::Vulkan) {
+    GpuTargetInfo g;
+    g.target = t;
+    g.display = "Vulkan device " + t.device + " (lavapipe's limits until the device is opened)";
+    g.chip = t.arch;
+    g.compute_units = 1;
+    g.warp_size = 8;
+    g.max_threads_per_block = 1024;
+    g.max_threads_per_cu = 1024;
+    g.smem_per_block_bytes = g.smem_per_block_static_bytes = g.smem_per_cu_bytes = 32 * 1024;
+    return g;
+  }
   const DeviceSpec* d = builtinDeviceTable().find(t.device);
   if (!d) return Error{"target '" + t.name + "' names device '" + t.device + "', which the device table lacks"};
   GpuTargetInfo g;
@@ -40,6 +52,15 @@ Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
     g.has_mfma = t.arch == "gfx942" || t.arch == "gfx90a";
   }
   return g;
+}
+
+void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l) {
+  if (!l.name.empty()) g.display = l.name;
+  if (l.max_invocations > 0)
+    g.max_threads_per_block = g.max_threads_per_cu =
+        std::min({l.max_invocations, l.max_size[0] > 0 ? l.max_size[0] : l.max_invocations});
+  if (l.shared_bytes > 0) g.smem_per_block_bytes = g.smem_per_block_static_bytes = g.smem_per_cu_bytes = l.shared_bytes;
+  if (l.subgroup_size > 0) g.warp_size = l.subgroup_size;
 }
 
 Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t regs, int64_t smem) {

@@ -200,7 +200,7 @@ Result<Target> targetWithThreads(const Target& t, int threads) {
 }
 
 std::vector<std::string> knownTargetNames() {
-  return {"cpu", "h100", "h200", "a100", "sm_80", "sm_90", "mi300", "mi300x", "gfx942"};
+  return {"cpu", "h100", "h200", "a100", "sm_80", "sm_90", "mi300", "mi300x", "gfx942", "vulkan"};
 }
 
 Result<Target> resolveTarget(const std::string& raw) {
@@ -216,8 +216,15 @@ Result<Target> resolveTarget(const std::string& raw) {
   if (name == "h200") return Target{"h200", TargetKind::Nvidia, "sm_90", "h200"};
   if (name == "a100" || name == "sm_80" || name == "a100-80gb") return Target{"a100", TargetKind::Nvidia, "sm_80", "a100-80gb"};
   if (name == "mi300" || name == "mi300x" || name == "gfx942") return Target{"mi300", TargetKind::Amd, "gfx942", "mi300x"};
+  if (name == "vulkan") return Target{"vulkan", TargetKind::Vulkan, "spirv1.3", "0"};
+  if (name.rfind("vulkan:", 0) == 0) {
+    const std::string n = name.substr(7);
+    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos)
+      return Error{"target '" + raw + "': expected vulkan:N, N the index of a Vulkan device (tune hw show vulkan lists them)"};
+    return Target{"vulkan", TargetKind::Vulkan, "spirv1.3", std::to_string(std::stoi(n))};
+  }
   auto known = knownTargetNames();
-  return Error{"unknown target '" + raw + "' (known: " + join(known, ", ") + ")"};
+  return Error{"unknown target '" + raw + "' (known: " + join(known, ", ") + ", vulkan:N)"};
 }
 
 }  // namespace sextant

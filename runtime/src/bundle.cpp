@@ -25,6 +25,7 @@ const char* kernelFormatName(KernelFormat f) {
     case KernelFormat::Ptx: return "ptx";
     case KernelFormat::Cubin: return "cubin";
     case KernelFormat::Hsaco: return "hsaco";
+    case KernelFormat::Spirv: return "spirv";
   }
   return "?";
 }
@@ -33,7 +34,8 @@ Result<KernelFormat> parseKernelFormat(const std::string& s) {
   if (s == "ptx") return KernelFormat::Ptx;
   if (s == "cubin") return KernelFormat::Cubin;
   if (s == "hsaco") return KernelFormat::Hsaco;
-  return Error{"unknown kernel format '" + s + "' (known: ptx, cubin, hsaco)"};
+  if (s == "spirv") return KernelFormat::Spirv;
+  return Error{"unknown kernel format '" + s + "' (known: ptx, cubin, hsaco, spirv)"};
 }
 
 namespace {
@@ -133,6 +135,7 @@ bool validArch(const std::string& vendor, const std::string& arch) {
     if (i - 3 < 2) return false;
     return i == arch.size() || (i + 1 == arch.size() && (arch[i] == 'a' || arch[i] == 'f'));
   }
+  if (vendor == "vulkan") return arch.rfind("spirv1.", 0) == 0;
   return arch.size() > 3 && arch.compare(0, 3, "gfx") == 0;
 }
 
@@ -283,11 +286,12 @@ Result<BundleManifest> manifestFromJson(const json& j, const std::string& origin
     m.created_at = getString(j, "created_at", "");
     m.target = getString(j, "target", "");
     m.vendor = getString(j, "vendor", "");
-    if (m.vendor != "nvidia" && m.vendor != "amd") fail("vendor", "unknown vendor '" + m.vendor + "' (expected nvidia or amd)");
+    if (m.vendor != "nvidia" && m.vendor != "amd" && m.vendor != "vulkan")
+      fail("vendor", "unknown vendor '" + m.vendor + "' (expected nvidia, amd or vulkan)");
     m.arch = getString(j, "arch", "");
     if (!validArch(m.vendor, m.arch))
       fail("arch", "'" + m.arch + "' is not an " + m.vendor + " architecture (e.g. " +
-                       (m.vendor == "nvidia" ? "sm_90" : "gfx942") + ")");
+                       (m.vendor == "nvidia" ? "sm_90" : m.vendor == "vulkan" ? "spirv1.3" : "gfx942") + ")");
     const json& ws = getArray(j, "workloads", "");
     std::set<std::string> keys;
     for (size_t i = 0; i < ws.size(); ++i) {
@@ -317,8 +321,9 @@ Result<BundleManifest> manifestFromJson(const json& j, const std::string& origin
       auto f = parseKernelFormat(fmt);
       if (!f) fail(sub(where, "format"), f.error());
       k.format = *f;
-      bool fits = m.vendor == "nvidia" ? (k.format == KernelFormat::Ptx || k.format == KernelFormat::Cubin)
-                                       : k.format == KernelFormat::Hsaco;
+      bool fits = m.vendor == "nvidia"   ? (k.format == KernelFormat::Ptx || k.format == KernelFormat::Cubin)
+                  : m.vendor == "vulkan" ? k.format == KernelFormat::Spirv
+                                         : k.format == KernelFormat::Hsaco;
       if (!fits) fail(sub(where, "format"), "'" + fmt + "' kernels cannot run on a " + m.vendor + " device");
       if (kj.contains("ptx_file")) {
         k.ptx_file = getString(kj, "ptx_file", where);

@@ -35,7 +35,8 @@ const char* gpuStatusName(GpuStatus s) {
 Result<std::unique_ptr<GpuDevice>> openGpuDevice(const std::string& vendor, int ordinal) {
   if (vendor == "nvidia") return openCudaDevice(ordinal);
   if (vendor == "amd") return openHipDevice(ordinal);
-  return Error{"unknown GPU vendor '" + vendor + "' (expected nvidia or amd)"};
+  if (vendor == "vulkan") return openVulkanDevice(ordinal);
+  return Error{"unknown GPU vendor '" + vendor + "' (expected nvidia, amd or vulkan)"};
 }
 
 namespace {
@@ -67,6 +68,13 @@ std::string gfxBase(const std::string& s) { return s.substr(0, s.find(':')); }
 Status checkArchCompatible(const std::string& arch, KernelFormat format, const DeviceInfo& device) {
   const std::string dev = device.name + " (" + (device.arch.empty() ? "unknown architecture" : device.arch) + ")";
   const std::string what = std::string("kernels built for ") + arch + " (" + kernelFormatName(format) + ")";
+  if (format == KernelFormat::Spirv) {
+    // SPIR-V 1.3 runs on every Vulkan 1.1 device; the limits were checked by the space and are
+    // checked again when the pipeline is made.
+    if (device.vendor != "vulkan") return Error{what + " need a Vulkan device; this device is " + dev};
+    return okStatus();
+  }
+  if (device.vendor == "vulkan") return Error{what + " cannot run on a Vulkan device, " + dev + " (SPIR-V only)"};
   if (format == KernelFormat::Hsaco) {
     if (device.vendor != "amd") return Error{what + " need an AMD GPU; this device is " + dev};
     if (device.arch.empty() || gfxBase(arch) == gfxBase(device.arch)) return okStatus();

@@ -89,7 +89,8 @@ std::string GpuEvaluator::kernelId(const Candidate& c) const {
 
 std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& batch, const std::atomic<bool>& stop,
                                                const std::function<void(size_t, const Evaluation&)>& on_result) {
-  const bool nvidia = g_.target.kind == TargetKind::Nvidia;
+  const bool nvidia = g_.target.kind == TargetKind::Nvidia, vulkan = g_.target.kind == TargetKind::Vulkan;
+  const char* ext = nvidia ? ".ptx" : vulkan ? ".spv" : ".hsaco";
   std::vector<Evaluation> out(batch.size());
   std::vector<GpuPlan> plans(batch.size());
   std::vector<Compiled> comp(batch.size());
@@ -98,7 +99,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     plans[i] = *planGpuGemm(w_, space_, batch[i]);
     GpuCompileRequest r = gpuCompileRequest(w_, space_, batch[i], plans[i], g_);
     out[i].schedule = r.schedule;
-    r.out_path = o_.work_dir + "/k" + std::to_string(counter_++) + (nvidia ? ".ptx" : ".hsaco");
+    r.out_path = o_.work_dir + "/k" + std::to_string(counter_++) + ext;
     comp[i].kernel_path = r.out_path;
     // Compilation and the resource analysis run in the child: an LLVM fatal error or a crash
     // in ptxas costs one candidate, not the tuner.
@@ -112,7 +113,10 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
                      {"async_groups", info.async_groups_per_iteration}, {"dynamic_smem", info.dynamic_smem_bytes}};
       GpuResources res;
       std::string res_error;
-      if (!r.nvidia) {
+      if (r.vulkan) {
+        // SPIR-V carries no register figures; the workgroup memory is the plan's (checked by the space).
+        res_error = "SPIR-V: registers are the driver's business (no static figures)";
+      } else if (!r.nvidia) {
         res = fromAmdgpuMetadata(info.stats);
       } else if (!ptxas.empty()) {
         auto p = runPtxas(ptxas, r.out_path, arch, r.out_path + ".cubin");
@@ -244,8 +248,8 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     BundleKernel k;
     k.id = kernelId(batch[i]);
     k.workload = w_.key();
-    k.file = "kernels/" + k.id + (nvidia ? ".ptx" : ".hsaco");
-    k.format = nvidia ? KernelFormat::Ptx : KernelFormat::Hsaco;
+    k.file = "kernels/" + k.id + ext;
+    k.format = nvidia ? KernelFormat::Ptx : vulkan ? KernelFormat::Spirv : KernelFormat::Hsaco;
     // The cubin the pre-flight analysed is what runs; its PTX travels too, for a driver that
     // refuses the cubin (the runner records which one it loaded).
     std::string cubin;

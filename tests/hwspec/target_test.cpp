@@ -63,4 +63,11 @@ TEST(Target, ResolvesNamesAndRejectsUnknownOnes) {
   EXPECT_EQ(resolveTarget("sm_90")->key(), "h100:sm_90");
   EXPECT_EQ(resolveTarget("sm_80")->device, "a100-80gb");
   EXPECT_EQ(resolveTarget("h200")->arch, "sm_90");
+  // Vulkan: one key for every device; vulkan:N picks the device.
+  EXPECT_EQ(resolveTarget("vulkan")->key(), "vulkan:spirv1.3");
+  EXPECT_EQ(resolveTarget("vulkan")->device, "0");
+  EXPECT_EQ(resolveTarget("Vulkan:2")->device, "2");
+  EXPECT_EQ(resolveTarget("vulkan:2")->key(), "vulkan:spirv1.3");
+  EXPECT_FALSE(resolveTarget("vulkan:x").ok());
+  EXPECT_FALSE(resolveTarget("vulkan:").ok());
 }

@@ -57,7 +57,10 @@ struct GpuCompileRequest {
   int64_t lds_pad = 0;            // AMD with mma: elements of padding per LDS operand row
   bool swizzle = false;           // run nvgpu-optimize-shared-memory
   bool dynamic_smem = false;      // NVIDIA: workgroup buffers in dynamic shared memory (> 48 KiB)
-  bool nvidia = true;             // else AMD
+  bool nvidia = true;             // else AMD (or Vulkan)
+  bool vulkan = false;            // SPIR-V for Vulkan (compiler_vulkan.cpp): out_path gets the SPIR-V binary,
+                                  // validated by spirv-val
+  std::string spirv_target;       // Vulkan: the #spirv.target_env attribute (vulkanTargetEnv)
   std::string chip;               // sm_90, sm_80, gfx942
   std::string features;           // +ptx80 ...
   std::string out_path;           // the kernel file: PTX text (NVIDIA) or HSACO (AMD)
@@ -127,6 +130,10 @@ struct FoundOp {
   std::string conv;
 };
 Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename);
+
+// spirv-val --target-env vulkan1.1 on a SPIR-V file (every Vulkan kernel passes it before it may
+// run): ok, or why not (the validator's words, or that spirv-val, Debian's spirv-tools, is missing).
+Status validateSpirvFile(const std::string& path);
 
 // Parses and verifies a Transform library; the error carries the diagnostics.
 Status validateTransformLibrary(const std::string& library);

@@ -49,9 +49,14 @@ struct GpuPlan {
   std::array<int64_t, 2> copy_tile_a{}, copy_tile_b{};  // per-thread copy tiles (vector sizes)
   std::array<int64_t, 2> fill_tile{};     // per-thread tile of the C initialisation
   int64_t smem_bytes = 0;                 // A + B tiles times pipeline depth
+  bool vulkan = false;                    // SPIR-V for Vulkan: workgroup memory is memory space 3, memory
+                                          // accesses scalar (compiler_vulkan.cpp says why)
   bool dynamic_smem = false;              // NVIDIA, over the 48 KiB ptxas allows statically: the tiles
                                           // live in dynamic shared memory (compiler_dynamic_smem.cpp)
 };
+// The #spirv.target_env attribute (text) of a Vulkan target: SPIR-V 1.3, its resource limits.
+std::string vulkanTargetEnv(const GpuTargetInfo& g);
+
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c);
 
 // A copy of rows x cols elements of elem_bits by `threads` threads with vectors of up to

@@ -34,7 +34,19 @@ struct GpuTargetInfo {
   bool has_wgmma = false;       // NVIDIA sm_90 (as sm_90a): warpgroup MMA + TMA
 };
 
+// Vulkan: the limits of Mesa's lavapipe (1,024 invocations, 32 KiB of workgroup memory, subgroups
+// of 8) until applyVulkanLimits replaces them with an opened device's.
 Result<GpuTargetInfo> gpuTargetInfo(const Target& t);
+
+// A Vulkan device's limits (VkPhysicalDeviceLimits, subgroup properties) as the space uses them.
+struct VulkanLimits {
+  std::string name;                    // deviceName
+  int64_t max_invocations = 0;         // maxComputeWorkGroupInvocations
+  int64_t max_size[3] = {0, 0, 0};     // maxComputeWorkGroupSize
+  int64_t shared_bytes = 0;            // maxComputeSharedMemorySize
+  int64_t subgroup_size = 0;           // VkPhysicalDeviceSubgroupProperties::subgroupSize
+};
+void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l);
 
 // Occupancy: resident blocks per SM/CU given a kernel's resources (0: it cannot run at all).
 struct Occupancy {

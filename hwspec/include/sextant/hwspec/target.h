@@ -44,17 +44,20 @@ HostCpu parseCpuInfo(const std::string& cpuinfo_text);
 // The machine this process runs on (cpuinfo, sysfs or CPUID caches; no LLVM names: see llvm_cpu).
 const HostCpu& hostCpu();
 
-enum class TargetKind { Cpu, Nvidia, Amd };
+enum class TargetKind { Cpu, Nvidia, Amd, Vulkan };
 
 struct Target {
   std::string name;       // canonical name: "cpu", "h100", ...
   TargetKind kind = TargetKind::Cpu;
   std::string arch;       // "x86_64-avx512", "sm_90", "gfx942"
   std::string device;     // GPU targets: the entry of the device table (hwspec/data/devices.json)
-                          // whose limits the schedule space uses, e.g. "h100-sxm"
+                          // whose limits the schedule space uses, e.g. "h100-sxm"; Vulkan: the
+                          // device's index ("0"), its limits read from the device (gpu_target.h)
   std::string key() const;  // canonical key stored in the database
   bool isGpu() const { return kind != TargetKind::Cpu; }
-  std::string vendor() const { return kind == TargetKind::Nvidia ? "nvidia" : kind == TargetKind::Amd ? "amd" : "cpu"; }
+  std::string vendor() const {
+    return kind == TargetKind::Nvidia ? "nvidia" : kind == TargetKind::Amd ? "amd" : kind == TargetKind::Vulkan ? "vulkan" : "cpu";
+  }
 };
 
 // CPU kernels on several threads (tune --threads N) are a target of their own: the arch gets a
@@ -67,7 +70,8 @@ int cpuArchThreads(const std::string& arch);  // the N of a "-tN" suffix; 1 with
 Result<Target> targetWithThreads(const Target& t, int threads);
 
 // Names a user may type, in the order --help lists them. Aliases resolve to one canonical target:
-// sm_90 -> h100, sm_80 -> a100, mi300x / gfx942 -> mi300.
+// sm_90 -> h100, sm_80 -> a100, mi300x / gfx942 -> mi300; vulkan:N -> the N-th Vulkan device
+// (vulkan = vulkan:0; one target key for every Vulkan device: records name the device that measured).
 std::vector<std::string> knownTargetNames();
 // Resolves a user-typed name; unknown names give an error listing the known ones.
 Result<Target> resolveTarget(const std::string& name);

@@ -21,8 +21,8 @@ inline constexpr const char* kResultsFormat = "sextant-results";
 inline constexpr int kBundleVersion = 1;
 inline constexpr int kResultsVersion = 1;
 
-enum class KernelFormat { Ptx, Cubin, Hsaco };
-const char* kernelFormatName(KernelFormat f);  // "ptx", "cubin", "hsaco"
+enum class KernelFormat { Ptx, Cubin, Hsaco, Spirv };
+const char* kernelFormatName(KernelFormat f);  // "ptx", "cubin", "hsaco", "spirv" (a Vulkan compute shader)
 Result<KernelFormat> parseKernelFormat(const std::string& s);
 
 // A TMA tensor map (CUtensorMap) that the runner encodes on the host for a kernel argument (the
@@ -87,7 +87,7 @@ struct BundleManifest {
 
 // The device a results file was measured on.
 struct DeviceInfo {
-  std::string vendor;          // "nvidia" | "amd"
+  std::string vendor;          // "nvidia" | "amd" | "vulkan"
   std::string name;            // "NVIDIA H100 80GB HBM3"
   std::string arch;            // "sm_90" (from the compute capability), "gfx942" (gcnArchName)
   std::string driver_version;  // "12.4" (CUDA), HIP's number otherwise

@@ -15,6 +15,7 @@
 
 #include "sextant/codegen/workload.h"
 #include "sextant/common/result.h"
+#include "sextant/hwspec/gpu_target.h"
 #include "sextant/runtime/bundle.h"
 #include "sextant/runtime/gemm_host.h"
 
@@ -99,7 +100,25 @@ class GpuDevice {
 //   "no HIP device found (libamdhip64.so not loadable: ...)", "no HIP device found (hipInit: ...)".
 Result<std::unique_ptr<GpuDevice>> openCudaDevice(int ordinal = 0);
 Result<std::unique_ptr<GpuDevice>> openHipDevice(int ordinal = 0);
-// vendor: "nvidia" (CUDA) or "amd" (HIP).
+// Vulkan compute (vulkan_device.cpp): libvulkan.so.1 loaded at run time ($SEXTANT_VULKAN_LIB
+// overrides the path); SEXTANT_VULKAN_VALIDATION=1 enables the Khronos validation layer and makes
+// any message it emits an error. "no Vulkan device found (...)" when there is none.
+Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int ordinal = 0);
+// What `tune hw show vulkan` lists, and what the Vulkan schedule space takes from a device.
+struct VulkanDeviceProps {
+  int index = 0;
+  std::string name;            // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string type;            // "cpu" (emulated: lavapipe), "discrete-gpu", "integrated-gpu", ...
+  std::string api_version, driver_version;
+  uint32_t vendor_id = 0;
+  VulkanLimits limits;         // workgroup invocations and size, workgroup memory, subgroup size
+  int64_t max_groups[3] = {0, 0, 0};
+  float timestamp_period_ns = 0;
+  bool float16 = false;            // shaderFloat16
+  bool cooperative_matrix = false; // VK_KHR_cooperative_matrix
+};
+Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
+// vendor: "nvidia" (CUDA), "amd" (HIP) or "vulkan".
 Result<std::unique_ptr<GpuDevice>> openGpuDevice(const std::string& vendor, int ordinal = 0);
 
 // Whether kernels built for `arch` in `format` can run on the device: PTX for an older NVIDIA

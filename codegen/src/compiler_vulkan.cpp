@@ -1,0 +1,138 @@
+// The Vulkan route (issue #33): outlined GPU kernels -> SPIR-V compute shaders, in-process with
+// MLIR 22 (../shared/notes/vulkan.md holds the probe this follows), and the gate every kernel passes
+// before it may run: spirv-val (Debian spirv-tools) with the Vulkan 1.1 environment.
+//
+// MLIR 22 specifics handled here or by the schedule (gpu_schedule.cpp):
+// - workgroup memory must be the integer memory space 3 (the schedule allocates it so);
+// - convert-gpu-to-spirv does not derive the entry-point ABI (the workgroup size): set here from
+//   the launch's block size;
+// - vector loads of scalar buffers become invalid pointer bitcasts (llvm/llvm-project#213192): the
+//   schedule lowers memory accesses to scalars;
+// - gpu-module-to-binary has no Vulkan flavour that works: spirv::serialize directly.
+// Kernel argument i is the storage buffer at descriptor set 0, binding i (the runner's ABI).
+#include "compiler_internal.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+
+namespace sextant::detail {
+
+namespace {
+
+// SPIR-V has 1-D vectors only. The thread's C tile (thread_m x thread_n) is a 2-D vector carried
+// through the K loop; split every 2-D vector that an scf op carries into its rows (a 1:N type
+// conversion of the scf structure), so that canonicalization can fold the row extracts and
+// inserts around it and no 2-D vector is left.
+bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
+  mlir::MLIRContext* ctx = root->getContext();
+  mlir::TypeConverter tc;
+  tc.addConversion([](mlir::Type t) { return t; });
+  tc.addConversion([](mlir::VectorType v, llvm::SmallVectorImpl<mlir::Type>& out) -> std::optional<llvm::LogicalResult> {
+    if (v.getRank() != 2 || v.isScalable()) return std::nullopt;
+    for (int64_t i = 0; i < v.getDimSize(0); ++i) out.push_back(mlir::VectorType::get({v.getDimSize(1)}, v.getElementType()));
+    return mlir::success();
+  });
+  // rows -> the 2-D vector
+  tc.addSourceMaterialization([](mlir::OpBuilder& b, mlir::VectorType t, mlir::ValueRange rows, mlir::Location loc) -> mlir::Value {
+    if (t.getRank() != 2 || int64_t(rows.size()) != t.getDimSize(0)) return mlir::Value();
+    mlir::Value acc = mlir::ub::PoisonOp::create(b, loc, t);
+    for (size_t i = 0; i < rows.size(); ++i) acc = mlir::vector::InsertOp::create(b, loc, rows[i], acc, int64_t(i));
+    return acc;
+  });
+  // the 2-D vector -> rows
+  tc.addTargetMaterialization([](mlir::OpBuilder& b, mlir::TypeRange types, mlir::ValueRange in, mlir::Location loc,
+                                 mlir::Type) -> llvm::SmallVector<mlir::Value> {
+    llvm::SmallVector<mlir::Value> rows;
+    if (in.size() != 1) return rows;
+    for (size_t i = 0; i < types.size(); ++i) rows.push_back(mlir::vector::ExtractOp::create(b, loc, in[0], int64_t(i)));
+    return rows;
+  });
+  mlir::ConversionTarget target(*ctx);
+  mlir::RewritePatternSet patterns(ctx);
+  mlir::scf::populateSCFStructuralTypeConversionsAndLegality(tc, patterns, target);
+  target.markUnknownOpDynamicallyLegal([](mlir::Operation*) { return true; });
+  if (mlir::failed(mlir::applyPartialConversion(root, target, std::move(patterns)))) {
+    err = "splitting the loop-carried 2-D vectors into rows failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, const int64_t block[3],
+                         std::string& spirv_binary, std::string& err, DiagCollector& diags) {
+  mlir::MLIRContext* ctx = mod.getContext();
+  auto env = llvm::dyn_cast_or_null<mlir::spirv::TargetEnvAttr>(mlir::parseAttribute(target_env, ctx));
+  if (!env) {
+    err = "not a #spirv.target_env: " + target_env + "\n" + diags.text;
+    return false;
+  }
+  int modules = 0;
+  mod.walk([&](mlir::gpu::GPUModuleOp gm) {
+    ++modules;
+    gm->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
+    gm.walk([&](mlir::gpu::GPUFuncOp f) {
+      if (!f.isKernel()) return;
+      f->setAttr(mlir::spirv::getEntryPointABIAttrName(),
+                 mlir::spirv::getEntryPointABIAttr(ctx, {int32_t(block[0]), int32_t(block[1]), int32_t(block[2])}));
+    });
+  });
+  if (modules != 1) {
+    err = "expected one GPU module, found " + std::to_string(modules);
+    return false;
+  }
+  std::vector<mlir::gpu::GPUModuleOp> gms;
+  mod.walk([&](mlir::gpu::GPUModuleOp gm) { gms.push_back(gm); });
+  if (!splitLoopCarriedRows(gms.front(), err)) return false;
+  // Inside the kernel: row extracts folded, affine index arithmetic, subviews folded into loads and
+  // stores; then the
+  // conversion (the spirv.module lands beside the gpu.module), ABI lowering and the version,
+  // capabilities and extensions the module really needs.
+  if (!runPipeline(mod,
+                   "builtin.module(gpu.module(canonicalize,fold-memref-alias-ops,lower-affine,cse),"
+                   "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))",
+                   err, diags))
+    return false;
+  std::vector<mlir::spirv::ModuleOp> spv;
+  mod.walk([&](mlir::spirv::ModuleOp m) { spv.push_back(m); });
+  if (spv.size() != 1) {
+    err = "expected one spirv.module after the conversion, found " + std::to_string(spv.size());
+    return false;
+  }
+  llvm::SmallVector<uint32_t, 0> words;
+  if (mlir::failed(mlir::spirv::serialize(spv.front(), words))) {
+    err = "SPIR-V serialization failed: " + diags.text;
+    return false;
+  }
+  spirv_binary.assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint32_t));
+  return true;
+}
+
+}  // namespace sextant::detail
+
+namespace sextant {
+
+Status validateSpirvFile(const std::string& path) {
+  std::string out;
+  int rc = detail::runProgram({"spirv-val", "--target-env", "vulkan1.1", path}, out);
+  if (rc == 0) return okStatus();
+  if (rc < 0 || out.find("No such file") != std::string::npos)
+    return Error{"spirv-val not found (Debian package spirv-tools): every Vulkan kernel is validated before it may run"};
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return Error{"spirv-val rejected the kernel: " + out.substr(0, 2000)};
+}
+
+}  // namespace sextant

@@ -1,0 +1,746 @@
+// The Vulkan backend (issue #33): the GpuDevice of gpu_runner.h on Vulkan compute, libvulkan loaded
+// with dlopen at run time (a machine without it gets one line, not a link error). One persistent
+// instance, device and queue; a buffer per allocation (host-visible memory mapped where the device
+// has it, else device-local memory filled through a staging buffer); a compute pipeline per kernel
+// (kernel argument i = storage buffer binding i of set 0); commands recorded into one command buffer
+// until an event is queried, then submitted with a fence; the two timing events are timestamp
+// queries. SEXTANT_VULKAN_VALIDATION=1 turns on the Khronos validation layer: any message it emits
+// fails the call that caused it.
+//
+// Mesa's lavapipe (llvmpipe) runs these kernels on the CPU: its DeviceInfo says "cpu-emulated" in
+// the architecture, so that no record, dataset or report mistakes it for a GPU.
+#include <algorithm>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sextant/runtime/gpu_runner.h"
+
+#if __has_include(<vulkan/vulkan.h>)
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+#define SEXTANT_HAVE_VULKAN_HEADERS 1
+#endif
+
+namespace sextant {
+
+#ifndef SEXTANT_HAVE_VULKAN_HEADERS
+Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int) {
+  return Error{"no Vulkan device found (Sextant was built without the Vulkan headers: install libvulkan-dev and rebuild)"};
+}
+Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
+  return Error{"Sextant was built without the Vulkan headers (libvulkan-dev)"};
+}
+#else
+
+namespace {
+
+std::string vkName(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_INVALID_SHADER_NV: return "VK_ERROR_INVALID_SHADER_NV";
+    default: return "VkResult " + std::to_string(int(r));
+  }
+}
+
+// The entry points used, loaded through vkGetInstanceProcAddr / vkGetDeviceProcAddr.
+#define SEXTANT_VK_INSTANCE_FNS(X)                                                                              \
+  X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                          \
+  X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)                              \
+  X(vkEnumerateDeviceExtensionProperties)
+#define SEXTANT_VK_DEVICE_FNS(X)                                                                                 \
+  X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements)   \
+  X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory)                      \
+  X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout) \
+  X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)          \
+  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)      \
+  X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkResetCommandPool) X(vkAllocateCommandBuffers)               \
+  X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                  \
+  X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdFillBuffer) X(vkCmdCopyBuffer) X(vkCmdWriteTimestamp)          \
+  X(vkCmdResetQueryPool) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkQueueSubmit)    \
+  X(vkCreateFence) X(vkDestroyFence) X(vkResetFences) X(vkGetFenceStatus) X(vkWaitForFences) X(vkDeviceWaitIdle)
+
+struct VkApi {
+  void* lib = nullptr;
+  PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+  PFN_vkCreateInstance vkCreateInstance = nullptr;
+  PFN_vkEnumerateInstanceLayerProperties vkEnumerateInstanceLayerProperties = nullptr;
+  PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
+#define X(f) PFN_##f f = nullptr;
+  SEXTANT_VK_INSTANCE_FNS(X)
+  SEXTANT_VK_DEVICE_FNS(X)
+#undef X
+};
+
+// Validation messages of the current call (the callback may run on any thread).
+struct Messages {
+  std::mutex mu;
+  std::vector<std::string> list;
+  std::string take() {
+    std::lock_guard<std::mutex> l(mu);
+    std::string s;
+    for (auto& m : list) s += (s.empty() ? "" : " | ") + m;
+    list.clear();
+    return s;
+  }
+};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+                                         const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
+  auto* m = static_cast<Messages*>(user);
+  std::lock_guard<std::mutex> l(m->mu);
+  m->list.push_back(data && data->pMessage ? data->pMessage : "(no text)");
+  return VK_FALSE;
+}
+
+// What the SPIR-V module declares: its storage-buffer bindings (set 0) and its workgroup size.
+struct SpirvFacts {
+  uint32_t bindings = 0;
+  uint32_t local_size[3] = {0, 0, 0};
+};
+Result<SpirvFacts> readSpirv(const std::string& image) {
+  if (image.size() < 20 || image.size() % 4) return Error{"not a SPIR-V module (size " + std::to_string(image.size()) + ")"};
+  std::vector<uint32_t> w(image.size() / 4);
+  std::memcpy(w.data(), image.data(), image.size());
+  if (w[0] != 0x07230203u) return Error{"not a SPIR-V module (bad magic number)"};
+  SpirvFacts f;
+  for (size_t i = 5; i < w.size();) {
+    const uint32_t count = w[i] >> 16, op = w[i] & 0xffffu;
+    if (count == 0 || i + count > w.size()) return Error{"malformed SPIR-V instruction stream"};
+    if (op == 71 && count >= 4 && w[i + 2] == 33) f.bindings = std::max(f.bindings, w[i + 3] + 1);  // OpDecorate Binding
+    if (op == 16 && count >= 6 && w[i + 2] == 17)  // OpExecutionMode LocalSize
+      for (int d = 0; d < 3; ++d) f.local_size[d] = w[i + 3 + d];
+    i += count;
+  }
+  return f;
+}
+
+struct LoadedApi {
+  VkApi api;
+  std::string error;
+};
+// libvulkan and the global entry points, once per process.
+const LoadedApi& loadApi() {
+  static LoadedApi l = [] {
+    LoadedApi r;
+    const char* path = std::getenv("SEXTANT_VULKAN_LIB");
+    r.api.lib = dlopen(path ? path : "libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!r.api.lib) {
+      const char* e = dlerror();
+      r.error = std::string("libvulkan.so.1 not loadable: ") + (e ? e : "?") + "; install libvulkan1 and a driver "
+                "(Mesa's lavapipe: mesa-vulkan-drivers)";
+      return r;
+    }
+    r.api.vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(r.api.lib, "vkGetInstanceProcAddr"));
+    if (!r.api.vkGetInstanceProcAddr) {
+      r.error = "libvulkan has no vkGetInstanceProcAddr";
+      return r;
+    }
+    r.api.vkCreateInstance =
+        reinterpret_cast<PFN_vkCreateInstance>(r.api.vkGetInstanceProcAddr(nullptr, "vkCreateInstance"));
+    r.api.vkEnumerateInstanceLayerProperties = reinterpret_cast<PFN_vkEnumerateInstanceLayerProperties>(
+        r.api.vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceLayerProperties"));
+    if (!r.api.vkCreateInstance) r.error = "libvulkan has no vkCreateInstance";
+    return r;
+  }();
+  return l;
+}
+
+// An instance (validation on request) with its instance-level entry points.
+struct Instance {
+  VkApi api;
+  VkInstance inst = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  bool validation = false;
+  Messages* messages = nullptr;
+};
+Result<Instance> createInstance(Messages* messages) {
+  const LoadedApi& l = loadApi();
+  if (!l.error.empty()) return Error{l.error};
+  Instance in;
+  in.api = l.api;
+  in.messages = messages;
+  const char* v = std::getenv("SEXTANT_VULKAN_VALIDATION");
+  in.validation = v && std::string(v) != "0";
+  std::vector<const char*> layers, exts;
+  if (in.validation) {
+    uint32_t n = 0;
+    in.api.vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> props(n);
+    in.api.vkEnumerateInstanceLayerProperties(&n, props.data());
+    bool found = std::any_of(props.begin(), props.end(),
+                             [](const VkLayerProperties& p) { return std::string(p.layerName) == "VK_LAYER_KHRONOS_validation"; });
+    if (!found)
+      return Error{"SEXTANT_VULKAN_VALIDATION is set but the layer VK_LAYER_KHRONOS_validation is not installed "
+                   "(Debian: vulkan-validationlayers)"};
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "sextant";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = uint32_t(layers.size());
+  ci.ppEnabledLayerNames = layers.data();
+  ci.enabledExtensionCount = uint32_t(exts.size());
+  ci.ppEnabledExtensionNames = exts.data();
+  if (VkResult r = in.api.vkCreateInstance(&ci, nullptr, &in.inst); r != VK_SUCCESS)
+    return Error{"vkCreateInstance: " + vkName(r) + (r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan 1.1 driver)" : "")};
+#define X(f) in.api.f = reinterpret_cast<PFN_##f>(in.api.vkGetInstanceProcAddr(in.inst, #f));
+  SEXTANT_VK_INSTANCE_FNS(X)
+#undef X
+  if (in.validation) {
+    in.api.vkCreateDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        in.api.vkGetInstanceProcAddr(in.inst, "vkCreateDebugUtilsMessengerEXT"));
+    in.api.vkDestroyDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        in.api.vkGetInstanceProcAddr(in.inst, "vkDestroyDebugUtilsMessengerEXT"));
+    VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+    mi.pfnUserCallback = onMessage;
+    mi.pUserData = messages;
+    if (in.api.vkCreateDebugUtilsMessengerEXT)
+      in.api.vkCreateDebugUtilsMessengerEXT(in.inst, &mi, nullptr, &in.messenger);
+  }
+  return in;
+}
+
+VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &sub;
+  api.vkGetPhysicalDeviceProperties2(pd, &p2);
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f16;
+  api.vkGetPhysicalDeviceFeatures2(pd, &f2);
+  const VkPhysicalDeviceProperties& p = p2.properties;
+  VulkanDeviceProps d;
+  d.index = index;
+  d.name = p.deviceName;
+  d.type = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU              ? "cpu"
+           : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU   ? "discrete-gpu"
+           : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated-gpu"
+           : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual-gpu"
+                                                                    : "other";
+  d.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
+                  "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+  d.driver_version = std::to_string(p.driverVersion);
+  d.vendor_id = p.vendorID;
+  d.limits.name = d.name;
+  d.limits.max_invocations = p.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) d.limits.max_size[i] = p.limits.maxComputeWorkGroupSize[i], d.max_groups[i] = p.limits.maxComputeWorkGroupCount[i];
+  d.limits.shared_bytes = p.limits.maxComputeSharedMemorySize;
+  d.limits.subgroup_size = sub.subgroupSize;
+  d.timestamp_period_ns = p.limits.timestampPeriod;
+  d.float16 = f16.shaderFloat16 == VK_TRUE;
+  uint32_t n = 0;
+  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
+  for (auto& e : ext) d.cooperative_matrix |= std::string(e.extensionName) == "VK_KHR_cooperative_matrix";
+  return d;
+}
+
+class VulkanDevice : public GpuDevice {
+ public:
+  ~VulkanDevice() override {
+    if (in_.inst == VK_NULL_HANDLE) return;
+    if (dev_ != VK_NULL_HANDLE) {
+      if (!lost_) api().vkDeviceWaitIdle(dev_);
+      for (auto& [h, k] : kernels_) destroyKernel(k);
+      for (auto& [h, b] : bufs_) destroyBuffer(b);
+      if (qpool_) api().vkDestroyQueryPool(dev_, qpool_, nullptr);
+      if (fence_) api().vkDestroyFence(dev_, fence_, nullptr);
+      if (cpool_) api().vkDestroyCommandPool(dev_, cpool_, nullptr);
+      api().vkDestroyDevice(dev_, nullptr);
+    }
+    if (in_.messenger && in_.api.vkDestroyDebugUtilsMessengerEXT)
+      in_.api.vkDestroyDebugUtilsMessengerEXT(in_.inst, in_.messenger, nullptr);
+    in_.api.vkDestroyInstance(in_.inst, nullptr);
+  }
+
+  Status open(int ordinal) {
+    auto in = createInstance(&messages_);
+    if (!in) return Error{in.error()};
+    in_ = *in;
+    api_ = in_.api;  // instance-level entry points; the device-level ones follow vkCreateDevice
+    uint32_t n = 0;
+    api().vkEnumeratePhysicalDevices(in_.inst, &n, nullptr);
+    std::vector<VkPhysicalDevice> pds(n);
+    api().vkEnumeratePhysicalDevices(in_.inst, &n, pds.data());
+    if (ordinal < 0 || uint32_t(ordinal) >= n)
+      return Error{"Vulkan device " + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " found)"};
+    pd_ = pds[size_t(ordinal)];
+    props_ = propsOf(api(), pd_, ordinal);
+    uint32_t nq = 0;
+    api().vkGetPhysicalDeviceQueueFamilyProperties(pd_, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qf(nq);
+    api().vkGetPhysicalDeviceQueueFamilyProperties(pd_, &nq, qf.data());
+    qfam_ = UINT32_MAX;
+    for (uint32_t i = 0; i < nq && qfam_ == UINT32_MAX; ++i)
+      if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && qf[i].timestampValidBits > 0) qfam_ = i;
+    if (qfam_ == UINT32_MAX) return Error{props_.name + ": no compute queue with timestamps"};
+    ts_mask_ = qf[qfam_].timestampValidBits >= 64 ? ~0ull : ((1ull << qf[qfam_].timestampValidBits) - 1);
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qi.queueFamilyIndex = qfam_;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &prio;
+    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    if (VkResult r = api().vkCreateDevice(pd_, &di, nullptr, &dev_); r != VK_SUCCESS)
+      return Error{"vkCreateDevice: " + vkName(r)};
+#define X(f) api_.f = reinterpret_cast<PFN_##f>(in_.api.vkGetDeviceProcAddr(dev_, #f));
+    SEXTANT_VK_DEVICE_FNS(X)
+#undef X
+    api().vkGetDeviceQueue(dev_, qfam_, 0, &queue_);
+    api().vkGetPhysicalDeviceMemoryProperties(pd_, &mem_);
+    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pi.queueFamilyIndex = qfam_;
+    VkQueryPoolCreateInfo qpi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpi.queryCount = 2;
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (api().vkCreateCommandPool(dev_, &pi, nullptr, &cpool_) != VK_SUCCESS ||
+        api().vkCreateQueryPool(dev_, &qpi, nullptr, &qpool_) != VK_SUCCESS ||
+        api().vkCreateFence(dev_, &fi, nullptr, &fence_) != VK_SUCCESS)
+      return Error{"cannot create the command pool, query pool or fence"};
+    info_.vendor = "vulkan";
+    info_.name = props_.name;
+    // The architecture says what runs the kernels: a CPU-emulated device is never a GPU measurement.
+    info_.arch = props_.type == "cpu" ? "vulkan-cpu-emulated" : "vulkan-" + props_.type;
+    info_.driver_version = props_.api_version + "/" + props_.driver_version;
+    info_.sm_count = 0;
+    info_.l2_bytes = 0;
+    for (uint32_t i = 0; i < mem_.memoryHeapCount; ++i)
+      if (mem_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+        info_.memory_bytes = std::max<int64_t>(info_.memory_bytes, int64_t(mem_.memoryHeaps[i].size));
+    return checkMessages("opening the device");
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  Result<DevicePtr> allocate(size_t bytes) override {
+    auto b = makeBuffer(std::max<size_t>(bytes, 4), false);
+    if (!b) return Error{b.error()};
+    DevicePtr h = next_++;
+    bufs_[h] = *b;
+    return h;
+  }
+  void release(DevicePtr p) override {
+    auto it = bufs_.find(p);
+    if (it == bufs_.end()) return;
+    if (!lost_) waitIdle();
+    destroyBuffer(it->second);
+    bufs_.erase(it);
+  }
+  Status copyToDevice(DevicePtr dst, const void* src, size_t bytes) override { return copy(dst, const_cast<void*>(src), bytes, true); }
+  Status copyToHost(void* dst, DevicePtr src, size_t bytes) override { return copy(src, dst, bytes, false); }
+  Status fill(DevicePtr dst, uint8_t value, size_t bytes) override {
+    auto it = bufs_.find(dst);
+    if (it == bufs_.end()) return Error{"fill: unknown buffer"};
+    if (auto s = recording(); !s) return s;
+    barrier();
+    const uint32_t word = 0x01010101u * value;
+    const VkDeviceSize size = bytes >= it->second.size ? VK_WHOLE_SIZE : VkDeviceSize(bytes & ~size_t(3));
+    if (size != 0) api().vkCmdFillBuffer(cmd_, it->second.buf, 0, size, word);
+    return okStatus();
+  }
+
+  Result<LoadedKernel> load(const std::string& image, KernelFormat format, const std::string& name) override {
+    if (format != KernelFormat::Spirv)
+      return Error{std::string("a Vulkan device runs SPIR-V kernels, not ") + kernelFormatName(format)};
+    auto facts = readSpirv(image);
+    if (!facts) return Error{facts.error()};
+    Kernel k;
+    k.facts = *facts;
+    VkShaderModuleCreateInfo si{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    si.codeSize = image.size();
+    si.pCode = reinterpret_cast<const uint32_t*>(image.data());
+    if (VkResult r = api().vkCreateShaderModule(dev_, &si, nullptr, &k.shader); r != VK_SUCCESS)
+      return Error{"vkCreateShaderModule: " + vkName(r) + messageSuffix()};
+    std::vector<VkDescriptorSetLayoutBinding> binds(k.facts.bindings);
+    for (uint32_t i = 0; i < k.facts.bindings; ++i)
+      binds[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = uint32_t(binds.size());
+    li.pBindings = binds.data();
+    VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.pName = name.c_str();
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max<uint32_t>(1, k.facts.bindings) * kSetsPerKernel};
+    VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dpi.maxSets = kSetsPerKernel;
+    dpi.poolSizeCount = 1;
+    dpi.pPoolSizes = &ps;
+    VkResult r = api().vkCreateDescriptorSetLayout(dev_, &li, nullptr, &k.set_layout);
+    if (r == VK_SUCCESS) {
+      pli.setLayoutCount = 1;
+      pli.pSetLayouts = &k.set_layout;
+      r = api().vkCreatePipelineLayout(dev_, &pli, nullptr, &k.layout);
+    }
+    if (r == VK_SUCCESS) {
+      ci.stage.module = k.shader;
+      ci.layout = k.layout;
+      r = api().vkCreateComputePipelines(dev_, VK_NULL_HANDLE, 1, &ci, nullptr, &k.pipeline);
+    }
+    if (r == VK_SUCCESS) r = api().vkCreateDescriptorPool(dev_, &dpi, nullptr, &k.pool);
+    if (r != VK_SUCCESS) {
+      destroyKernel(k);
+      return Error{"creating the compute pipeline of " + name + ": " + vkName(r) + messageSuffix()};
+    }
+    if (auto s = checkMessages("loading " + name); !s) {
+      destroyKernel(k);
+      return Error{s.error()};
+    }
+    void* h = reinterpret_cast<void*>(next_kernel_++);
+    kernels_[h] = k;
+    LoadedKernel lk;
+    lk.module = h;
+    lk.function = h;
+    return lk;
+  }
+  void unload(LoadedKernel& k) override {
+    auto it = kernels_.find(k.module);
+    if (it == kernels_.end()) return;
+    if (!lost_) waitIdle();
+    destroyKernel(it->second);
+    kernels_.erase(it);
+    k.module = k.function = nullptr;
+  }
+  Status prepare(LoadedKernel& lk, const LaunchDims& d) override {
+    auto it = kernels_.find(lk.module);
+    if (it == kernels_.end()) return Error{"prepare: unknown kernel"};
+    const SpirvFacts& f = it->second.facts;
+    for (int i = 0; i < 3; ++i) {
+      if (f.local_size[i] != 0 && f.local_size[i] != d.block[size_t(i)])
+        return Error{"the launch's block size does not match the shader's LocalSize"};
+      if (d.block[size_t(i)] > props_.limits.max_size[i] || d.grid[size_t(i)] > props_.max_groups[i])
+        return Error{"launch dimensions exceed the device's limits (maxComputeWorkGroupSize/Count)"};
+    }
+    if (int64_t(d.block[0]) * d.block[1] * d.block[2] > props_.limits.max_invocations)
+      return Error{"workgroup of " + std::to_string(int64_t(d.block[0]) * d.block[1] * d.block[2]) +
+                   " invocations exceeds maxComputeWorkGroupInvocations " + std::to_string(props_.limits.max_invocations)};
+    lk.resources.max_threads_per_block = props_.limits.max_invocations;
+    return okStatus();
+  }
+  Status launch(const LoadedKernel& lk, const LaunchDims& d, void** args) override {
+    auto it = kernels_.find(lk.module);
+    if (it == kernels_.end()) return Error{"launch: unknown kernel"};
+    Kernel& k = it->second;
+    std::vector<DevicePtr> bufs(k.facts.bindings);
+    for (uint32_t i = 0; i < k.facts.bindings; ++i) {
+      bufs[i] = *static_cast<const DevicePtr*>(args[i]);
+      if (!bufs_.count(bufs[i])) return Error{"launch: argument " + std::to_string(i) + " is not a buffer"};
+    }
+    auto set = descriptorSet(k, bufs);
+    if (!set) return Error{set.error()};
+    if (auto s = recording(); !s) return s;
+    barrier();
+    api().vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+    VkDescriptorSet ds = *set;
+    api().vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &ds, 0, nullptr);
+    api().vkCmdDispatch(cmd_, d.grid[0], d.grid[1], d.grid[2]);
+    return okStatus();
+  }
+  Status record(int event) override {
+    if (event < 0 || event > 1) return Error{"event out of range"};
+    if (auto s = recording(); !s) return s;
+    if (event == 0) api().vkCmdResetQueryPool(cmd_, qpool_, 0, 2);
+    barrier();
+    api().vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qpool_, uint32_t(event));
+    recorded_[event] = true;
+    return okStatus();
+  }
+  EventState query(int event, std::string& error) override {
+    if (lost_) return error = lost_reason_, EventState::Failed;
+    if (event < 0 || event > 1 || !recorded_[event]) return error = "event not recorded", EventState::Failed;
+    if (auto s = submit(); !s) return error = s.error(), EventState::Failed;
+    VkResult r = api().vkGetFenceStatus(dev_, fence_);
+    if (r == VK_NOT_READY) return EventState::Pending;
+    if (r != VK_SUCCESS) {
+      markLost("vkGetFenceStatus: " + vkName(r));
+      return error = lost_reason_, EventState::Failed;
+    }
+    submitted_ = false;
+    if (auto s = checkMessages("running the kernel"); !s) return error = s.error(), EventState::Failed;
+    return EventState::Done;
+  }
+  Result<double> elapsedSeconds() override {
+    uint64_t t[2] = {0, 0};
+    VkResult r = api().vkGetQueryPoolResults(dev_, qpool_, 0, 2, sizeof t, t, sizeof(uint64_t),
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) return Error{"vkGetQueryPoolResults: " + vkName(r)};
+    const uint64_t ticks = ((t[1] & ts_mask_) - (t[0] & ts_mask_)) & ts_mask_;
+    return double(ticks) * double(props_.timestamp_period_ns) * 1e-9;
+  }
+  std::string timingMethod() const override {
+    return "Vulkan timestamp queries (bottom of pipe) around the dispatch; cache flush: vkCmdFillBuffer of the "
+           "scratch buffer; no busy-wait";
+  }
+
+ private:
+  static constexpr uint32_t kSetsPerKernel = 8;
+  struct Buffer {
+    VkBuffer buf = VK_NULL_HANDLE;
+    VkDeviceMemory mem = VK_NULL_HANDLE;
+    size_t size = 0;
+    void* map = nullptr;  // host-visible memory, mapped for the buffer's lifetime
+  };
+  struct Kernel {
+    SpirvFacts facts;
+    VkShaderModule shader = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    std::map<std::vector<DevicePtr>, VkDescriptorSet> sets;
+  };
+
+  const VkApi& api() const { return api_; }
+
+  std::string messageSuffix() {
+    std::string m = messages_.take();
+    return m.empty() ? "" : " (validation: " + m + ")";
+  }
+  Status checkMessages(const std::string& what) {
+    std::string m = messages_.take();
+    if (m.empty()) return okStatus();
+    return Error{"Vulkan validation layer, " + what + ": " + m.substr(0, 2000)};
+  }
+  void markLost(const std::string& why) {
+    lost_ = true;
+    lost_reason_ = "the Vulkan device was lost (" + why + ")";
+  }
+
+  int32_t memoryType(uint32_t bits, VkMemoryPropertyFlags want) const {
+    for (uint32_t i = 0; i < mem_.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (mem_.memoryTypes[i].propertyFlags & want) == want) return int32_t(i);
+    return -1;
+  }
+  // host: a staging buffer (host-visible, coherent); else device-local memory, host-visible where
+  // the device has such memory (lavapipe, integrated GPUs, resizable BAR).
+  Result<Buffer> makeBuffer(size_t bytes, bool host) {
+    Buffer b;
+    b.size = bytes;
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.size = bytes;
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    if (VkResult r = api().vkCreateBuffer(dev_, &bi, nullptr, &b.buf); r != VK_SUCCESS) return Error{"vkCreateBuffer: " + vkName(r)};
+    VkMemoryRequirements req;
+    api().vkGetBufferMemoryRequirements(dev_, b.buf, &req);
+    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int32_t type = host ? memoryType(req.memoryTypeBits, hv) : memoryType(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0 && !host) type = memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) {
+      api().vkDestroyBuffer(dev_, b.buf, nullptr);
+      return Error{"no suitable Vulkan memory type"};
+    }
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = uint32_t(type);
+    VkResult r = api().vkAllocateMemory(dev_, &ai, nullptr, &b.mem);
+    if (r == VK_SUCCESS) r = api().vkBindBufferMemory(dev_, b.buf, b.mem, 0);
+    if (r == VK_SUCCESS && (mem_.memoryTypes[type].propertyFlags & hv) == hv) r = api().vkMapMemory(dev_, b.mem, 0, VK_WHOLE_SIZE, 0, &b.map);
+    if (r != VK_SUCCESS) {
+      destroyBuffer(b);
+      return Error{"allocating " + std::to_string(bytes) + " bytes of Vulkan memory: " + vkName(r)};
+    }
+    return b;
+  }
+  void destroyBuffer(Buffer& b) {
+    if (b.map) api().vkUnmapMemory(dev_, b.mem);
+    if (b.buf) api().vkDestroyBuffer(dev_, b.buf, nullptr);
+    if (b.mem) api().vkFreeMemory(dev_, b.mem, nullptr);
+    b = Buffer{};
+  }
+  void destroyKernel(Kernel& k) {
+    if (k.pool) api().vkDestroyDescriptorPool(dev_, k.pool, nullptr);
+    if (k.pipeline) api().vkDestroyPipeline(dev_, k.pipeline, nullptr);
+    if (k.layout) api().vkDestroyPipelineLayout(dev_, k.layout, nullptr);
+    if (k.set_layout) api().vkDestroyDescriptorSetLayout(dev_, k.set_layout, nullptr);
+    if (k.shader) api().vkDestroyShaderModule(dev_, k.shader, nullptr);
+    k = Kernel{};
+  }
+  Result<VkDescriptorSet> descriptorSet(Kernel& k, const std::vector<DevicePtr>& bufs) {
+    if (auto it = k.sets.find(bufs); it != k.sets.end()) return it->second;
+    if (k.sets.size() >= kSetsPerKernel) return Error{"too many distinct argument lists for one kernel"};
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = k.pool;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &k.set_layout;
+    VkDescriptorSet set;
+    if (VkResult r = api().vkAllocateDescriptorSets(dev_, &ai, &set); r != VK_SUCCESS)
+      return Error{"vkAllocateDescriptorSets: " + vkName(r)};
+    std::vector<VkDescriptorBufferInfo> infos(bufs.size());
+    std::vector<VkWriteDescriptorSet> writes(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      infos[i] = {bufs_[bufs[i]].buf, 0, VK_WHOLE_SIZE};
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set;
+      writes[i].dstBinding = uint32_t(i);
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    api().vkUpdateDescriptorSets(dev_, uint32_t(writes.size()), writes.data(), 0, nullptr);
+    k.sets[bufs] = set;
+    return set;
+  }
+
+  // Every command waits for the ones before it (the queue is one in-order stream, as CUDA's).
+  void barrier() {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+    api().vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
+                               nullptr, 0, nullptr);
+  }
+  // A command buffer to record into: the previous submission finished first.
+  Status recording() {
+    if (lost_) return Error{lost_reason_};
+    if (open_) return okStatus();
+    if (submitted_) {
+      if (auto s = waitFence(); !s) return s;
+    }
+    api().vkResetCommandPool(dev_, cpool_, 0);
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = cpool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    if (cmd_ == VK_NULL_HANDLE && api().vkAllocateCommandBuffers(dev_, &ai, &cmd_) != VK_SUCCESS)
+      return Error{"vkAllocateCommandBuffers failed"};
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (api().vkBeginCommandBuffer(cmd_, &bi) != VK_SUCCESS) return Error{"vkBeginCommandBuffer failed"};
+    recorded_[0] = recorded_[1] = false;
+    open_ = true;
+    return okStatus();
+  }
+  Status submit() {
+    if (!open_) return okStatus();
+    open_ = false;
+    if (api().vkEndCommandBuffer(cmd_) != VK_SUCCESS) return Error{"vkEndCommandBuffer failed" + messageSuffix()};
+    api().vkResetFences(dev_, 1, &fence_);
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    VkResult r = api().vkQueueSubmit(queue_, 1, &si, fence_);
+    if (r != VK_SUCCESS) {
+      markLost("vkQueueSubmit: " + vkName(r));
+      return Error{lost_reason_};
+    }
+    submitted_ = true;
+    return okStatus();
+  }
+  Status waitFence() {
+    VkResult r = api().vkWaitForFences(dev_, 1, &fence_, VK_TRUE, uint64_t(60e9));
+    if (r != VK_SUCCESS) {
+      markLost("waiting for the queue: " + vkName(r));
+      return Error{lost_reason_};
+    }
+    submitted_ = false;
+    return okStatus();
+  }
+  Status waitIdle() {
+    if (auto s = submit(); !s) return s;
+    if (submitted_) return waitFence();
+    return okStatus();
+  }
+  Status copy(DevicePtr h, void* host, size_t bytes, bool to_device) {
+    auto it = bufs_.find(h);
+    if (it == bufs_.end()) return Error{"copy: unknown buffer"};
+    if (bytes > it->second.size) return Error{"copy: larger than the buffer"};
+    if (auto s = waitIdle(); !s) return s;
+    Buffer& b = it->second;
+    if (b.map) {
+      if (to_device) std::memcpy(b.map, host, bytes);
+      else std::memcpy(host, b.map, bytes);
+      return checkMessages("copying");
+    }
+    auto st = makeBuffer(bytes, true);
+    if (!st) return Error{st.error()};
+    if (to_device) std::memcpy(st->map, host, bytes);
+    Status s = recording();
+    if (s) {
+      barrier();
+      VkBufferCopy region{0, 0, bytes};
+      api().vkCmdCopyBuffer(cmd_, to_device ? st->buf : b.buf, to_device ? b.buf : st->buf, 1, &region);
+      s = waitIdle();
+    }
+    if (s && !to_device) std::memcpy(host, st->map, bytes);
+    destroyBuffer(*st);
+    return s ? checkMessages("copying") : s;
+  }
+
+  Messages messages_;
+  Instance in_;
+  VkApi api_;
+  VkPhysicalDevice pd_ = VK_NULL_HANDLE;
+  VkDevice dev_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t qfam_ = 0;
+  VkPhysicalDeviceMemoryProperties mem_{};
+  VkCommandPool cpool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkQueryPool qpool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  bool open_ = false, submitted_ = false, recorded_[2] = {false, false};
+  uint64_t ts_mask_ = ~0ull;
+  VulkanDeviceProps props_;
+  DeviceInfo info_;
+  std::map<DevicePtr, Buffer> bufs_;
+  std::map<void*, Kernel> kernels_;
+  DevicePtr next_ = 1;
+  uintptr_t next_kernel_ = 1;
+  bool lost_ = false;
+  std::string lost_reason_;
+};
+
+}  // namespace
+
+Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
+  Messages m;
+  auto in = createInstance(&m);
+  if (!in) return Error{in.error()};
+  uint32_t n = 0;
+  in->api.vkEnumeratePhysicalDevices(in->inst, &n, nullptr);
+  std::vector<VkPhysicalDevice> pds(n);
+  in->api.vkEnumeratePhysicalDevices(in->inst, &n, pds.data());
+  std::vector<VulkanDeviceProps> out;
+  for (uint32_t i = 0; i < n; ++i) out.push_back(propsOf(in->api, pds[i], int(i)));
+  if (in->messenger && in->api.vkDestroyDebugUtilsMessengerEXT)
+    in->api.vkDestroyDebugUtilsMessengerEXT(in->inst, in->messenger, nullptr);
+  in->api.vkDestroyInstance(in->inst, nullptr);
+  return out;
+}
+
+Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int ordinal) {
+  auto d = std::make_unique<VulkanDevice>();
+  if (auto s = d->open(ordinal); !s) return Error{"no Vulkan device found (" + s.error() + ")"};
+  return std::unique_ptr<GpuDevice>(std::move(d));
+}
+
+#endif  // SEXTANT_HAVE_VULKAN_HEADERS
+
+}  // namespace sextant
