@@ -333,6 +333,7 @@ int cmdHwList() {
 }
 
 int cmdHwShow(const std::string& name) {
+  if (name == "vulkan") return cmdHwShowVulkan();
   if (name == "cpu" || name == "host") {
     const HostCpu& c = hostCpu();
     printf("host CPU (from /proc/cpuinfo and sysfs)\n");

@@ -78,6 +78,7 @@ int cmdHwList();
 int cmdHwShow(const std::string& name);
 // The live GPUs (CUDA / HIP, opened at run time) against the device table.
 int cmdHwCheck();
+int cmdHwShowVulkan();  // every Vulkan device and its limits (hw_commands.cpp)
 
 // tune bundle (tools/bundle_command.cpp): chosen GPU candidates compiled into a kernel bundle.
 struct BundleArgs {

@@ -316,9 +316,9 @@ int main(int argc, char** argv) {
   auto* hw = app.add_subcommand("hw", "the hardware table: datasheet figures with sources, and Blueprints");
   auto* hw_list = hw->add_subcommand("list", "list the devices of the table and the host CPU");
   auto* hw_show = hw->add_subcommand("show", "every figure of one device, its sources and its Blueprint");
-  auto* hw_check = hw->add_subcommand("check", "query this machine's GPUs (CUDA, HIP) and compare them with the table");
+  auto* hw_check = hw->add_subcommand("check", "query this machine's GPUs (CUDA, HIP) and compare them with the table; list its Vulkan devices");
   std::string hw_name;
-  hw_show->add_option("name", hw_name, "device name (tune hw list), or cpu")->required();
+  hw_show->add_option("name", hw_name, "device name (tune hw list), cpu, or vulkan (every Vulkan device and its limits)")->required();
   hw->require_subcommand(1);
 
   try {

@@ -229,3 +229,24 @@ TEST(Vulkan, DeviceLimitsShapeTheSpaceAndTheLaunch) {
   EXPECT_FALSE(dev->load(".version 8.0", KernelFormat::Ptx, "k").ok());
   EXPECT_NE(dev->info().arch.find("vulkan-"), std::string::npos);
 }
+
+// SEXTANT_VULKAN_KNOBS="shape|knobs": compiles and runs one candidate (a debugging aid; skipped
+// without it).
+TEST(Vulkan, OneCandidateFromTheEnvironment) {
+  const char* env = std::getenv("SEXTANT_VULKAN_KNOBS");
+  if (!env) GTEST_SKIP() << "SEXTANT_VULKAN_KNOBS not set";
+  REQUIRE_VULKAN(dev);
+  std::string spec = env;
+  auto w = parseWorkloadKey(spec.substr(0, spec.find('|')));
+  ASSERT_TRUE(w.ok()) << w.error();
+  GpuTargetInfo g = vulkanTarget();
+  Space s = buildGpuGemmSpace(*w, g);
+  auto c = s.fromKey(spec.substr(spec.find('|') + 1));
+  ASSERT_TRUE(c.ok()) << c.error();
+  Compiled k = compileVulkan(*w, s, *c, g);
+  ASSERT_TRUE(k.out.ok) << k.out.stage << ": " << k.out.message;
+  std::ofstream(tmpPath("candidate.spv"), std::ios::binary) << k.spirv;
+  GpuMeasurement m = run(*dev, *w, k);
+  EXPECT_TRUE(m.ok()) << gpuStatusName(m.status) << ": " << m.message;
+  printf("compiled in %.2f s; kernel median %.4f s (%.2f GFLOP/s, CPU-emulated device)\n", k.out.seconds, m.median_s, m.gflops);
+}

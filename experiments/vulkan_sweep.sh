@@ -1,0 +1,38 @@
+#!/bin/sh
+# Issue #33's goal sweep: random candidates of the Vulkan GEMM space on three shapes (square, not a
+# power of two, NT), each compiled to SPIR-V, validated by spirv-val, run on a Vulkan device under
+# the Khronos validation layer (SEXTANT_VULKAN_VALIDATION=1: any message fails the kernel) and
+# verified against the CPU reference, through the real CLI path (tune --target vulkan --measure
+# device: isolated compilation, a bundle, tune-runner). On Mesa's lavapipe the timings are a
+# CPU-emulated device's: they verify kernels and measure no GPU.
+# Usage: experiments/vulkan_sweep.sh [TRIALS] [TARGET] [TAG]   defaults: 64 vulkan lavapipe
+# Output: experiments/results/vulkan_sweep_TAG.txt (this command line, the device, per shape the
+#         statuses and every failure's candidate and message).
+set -e
+cd "$(dirname "$0")/.."
+trials=${1:-64}
+target=${2:-vulkan}
+tag=${3:-lavapipe}
+tune=${TUNE:-build/tools/tune}
+out=experiments/results/vulkan_sweep_$tag.txt
+db=$(mktemp -d)/sweep.db
+export SEXTANT_VULKAN_VALIDATION=1
+{
+  echo "# command: experiments/vulkan_sweep.sh $trials $target $tag   ($(date -u +%F), commit $(git rev-parse --short HEAD))"
+  echo "# strategy random, fresh database, validation layer on; the device:"
+  "$tune" hw show vulkan | sed 's/^/#   /'
+  for sl in 128x128x128:NN 192x160x96:NN 64x256x128:NT; do
+    shape=${sl%%:*} layout=${sl#*:}
+    echo
+    echo "== $shape $layout"
+    "$tune" --op gemm --shape "$shape" --layout "$layout" --target "$target" --measure device --strategy random \
+      --trials "$trials" --db "$db" --quiet 2>&1 | grep -v '^$' || true
+  done
+  echo
+  echo "== every record that is not ok (candidate | status | message)"
+  sqlite3 -separator ' | ' "$db" "select candidate, status, substr(replace(message, char(10), ' '), 1, 300) from records where status != 'ok'"
+  echo
+  echo "== totals per workload"
+  sqlite3 -separator ' | ' "$db" "select w.key, r.status, count(*) from records r join workloads w on r.workload_id = w.id group by 1, 2"
+} > "$out"
+cat "$out"
