@@ -17,9 +17,11 @@ tune=${TUNE:-build/tools/tune}
 out=experiments/results/vulkan_sweep_$tag.txt
 db=$(mktemp -d)/sweep.db
 export SEXTANT_VULKAN_VALIDATION=1
+# Cold shader compiles in the driver, as on a fresh machine (lavapipe compiles at the first dispatch).
+export MESA_SHADER_CACHE_DISABLE=true
 {
   echo "# command: experiments/vulkan_sweep.sh $trials $target $tag   ($(date -u +%F), commit $(git rev-parse --short HEAD))"
-  echo "# strategy random, fresh database, validation layer on; the device:"
+  echo "# strategy random, fresh database, validation layer on, Mesa shader cache off; the device:"
   "$tune" hw show vulkan | sed 's/^/#   /'
   for sl in 128x128x128:NN 192x160x96:NN 64x256x128:NT; do
     shape=${sl%%:*} layout=${sl#*:}

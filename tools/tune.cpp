@@ -99,7 +99,9 @@ void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
       ->capture_default_str();
   app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")
       ->capture_default_str();
-  app->add_option("--target", a.target, "where to tune: " + join(knownTargetNames(), ", "))->capture_default_str();
+  app->add_option("--target", a.target, "where to tune: " + join(knownTargetNames(), ", ") +
+                  " (vulkan:N: the N-th Vulkan device; Mesa's lavapipe is CPU-emulated and measures no GPU)")
+      ->capture_default_str();
   auto* db = app->add_option("--db", a.db, "schedule database (SQLite file)");
   if (with_db_default) db->capture_default_str();
 }

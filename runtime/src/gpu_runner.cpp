@@ -170,9 +170,9 @@ Status GemmBench::setProblem(const GemmHostProblem& p) {
   return okStatus();
 }
 
-EventState GemmBench::waitFor(int event, std::string& error) {
+EventState GemmBench::waitFor(int event, std::string& error, double extra_s) {
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration<double>(o_.timeout_s);
+  const auto deadline = clock::now() + std::chrono::duration<double>(o_.timeout_s + extra_s);
   for (int spin = 0;; ++spin) {
     EventState s = dev_.query(event, error);
     if (s != EventState::Pending) return s;
@@ -215,7 +215,12 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
   const GemmWorkload& w = p_->workload();
 
   // Enqueues one launch between the two events and waits for it; false (and m filled in) on failure.
+  // The first launch of a kernel may include the driver's shader compilation (GpuDevice::
+  // firstLaunchAllowance): it gets that much more time.
+  bool first = true;
   auto launchOnce = [&](double* seconds) -> bool {
+    const double extra = first ? dev_.firstLaunchAllowance() : 0;
+    first = false;
     // Timed: the queue is kept busy while the start event and the launch are enqueued.
     auto st = seconds ? dev_.busyWait(kBusyWaitS) : okStatus();
     if (st) st = dev_.record(0);
@@ -232,13 +237,13 @@ GpuMeasurement GemmBench::run(const std::string& what, const std::function<Statu
       return false;
     }
     std::string err;
-    EventState s = waitFor(1, err);
+    EventState s = waitFor(1, err, extra);
     if (s == EventState::Pending) {
       char msg[256];
       snprintf(msg, sizeof msg,
                "did not finish within %.3g s; the GPU context is lost (the kernel may still be running), later "
                "kernels are skipped",
-               o_.timeout_s);
+               o_.timeout_s + extra);
       m.status = GpuStatus::Timeout;
       m.message = msg;
       lost_ = true;

@@ -80,6 +80,9 @@ class GpuDevice {
   // recorded when the timed launch is already queued: no launch latency inside the timing. The
   // default does nothing.
   virtual Status busyWait(double seconds) { return okStatus(); }
+  // Seconds added to the deadline of a kernel's first launch, for drivers that compile the shader
+  // at its first dispatch (lavapipe: ~6 s for the largest unrolled tiles here, more under load).
+  virtual double firstLaunchAllowance() const { return 0; }
   // How flushL2 / busyWait work on this device, for the results file.
   virtual std::string timingMethod() const { return "L2 flush: memset of the scratch buffer; no busy-wait before the start event"; }
   // After a kernel failed on the device (illegal address, ...): resets the device so that the
@@ -193,7 +196,7 @@ class GemmBench {
   // False (with the reason in m) when the device is lost or has no workload.
   bool canMeasure(GpuMeasurement& m) const;
   GpuMeasurement run(const std::string& what, const std::function<Status()>& enqueue);
-  EventState waitFor(int event, std::string& error);
+  EventState waitFor(int event, std::string& error, double extra_s = 0);
   void freeBuffers();
   void afterDeviceFailure(GpuMeasurement& m);
 
