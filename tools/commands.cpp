@@ -93,12 +93,17 @@ Status writeFileAtomically(const std::string& path, const std::string& text) {
 
 static int majorOf(const std::string& version) { return std::atoi(version.c_str()); }
 
+LibraryEntry::Kind gpuLibraryKind(const Target& t) {
+  return t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia
+         : t.kind == TargetKind::Vulkan ? LibraryEntry::Kind::Vulkan
+                                        : LibraryEntry::Kind::Amd;
+}
+
 TargetSpace spaceFor(const GemmWorkload& w, const Target& t) {
   if (!t.isGpu()) return {buildCpuGemmSpace(w, cpuForTargetArch(t.arch), cpuArchThreads(t.arch)), LibraryEntry::Kind::Cpu, ""};
   auto g = gpuTargetInfo(t);
   if (!g) return {Space(), LibraryEntry::Kind::Cpu, g.error()};
-  return {buildGpuGemmSpace(w, *g),
-          t.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd, ""};
+  return {buildGpuGemmSpace(w, *g), gpuLibraryKind(t), ""};
 }
 
 Resolved resolveRecord(const RecordRow& r, const Target& target) {
@@ -261,7 +266,10 @@ int cmdExport(const ExportArgs& a) {
               << (e.provenance.count("confirmed") ? ", confirmed " + e.provenance.at("confirmed") : std::string()) << ")\n";
   const bool own_pass = lib->find("\"sextant-") != std::string::npos;  // MFMA, bf16 mma.sync: needs sextant-opt
   std::cout << "apply with: " << (own_pass ? "sextant-opt (mlir-opt with Sextant's passes; a stock mlir-opt lacks them)" : "mlir-opt") << " IN.mlir --transform-preload-library=transform-library-paths=" << a.out << " --transform-interpreter\n";
-  if (target->isGpu()) {
+  if (target->kind == TargetKind::Vulkan) {
+    std::cout << "then compile for Vulkan: tune compile IN.mlir --target vulkan -o OUT.mlir (MLIR 22 has no Vulkan host\n"
+                 "lowering: the kernels become SPIR-V files beside OUT.mlir, validated by spirv-val)\n";
+  } else if (target->isGpu()) {
     auto g = gpuTargetInfo(*target);
     if (g) {
       const std::string lower =

@@ -148,6 +148,10 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": " + w.error());
       continue;
     }
+    if (target.kind == TargetKind::Vulkan && (w->a_type != DType::F32 || w->b_type != DType::F32)) {
+      problems.push_back(where + ": the vulkan target compiles f32 GEMMs only (" + w->key() + ")");
+      continue;
+    }
     const std::string key = w->key();
     if (!entry_of.count(key)) {
       auto entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
@@ -160,9 +164,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
                              " (M, N and K must be multiples of 16)");
           continue;
         }
-        *entry = LibraryEntry{*w, space, c, "default", 0,
-                              target.kind == TargetKind::Nvidia ? LibraryEntry::Kind::Nvidia : LibraryEntry::Kind::Amd,
-                              {}, {}};
+        *entry = LibraryEntry{*w, space, c, "default", 0, gpuLibraryKind(target), {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));
@@ -177,6 +179,8 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
 
   GpuModuleRequest req;
   req.nvidia = target.kind == TargetKind::Nvidia;
+  req.vulkan = target.kind == TargetKind::Vulkan;
+  if (req.vulkan) req.spirv_target = vulkanTargetEnv(*g);
   req.chip = g->chip;
   req.features = g->features;
   req.input_name = a.input;
@@ -198,10 +202,12 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   printf("\n%-16s %-30s %-14s %-12s %s\n", "function", "kernel", "grid", "block", "resources");
   for (size_t i = 0; i < kernels.size(); ++i) {
     const GpuModuleKernel& k = kernels[i];
-    std::string file = a.out + "." + k.host_function + (req.nvidia ? ".ptx" : ".hsaco");
+    std::string file = a.out + "." + k.host_function + (req.nvidia ? ".ptx" : req.vulkan ? ".spv" : ".hsaco");
     if (auto s = writeFileAtomically(file, k.object); !s) return fail(s.error());
     std::string res;
-    if (!req.nvidia) {
+    if (req.vulkan) {
+      res = "SPIR-V, " + std::to_string(k.object.size()) + " bytes, spirv-val passed";
+    } else if (!req.nvidia) {
       GpuResources r = fromAmdgpuMetadata(k.stats);
       res = std::to_string(r.registers) + " VGPRs, " + std::to_string(r.smem_bytes) + " B LDS";
     } else if (!ptxas.empty()) {
@@ -219,8 +225,13 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     printf("%-16s %-30s %-14s %-12s %s\n", k.host_function.c_str(), k.name.c_str(), grid, block, res.c_str());
     printf("  -> %s\n", file.c_str());
   }
-  printf("wrote %s (%s: host code in the LLVM dialect, kernels as gpu.binary %s; compiled in %.2f s)\n", a.out.c_str(),
-         target.key().c_str(), req.nvidia ? "PTX" : "HSACO", c.seconds);
+  if (req.vulkan)
+    printf("wrote %s (%s: host functions with their gpu.launch_func and the kernels as spirv.module; the SPIR-V\n"
+           "binaries beside it, kernel argument i = set 0, binding i; compiled in %.2f s)\n",
+           a.out.c_str(), target.key().c_str(), c.seconds);
+  else
+    printf("wrote %s (%s: host code in the LLVM dialect, kernels as gpu.binary %s; compiled in %.2f s)\n", a.out.c_str(),
+           target.key().c_str(), req.nvidia ? "PTX" : "HSACO", c.seconds);
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
          "module.\n");
   return 0;

@@ -123,6 +123,9 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!g) return fail(g.error());
   auto w = gpuWorkload(a);
   if (!w) return fail(w.error());
+  if (target->kind == TargetKind::Vulkan && (w->a_type != DType::F32 || w->b_type != DType::F32))
+    return fail("the vulkan target tunes f32 GEMM only in this version (got --dtype " + a.dtype +
+                "): f16 needs shaderFloat16 and cooperative matrices, which its space does not have yet");
   const bool predicted = a.measure == "predicted";
   auto mode = parseGpuMeasureMode(predicted ? "none" : a.measure);
   if (!mode) return fail("unknown --measure mode '" + a.measure + "' (known: device, none, bundle, predicted)");

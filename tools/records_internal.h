@@ -32,6 +32,7 @@ struct TargetSpace {
   LibraryEntry::Kind kind = LibraryEntry::Kind::Cpu;
   std::string error;
 };
+LibraryEntry::Kind gpuLibraryKind(const Target& t);  // Nvidia, Amd or Vulkan
 TargetSpace spaceFor(const GemmWorkload& w, const Target& t);
 Resolved resolveRecord(const RecordRow& r, const Target& target);
 

@@ -250,9 +250,11 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   }
 
   if (r.vulkan) {
-    std::string spirv;
+    std::map<std::string, std::string> binaries;
     diags.text.clear();
-    if (!lowerKernelsToSpirv(*mod, r.spirv_target, info.block, spirv, err, diags)) return finish("codegen", err);
+    if (!lowerKernelsToSpirv(*mod, r.spirv_target, binaries, err, diags)) return finish("codegen", err);
+    if (binaries.size() != 1) return finish("codegen", "expected one SPIR-V module");
+    const std::string& spirv = binaries.begin()->second;
     {
       std::error_code ec;
       llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
@@ -328,6 +330,7 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
     for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
     kernels.push_back(k);
   });
+  if (r.vulkan) return finish(lowerModuleToSpirv(*mod, r, kernels, out, err, diags), err);
   mod->walk([&](mlir::func::FuncOp f) {
     if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
   });

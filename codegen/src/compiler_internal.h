@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,11 +68,17 @@ bool applyScript(mlir::ModuleOp mod, const std::string& script, const char* name
 // Runs a pass pipeline ("builtin.module(...)" or its inner list) on the module.
 bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& err, DiagCollector& diags);
 
-// The Vulkan route (compiler_vulkan.cpp): the module's one GPU module (outlined kernels) converted
-// to a SPIR-V compute shader for `target_env` (a #spirv.target_env) with workgroup size `block`,
-// serialized into spirv_binary; false with err.
-bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, const int64_t block[3],
-                         std::string& spirv_binary, std::string& err, DiagCollector& diags);
+// The Vulkan route (compiler_vulkan.cpp): every GPU module (outlined kernels, each with a constant
+// workgroup size) converted to a SPIR-V compute shader for `target_env` (a #spirv.target_env) and
+// serialized: binaries[gpu module name]; false with err.
+bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
+                         std::string& err, DiagCollector& diags);
+
+// compileModuleGpu for Vulkan: the outlined module's kernels to SPIR-V (kernels[i].object), each
+// validated by spirv-val, the module written to r.out_path as text; returns the failed stage ("" on
+// success, out.ok set).
+std::string lowerModuleToSpirv(mlir::ModuleOp mod, const GpuModuleRequest& r, std::vector<GpuModuleKernel>& kernels,
+                               CompileOutcome& out, std::string& err, DiagCollector& diags);
 
 // The MFMA route (compiler_mfma.cpp): every wave-level vector.contract of the intrinsic's shape in a
 // gpu.launch becomes amdgpu.mfma with per-lane operand loads; false with err if any contract or

@@ -14,7 +14,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
+#include "llvm/Support/FileSystem.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -72,35 +74,42 @@ bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
 
 }  // namespace
 
-bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, const int64_t block[3],
-                         std::string& spirv_binary, std::string& err, DiagCollector& diags) {
+bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
+                         std::string& err, DiagCollector& diags) {
   mlir::MLIRContext* ctx = mod.getContext();
   auto env = llvm::dyn_cast_or_null<mlir::spirv::TargetEnvAttr>(mlir::parseAttribute(target_env, ctx));
   if (!env) {
     err = "not a #spirv.target_env: " + target_env + "\n" + diags.text;
     return false;
   }
-  int modules = 0;
-  mod.walk([&](mlir::gpu::GPUModuleOp gm) {
-    ++modules;
-    gm->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
-    gm.walk([&](mlir::gpu::GPUFuncOp f) {
-      if (!f.isKernel()) return;
-      f->setAttr(mlir::spirv::getEntryPointABIAttrName(),
-                 mlir::spirv::getEntryPointABIAttr(ctx, {int32_t(block[0]), int32_t(block[1]), int32_t(block[2])}));
-    });
-  });
-  if (modules != 1) {
-    err = "expected one GPU module, found " + std::to_string(modules);
-    return false;
-  }
   std::vector<mlir::gpu::GPUModuleOp> gms;
   mod.walk([&](mlir::gpu::GPUModuleOp gm) { gms.push_back(gm); });
-  if (!splitLoopCarriedRows(gms.front(), err)) return false;
-  // Inside the kernel: row extracts folded, affine index arithmetic, subviews folded into loads and
-  // stores; then the
-  // conversion (the spirv.module lands beside the gpu.module), ABI lowering and the version,
-  // capabilities and extensions the module really needs.
+  if (gms.empty()) {
+    err = "no GPU kernel to convert";
+    return false;
+  }
+  for (auto gm : gms) {
+    gm->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
+    bool bad = false;
+    gm.walk([&](mlir::gpu::GPUFuncOp f) {
+      if (!f.isKernel()) return;
+      auto block = f.getKnownBlockSize();
+      if (!block || block->size() != 3) {
+        bad = true;
+        return;
+      }
+      f->setAttr(mlir::spirv::getEntryPointABIAttrName(),
+                 mlir::spirv::getEntryPointABIAttr(ctx, {(*block)[0], (*block)[1], (*block)[2]}));
+    });
+    if (bad) {
+      err = "a kernel of " + gm.getName().str() + " has no constant workgroup size";
+      return false;
+    }
+    if (!splitLoopCarriedRows(gm, err)) return false;
+  }
+  // Inside the kernels: row extracts folded, affine index arithmetic, subviews folded into loads
+  // and stores; then the conversion (each spirv.module lands beside its gpu.module, named
+  // __spv__NAME), ABI lowering and the version, capabilities and extensions the module really needs.
   if (!runPipeline(mod,
                    "builtin.module(gpu.module(canonicalize,fold-memref-alias-ops,lower-affine,cse),"
                    "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))",
@@ -108,17 +117,61 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, cons
     return false;
   std::vector<mlir::spirv::ModuleOp> spv;
   mod.walk([&](mlir::spirv::ModuleOp m) { spv.push_back(m); });
-  if (spv.size() != 1) {
-    err = "expected one spirv.module after the conversion, found " + std::to_string(spv.size());
+  for (auto m : spv) {
+    llvm::SmallVector<uint32_t, 0> words;
+    if (mlir::failed(mlir::spirv::serialize(m, words))) {
+      err = "SPIR-V serialization failed: " + diags.text;
+      return false;
+    }
+    std::string name = m.getName() ? m.getName()->str() : "";
+    if (name.rfind("__spv__", 0) == 0) name = name.substr(7);
+    binaries[name].assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint32_t));
+  }
+  if (binaries.size() != gms.size()) {
+    err = "expected one spirv.module per GPU module, found " + std::to_string(binaries.size()) + " for " +
+          std::to_string(gms.size());
     return false;
   }
-  llvm::SmallVector<uint32_t, 0> words;
-  if (mlir::failed(mlir::spirv::serialize(spv.front(), words))) {
-    err = "SPIR-V serialization failed: " + diags.text;
-    return false;
-  }
-  spirv_binary.assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint32_t));
   return true;
+}
+
+std::string lowerModuleToSpirv(mlir::ModuleOp mod, const GpuModuleRequest& r, std::vector<GpuModuleKernel>& kernels,
+                               CompileOutcome& out, std::string& err, DiagCollector& diags) {
+  std::map<std::string, std::string> binaries;
+  diags.text.clear();
+  if (!lowerKernelsToSpirv(mod, r.spirv_target, binaries, err, diags)) return "codegen";
+  for (auto& k : kernels) {
+    const std::string bin = k.name.substr(0, k.name.find("::"));
+    if (!binaries.count(bin)) {
+      err = "no SPIR-V for kernel " + k.name;
+      return "codegen";
+    }
+    k.object = binaries[bin];
+    const std::string check = r.out_path + "." + bin + ".check.spv";
+    {
+      std::ofstream f(check, std::ios::binary);
+      f << k.object;
+    }
+    Status v = validateSpirvFile(check);
+    std::filesystem::remove(check);
+    if (!v) {
+      err = k.name + ": " + v.error();
+      return "validate";
+    }
+  }
+  // The module as text: host functions with their gpu.launch_func, the kernels as spirv.modules.
+  std::error_code ec;
+  llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    err = "cannot write " + r.out_path + ": " + ec.message();
+    return "codegen";
+  }
+  mod.print(os);
+  os.flush();
+  out.object_bytes = int64_t(os.tell());
+  out.ok = true;
+  err.clear();
+  return "";
 }
 
 }  // namespace sextant::detail

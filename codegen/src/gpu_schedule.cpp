@@ -317,6 +317,7 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
   const GpuPlan& p = *pr;
   std::ostringstream o;
   if (p.wgmma) return I + "// wgmma: the kernel is complete (written by sextant-wgmma-gemm).\n";
+  if (p.vulkan) return I + "// Vulkan: workgroup buffers stay allocations in memory space 3 (SPIR-V Workgroup variables).\n";
   // What the tuner's compiler does between and after its scripts (compileGpuGemm), as transforms.
   o << I << "%f0 = transform.merge_handles %fin {deduplicate} : " << H << "\n";
   std::string f = "f0";

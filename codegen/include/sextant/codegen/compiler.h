@@ -92,6 +92,9 @@ std::string gpuLoweringPipeline(bool nvidia, const std::string& chip, const std:
 // kernels (it would run on the host, on device memory).
 struct GpuModuleRequest {
   bool nvidia = true;
+  bool vulkan = false;        // kernels as SPIR-V (validated by spirv-val); the module stays MLIR text with
+                              // its gpu.launch_func host code and the spirv.modules
+  std::string spirv_target;   // Vulkan: the #spirv.target_env (vulkanTargetEnv)
   std::string chip, features, rocm_toolkit;
   std::string input_name = "input";
   std::string out_path;
@@ -100,7 +103,7 @@ struct GpuModuleKernel {
   std::string host_function;  // the function that launches it
   std::string name;           // "module::kernel"
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  std::string object;         // PTX text or HSACO bytes
+  std::string object;         // PTX text, HSACO bytes or a SPIR-V binary
   std::map<std::string, int64_t> stats;  // AMD: code-object metadata
 };
 CompileOutcome compileModuleGpu(const std::string& module, const std::string& library, const GpuModuleRequest& r,

@@ -26,7 +26,7 @@ struct LibraryEntry {
   Candidate candidate;
   std::string source = "tuned";                   // tuned | default | predicted
   int64_t batch = 0;                              // > 0: a batched GEMM with this batch size
-  enum class Kind { Cpu, Nvidia, Amd } kind = Kind::Cpu;  // whose schedule space `space` is
+  enum class Kind { Cpu, Nvidia, Amd, Vulkan } kind = Kind::Cpu;  // whose schedule space `space` is
   std::map<std::string, std::string> provenance;  // tool, llvm, target, measured_at, gflops, record
   // CPU, not batched: the measured script's actions, applied instead of the ones the generator
   // emits for `candidate` today (set when the generator has changed since the record was measured).

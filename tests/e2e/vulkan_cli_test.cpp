@@ -1,0 +1,136 @@
+// The Vulkan target as a user runs it (issue #33): tune on the machine's Vulkan device (here Mesa's
+// lavapipe, labelled CPU-emulated in every record), the bundle round trip through tune-runner and
+// import-results, and the runner's one line without libvulkan. Skipped where no Vulkan device is.
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using namespace e2e;
+using json = nlohmann::json;
+
+namespace {
+
+bool haveVulkanDevice(std::string& why) {
+  Outcome o = tune("hw show vulkan");
+  why = o.out + o.err;
+  return o.code == 0 && o.out.find("vulkan:0") != std::string::npos && sh("command -v spirv-val").code == 0;
+}
+
+}  // namespace
+
+TEST(VulkanEndToEnd, TuneMeasuresOnTheDeviceAndLabelsAnEmulatedOne) {
+  std::string why;
+  if (!haveVulkanDevice(why)) GTEST_SKIP() << "no Vulkan device or no spirv-val: " << why;
+  const bool emulated = why.find("CPU-emulated") != std::string::npos;
+  std::string db = tmp("vk-tune.db");
+  removeDb(db);
+  Outcome r = sh("SEXTANT_VULKAN_VALIDATION=1 " + std::string(TUNE_BIN) +
+                 " --op gemm --target vulkan --shape 64x64x64 --trials 4 --batch 4 -q --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 4) << r.out;
+  if (emulated) {
+    EXPECT_NE(r.err.find("CPU-emulated Vulkan device"), std::string::npos) << r.err;
+    EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE machine LIKE 'gpu:%:vulkan-cpu-emulated:%'"), 4);
+  }
+  Outcome best = tune("best --target vulkan --shape 64x64x64 --db " + db);
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_NE(best.out.find("gpu_gemm_v1_vulkan"), std::string::npos) << best.out;
+  removeDb(db);
+}
+
+TEST(VulkanEndToEnd, BundleRoundTripThroughTuneRunner) {
+  std::string why;
+  if (!haveVulkanDevice(why)) GTEST_SKIP() << "no Vulkan device or no spirv-val: " << why;
+  std::string db = tmp("vk-bundle.db"), dir = tmp("vk-bundle");
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+  Outcome r = tune("--op gemm --target vulkan --layout NT --shape 64x128x32 --trials 3 --measure bundle --out " + dir +
+                   " -q --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  EXPECT_EQ(m["vendor"], "vulkan");
+  EXPECT_EQ(m["arch"], "spirv1.3");
+  ASSERT_EQ(m["kernels"].size(), 3u);
+  for (const auto& k : m["kernels"]) {
+    EXPECT_EQ(k["format"], "spirv");
+    EXPECT_EQ(slurp(dir + "/" + k["file"].get<std::string>()).substr(0, 4), std::string("\x03\x02\x23\x07", 4));
+  }
+  // Without libvulkan: one line, exit 3, nothing written.
+  Outcome none = sh("SEXTANT_VULKAN_LIB=/nonexistent/libvulkan.so.1 " + std::string(TUNE_RUNNER_BIN) + " " + dir);
+  EXPECT_EQ(none.code, 3) << none.err;
+  EXPECT_NE(none.err.find("no Vulkan device found (libvulkan.so.1 not loadable"), std::string::npos) << none.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/results.json"));
+  // Measured by tune-runner, imported as this device's measurements.
+  Outcome run = sh(std::string(TUNE_RUNNER_BIN) + " " + dir + " --min-time 0 --min-reps 2 --no-reference");
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  json res = json::parse(slurp(dir + "/results.json"));
+  EXPECT_EQ(res["device"]["vendor"], "vulkan");
+  for (const auto& k : res["results"]) EXPECT_EQ(k["status"], "ok") << k.dump();
+  Outcome imp = tune("import-results " + dir + " --db " + db);
+  ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok' AND machine LIKE 'gpu:%:vulkan-%'"), 3);
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+}
+
+// The exported library and tune compile (issue #33's goal): a schedule tuned on the device, exported,
+// applied by a stock mlir-opt, and compiled by tune compile --target vulkan into SPIR-V files that
+// are the tuner's kernel for the same candidate (spirv-dis, names aside); untuned GEMMs get the default.
+TEST(VulkanEndToEnd, ExportedLibraryCompilesToTheTunersSpirv) {
+  std::string why;
+  if (!haveVulkanDevice(why)) GTEST_SKIP() << "no Vulkan device or no spirv-val: " << why;
+  if (sh("command -v spirv-dis").code != 0) GTEST_SKIP() << "spirv-dis (spirv-tools) is not installed";
+  const std::string db = tmp("vk-export.db"), dir = tmp("vk-export-bundle"), lib = tmp("vk-lib.mlir");
+  const std::string out = tmp("vk-model.mlir"), model = std::string(DATA_DIR) + "/vulkan_model.mlir";
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+  // One trial: the default candidate, measured and verified on the device.
+  Outcome r = tune("--op gemm --target vulkan --shape 256x256x128 --trials 1 --batch 1 -q --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  ASSERT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 1);
+  // The same candidate as a bundle kernel (the tuner's compilation).
+  Outcome b = tune("--op gemm --target vulkan --shape 256x256x128 --trials 1 --batch 1 --fresh --measure bundle --out " +
+                   dir + " -q --db " + tmp("vk-export-b.db"));
+  ASSERT_EQ(b.code, 0) << b.err;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  ASSERT_EQ(m["kernels"].size(), 1u);
+  const std::string tuner_spv = dir + "/" + m["kernels"][0]["file"].get<std::string>();
+
+  Outcome ex = tune("export --db " + db + " --target vulkan --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  EXPECT_NE(ex.out.find("tune compile IN.mlir --target vulkan"), std::string::npos) << ex.out;
+  Outcome opt = sh(std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt " + model +
+                   " --transform-preload-library=transform-library-paths=" + lib + " --transform-interpreter -o /dev/null");
+  EXPECT_EQ(opt.code, 0) << opt.err;
+
+  Outcome c = tune("compile " + model + " --db " + db + " --target vulkan -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:256x256x128:f32*f32->f32   tuned (record"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("gemm:NN:64x64x64:f32*f32->f32      default"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("spirv-val passed"), std::string::npos) << c.out;
+  for (const char* f : {"proj", "small", "mlp"})
+    EXPECT_EQ(slurp(out + "." + f + ".spv").substr(0, 4), std::string("\x03\x02\x23\x07", 4)) << f;
+  auto dis = [](const std::string& spv, const std::string& name) {
+    // In a subshell: sh() redirects the standard input of the whole command.
+    Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
+                   name + "//g)");
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_FALSE(o.out.empty()) << spv << ": " << o.err;
+    return o.out;
+  };
+  const std::string ours = dis(out + ".proj.spv", "proj_kernel"), tuners = dis(tuner_spv, "sextant_gemm_kernel");
+  EXPECT_GT(ours.size(), 1000u);
+  EXPECT_TRUE(ours == tuners) << "tune compile's SPIR-V differs from the tuner's kernel";
+
+  // f16 is not in the Vulkan space: one clear line.
+  Outcome f16 = tune("compile " + std::string(DATA_DIR) + "/gpu_model.mlir --db " + db + " --target vulkan -o " + out + ".f16");
+  EXPECT_EQ(f16.code, 2);
+  EXPECT_NE(f16.err.find("compiles f32 GEMMs only"), std::string::npos) << f16.err;
+
+  for (const std::string& f : {lib, out, out + ".proj.spv", out + ".small.spv", out + ".mlp.spv"}) std::filesystem::remove(f);
+  std::filesystem::remove_all(dir);
+  removeDb(db);
+  removeDb(tmp("vk-export-b.db"));
+}
