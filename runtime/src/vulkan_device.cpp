@@ -263,6 +263,9 @@ class VulkanDevice : public GpuDevice {
   ~VulkanDevice() override {
     if (in_.inst == VK_NULL_HANDLE) return;
     if (dev_ != VK_NULL_HANDLE) {
+      // A kernel still running (it missed its deadline): wait a little, then leave everything to
+      // the process's exit rather than hang in teardown.
+      if (submitted_ && !lost_ && api().vkWaitForFences(dev_, 1, &fence_, VK_TRUE, uint64_t(5e9)) != VK_SUCCESS) return;
       if (!lost_) api().vkDeviceWaitIdle(dev_);
       for (auto& [h, k] : kernels_) destroyKernel(k);
       for (auto& [h, b] : bufs_) destroyBuffer(b);

@@ -71,6 +71,18 @@ TEST(VulkanEndToEnd, BundleRoundTripThroughTuneRunner) {
   Outcome imp = tune("import-results " + dir + " --db " + db);
   ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
   EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok' AND machine LIKE 'gpu:%:vulkan-%'"), 3);
+  // The timeout path: every timed launch misses a 10 us deadline (the verified first launch has the
+  // device's shader-compile allowance): "timeout", the device given up, the next kernel measured by
+  // a fresh worker, and the runner done in bounded time.
+  std::filesystem::remove(dir + "/results.json");
+  Outcome late = sh("timeout 300 " + std::string(TUNE_RUNNER_BIN) + " " + dir + " --timeout 0.00001 --min-time 0 --no-reference");
+  EXPECT_NE(late.code, 124) << "tune-runner hung after a timeout";
+  json lr = json::parse(slurp(dir + "/results.json"));
+  ASSERT_EQ(lr["results"].size(), 3u);
+  for (const auto& k : lr["results"]) {
+    EXPECT_EQ(k["status"], "timeout") << k.dump();
+    EXPECT_NE(k["message"].get<std::string>().find("did not finish within"), std::string::npos) << k.dump();
+  }
   removeDb(db);
   std::filesystem::remove_all(dir);
 }
