@@ -1,0 +1,92 @@
+// Private to runtime/src/vulkan_*.cpp: the Vulkan entry points Sextant uses (loaded at run time),
+// the instance (with the validation layer on request), device properties and what a SPIR-V module
+// declares. Needs the Vulkan headers (libvulkan-dev); the includers check SEXTANT_HAVE_VULKAN_HEADERS.
+#pragma once
+
+#if __has_include(<vulkan/vulkan.h>)
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+#define SEXTANT_HAVE_VULKAN_HEADERS 1
+#endif
+
+#ifdef SEXTANT_HAVE_VULKAN_HEADERS
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sextant/common/result.h"
+#include "sextant/runtime/gpu_runner.h"
+
+namespace sextant::vk {
+
+std::string vkName(VkResult r);
+
+// The entry points used, loaded through vkGetInstanceProcAddr / vkGetDeviceProcAddr.
+#define SEXTANT_VK_INSTANCE_FNS(X)                                                                              \
+  X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                          \
+  X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)                              \
+  X(vkEnumerateDeviceExtensionProperties)
+#define SEXTANT_VK_DEVICE_FNS(X)                                                                                 \
+  X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements)   \
+  X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory)                      \
+  X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout) \
+  X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)          \
+  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)      \
+  X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkResetCommandPool) X(vkAllocateCommandBuffers)               \
+  X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                  \
+  X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdFillBuffer) X(vkCmdCopyBuffer) X(vkCmdWriteTimestamp)          \
+  X(vkCmdResetQueryPool) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkQueueSubmit)    \
+  X(vkCreateFence) X(vkDestroyFence) X(vkResetFences) X(vkGetFenceStatus) X(vkWaitForFences) X(vkDeviceWaitIdle)
+
+struct VkApi {
+  void* lib = nullptr;
+  PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+  PFN_vkCreateInstance vkCreateInstance = nullptr;
+  PFN_vkEnumerateInstanceLayerProperties vkEnumerateInstanceLayerProperties = nullptr;
+  PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
+#define X(f) PFN_##f f = nullptr;
+  SEXTANT_VK_INSTANCE_FNS(X)
+  SEXTANT_VK_DEVICE_FNS(X)
+#undef X
+};
+
+// Validation messages of the current call (the callback may run on any thread).
+struct Messages {
+  std::mutex mu;
+  std::vector<std::string> list;
+  std::string take() {
+    std::lock_guard<std::mutex> l(mu);
+    std::string s;
+    for (auto& m : list) s += (s.empty() ? "" : " | ") + m;
+    list.clear();
+    return s;
+  }
+};
+
+// What the SPIR-V module declares: its storage-buffer bindings (set 0) and its workgroup size.
+struct SpirvFacts {
+  uint32_t bindings = 0;
+  uint32_t local_size[3] = {0, 0, 0};
+};
+// The bindings and LocalSize of a SPIR-V binary, or why it is not one.
+Result<SpirvFacts> readSpirv(const std::string& image);
+
+// An instance (validation on request) with its instance-level entry points.
+struct Instance {
+  VkApi api;
+  VkInstance inst = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  bool validation = false;
+  Messages* messages = nullptr;
+};
+// libvulkan loaded (once per process) and an instance made; messages collects the validation
+// layer's words (SEXTANT_VULKAN_VALIDATION=1).
+Result<Instance> createInstance(Messages* messages);
+void destroyInstance(Instance& in);
+VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index);
+
+}  // namespace sextant::vk
+
+#endif  // SEXTANT_HAVE_VULKAN_HEADERS
