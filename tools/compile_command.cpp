@@ -148,8 +148,8 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": " + w.error());
       continue;
     }
-    if (target.kind == TargetKind::Vulkan && (w->a_type != DType::F32 || w->b_type != DType::F32)) {
-      problems.push_back(where + ": the vulkan target compiles f32 GEMMs only (" + w->key() + ")");
+    if (target.kind == TargetKind::Vulkan && !((w->a_type == DType::F32 || w->a_type == DType::F16) && w->c_type == DType::F32)) {
+      problems.push_back(where + ": the vulkan target compiles f32 and f16 GEMMs with f32 results only (" + w->key() + ")");
       continue;
     }
     const std::string key = w->key();

@@ -123,9 +123,8 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!g) return fail(g.error());
   auto w = gpuWorkload(a);
   if (!w) return fail(w.error());
-  if (target->kind == TargetKind::Vulkan && (w->a_type != DType::F32 || w->b_type != DType::F32))
-    return fail("the vulkan target tunes f32 GEMM only in this version (got --dtype " + a.dtype +
-                "): f16 needs shaderFloat16 and cooperative matrices, which its space does not have yet");
+  if (target->kind == TargetKind::Vulkan && !(w->a_type == DType::F32 || w->a_type == DType::F16))
+    return fail("the vulkan target tunes f32 and f16 GEMMs (got --dtype " + a.dtype + ")");
   const bool predicted = a.measure == "predicted";
   auto mode = parseGpuMeasureMode(predicted ? "none" : a.measure);
   if (!mode) return fail("unknown --measure mode '" + a.measure + "' (known: device, none, bundle, predicted)");
@@ -163,6 +162,8 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
       // The space follows the device's limits (workgroup size, workgroup memory, subgroup size).
       auto list = listVulkanDevices();
       if (list && ordinal < int(list->size())) applyVulkanLimits(*g, (*list)[size_t(ordinal)].limits);
+      if (w->a_type == DType::F16 && !g->has_float16)
+        return fail(di.name + " has no shaderFloat16 with 16-bit storage buffers: f16 GEMMs cannot run there");
       if (di.arch == "vulkan-cpu-emulated")
         fprintf(stderr, "note: %s is a CPU-emulated Vulkan device: its timings verify kernels, they do not measure a GPU\n",
                 di.name.c_str());

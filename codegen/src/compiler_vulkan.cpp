@@ -27,6 +27,7 @@
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
 #include "mlir/Target/SPIRV/Serialization.h"
 
 namespace sextant::detail {
@@ -106,6 +107,12 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std:
       return false;
     }
     if (!splitLoopCarriedRows(gm, err)) return false;
+    // What is left of n-D and wide vectors (f16 operands widened as a whole, for one) unrolled to
+    // SPIR-V's native sizes (at most 4 lanes) by MLIR's own SPIR-V vector unrolling.
+    if (mlir::failed(mlir::spirv::unrollVectorsInFuncBodies(gm))) {
+      err = "unrolling the kernel's vectors to SPIR-V sizes failed";
+      return false;
+    }
   }
   // Inside the kernels: row extracts folded, affine index arithmetic, subviews folded into loads
   // and stores; then the conversion (each spirv.module lands beside its gpu.module, named

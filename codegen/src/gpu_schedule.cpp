@@ -181,8 +181,12 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "transform.apply_cse to %f3 : " << H << "\n"
       << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
   } else {
-    o << I << "// Keep the thread's C tile in registers across the K loop, then FMA outer products.\n"
-      << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
+    o << I << "// Keep the thread's C tile in registers across the K loop, then FMA outer products.\n";
+    if (p.vulkan)
+      // f16 inputs: the widening folded into the contraction, so that the outer products widen
+      // 4-lane slices, not whole operand tiles (SPIR-V vectors have at most 4 lanes).
+      o << I << "transform.apply_patterns to %f3 { transform.apply_patterns.vector.fold_arith_extension } : " << H << "\n";
+    o << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
     if (lib) sameFunc("f5", "h");
     else matchFunc("f5", "bufd");
     o << I << "transform.apply_patterns to %f5 {\n"

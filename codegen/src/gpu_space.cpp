@@ -79,7 +79,11 @@ std::string vulkanTargetEnv(const GpuTargetInfo& g) {
   // SPIR-V 1.3 (Vulkan 1.1 and later) with storage buffers; the resource limits are the device's
   // (the conversion does not enforce them: the space's constraints do).
   const int64_t inv = g.max_threads_per_block;
-  return "#spirv.target_env<#spirv.vce<v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan, "
+  // f16 where the device has it (spirv-update-vce keeps only what a kernel uses).
+  const std::string caps = g.has_float16 ? "[Shader, Float16, StorageBuffer16BitAccess]" : "[Shader]";
+  const std::string exts = g.has_float16 ? "[SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]"
+                                         : "[SPV_KHR_storage_buffer_storage_class]";
+  return "#spirv.target_env<#spirv.vce<v1.3, " + caps + ", " + exts + ">, api=Vulkan, "
          "#spirv.resource_limits<max_compute_shared_memory_size = " + std::to_string(g.smem_per_block_bytes) +
          ", max_compute_workgroup_invocations = " + std::to_string(inv) + ", max_compute_workgroup_size = [" +
          std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(g.warp_size) + ">>";
@@ -138,7 +142,10 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   k[kWN] = {kNames[kWN], {8, 16, 32, 64}, amd ? "columns of C per wave (mfma)" : "columns of C per warp (mma)"};
   // thread_m = 1 is left out: a unit-row thread tile sends MLIR 22's pattern rewriting into an
   // endless loop (seen: compile timeouts and OOM kills).
-  k[kTM] = {kNames[kTM], {2, 4, 8}, "rows of C per thread (fma)"};
+  // Vulkan f16: the A column a thread widens is a vector of thread_m lanes, which MLIR 22 does not
+  // unroll to SPIR-V's 4 lanes when it is 8 wide.
+  k[kTM] = {kNames[kTM], vulkan && w.a_type == DType::F16 ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{2, 4, 8},
+            "rows of C per thread (fma)"};
   // SPIR-V for Vulkan (the Shader capability) has vectors of at most 4 lanes: a row of a thread's
   // C tile is one vector.
   k[kTN] = {kNames[kTN], vulkan ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1, 2, 4, 8},

@@ -18,6 +18,7 @@ Result<GpuTargetInfo> gpuTargetInfo(const Target& t) {
     g.max_threads_per_block = 1024;
     g.max_threads_per_cu = 1024;
     g.smem_per_block_bytes = g.smem_per_block_static_bytes = g.smem_per_cu_bytes = 32 * 1024;
+    g.has_float16 = true;
     return g;
   }
   const DeviceSpec* d = builtinDeviceTable().find(t.device);
@@ -61,6 +62,7 @@ void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l) {
         std::min({l.max_invocations, l.max_size[0] > 0 ? l.max_size[0] : l.max_invocations});
   if (l.shared_bytes > 0) g.smem_per_block_bytes = g.smem_per_block_static_bytes = g.smem_per_cu_bytes = l.shared_bytes;
   if (l.subgroup_size > 0) g.warp_size = l.subgroup_size;
+  g.has_float16 = l.float16;
 }
 
 Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t regs, int64_t smem) {

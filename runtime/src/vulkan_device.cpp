@@ -85,6 +85,15 @@ class VulkanDevice : public GpuDevice {
     VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     di.queueCreateInfoCount = 1;
     di.pQueueCreateInfos = &qi;
+    // f16 GEMM inputs: shaderFloat16 and 16-bit storage buffers, where the device has both.
+    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    if (props_.float16) {
+      f16.shaderFloat16 = VK_TRUE;
+      s16.storageBuffer16BitAccess = VK_TRUE;
+      f16.pNext = &s16;
+      di.pNext = &f16;
+    }
     if (VkResult r = api().vkCreateDevice(pd_, &di, nullptr, &dev_); r != VK_SUCCESS)
       return Error{"vkCreateDevice: " + vkName(r)};
 #define X(f) api_.f = reinterpret_cast<PFN_##f>(in_.api.vkGetDeviceProcAddr(dev_, #f));

@@ -113,7 +113,7 @@ Result<Instance> createInstance(Messages* messages) {
   }
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "sextant";
-  app.apiVersion = VK_API_VERSION_1_1;
+  app.apiVersion = VK_API_VERSION_1_2;  // f16 (shaderFloat16) is core in 1.2
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = uint32_t(layers.size());
@@ -154,6 +154,8 @@ VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
   p2.pNext = &sub;
   api.vkGetPhysicalDeviceProperties2(pd, &p2);
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  f16.pNext = &s16;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &f16;
   api.vkGetPhysicalDeviceFeatures2(pd, &f2);
@@ -176,7 +178,8 @@ VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
   d.limits.shared_bytes = p.limits.maxComputeSharedMemorySize;
   d.limits.subgroup_size = sub.subgroupSize;
   d.timestamp_period_ns = p.limits.timestampPeriod;
-  d.float16 = f16.shaderFloat16 == VK_TRUE;
+  d.float16 = f16.shaderFloat16 == VK_TRUE && s16.storageBuffer16BitAccess == VK_TRUE;
+  d.limits.float16 = d.float16;
   uint32_t n = 0;
   api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> ext(n);

@@ -94,7 +94,7 @@ GpuTargetInfo vulkanTarget() {
 
 }  // namespace
 
-// Random candidates of three shapes (one not a power of two, one NT): each compiles, passes
+// Random candidates of four workloads (one not a power of two, one NT, one f16): each compiles, passes
 // spirv-val, runs under the validation layer without a message and computes the right C.
 // SEXTANT_VULKAN_SWEEP=N sets the candidates per shape (default 4; issue #33's goal sweep is 64).
 TEST(Vulkan, RandomCandidatesRunAndVerify) {
@@ -103,7 +103,8 @@ TEST(Vulkan, RandomCandidatesRunAndVerify) {
   const int per_shape = env ? std::atoi(env) : 4;
   GpuTargetInfo g = vulkanTarget();
   std::mt19937_64 rng(33);
-  for (const char* key : {"gemm:NN:128x128x128:f32*f32->f32", "gemm:NN:96x80x48:f32*f32->f32", "gemm:NT:64x128x64:f32*f32->f32"}) {
+  for (const char* key : {"gemm:NN:128x128x128:f32*f32->f32", "gemm:NN:96x80x48:f32*f32->f32", "gemm:NT:64x128x64:f32*f32->f32",
+                          "gemm:NN:64x128x64:f16*f16->f32"}) {
     auto w = parseWorkloadKey(key);
     ASSERT_TRUE(w.ok()) << w.error();
     Space s = buildGpuGemmSpace(*w, g);

@@ -136,10 +136,14 @@ TEST(VulkanEndToEnd, ExportedLibraryCompilesToTheTunersSpirv) {
   EXPECT_GT(ours.size(), 1000u);
   EXPECT_TRUE(ours == tuners) << "tune compile's SPIR-V differs from the tuner's kernel";
 
-  // f16 is not in the Vulkan space: one clear line.
+  // f16 inputs (f32 results) compile to kernels that declare Float16; bf16 is refused in one line.
   Outcome f16 = tune("compile " + std::string(DATA_DIR) + "/gpu_model.mlir --db " + db + " --target vulkan -o " + out + ".f16");
-  EXPECT_EQ(f16.code, 2);
-  EXPECT_NE(f16.err.find("compiles f32 GEMMs only"), std::string::npos) << f16.err;
+  ASSERT_EQ(f16.code, 0) << f16.err << f16.out;
+  EXPECT_NE(dis(out + ".f16.proj.spv", "proj_kernel").find("OpCapability Float16"), std::string::npos);
+  for (const char* f : {"", ".proj.spv", ".small.spv", ".mlp.spv"}) std::filesystem::remove(out + ".f16" + f);
+  Outcome bf16 = tune("--op gemm --target vulkan --dtype bf16 --shape 64x64x64 --trials 1 --db " + db);
+  EXPECT_EQ(bf16.code, 2);
+  EXPECT_NE(bf16.err.find("the vulkan target tunes f32 and f16 GEMMs"), std::string::npos) << bf16.err;
 
   for (const std::string& f : {lib, out, out + ".proj.spv", out + ".small.spv", out + ".mlp.spv"}) std::filesystem::remove(f);
   std::filesystem::remove_all(dir);

@@ -32,6 +32,7 @@ struct GpuTargetInfo {
   bool has_mfma = false;        // AMD CDNA2/3 (gfx90a, gfx942): MFMA matrix cores via amdgpu.mfma
   bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
   bool has_wgmma = false;       // NVIDIA sm_90 (as sm_90a): warpgroup MMA + TMA
+  bool has_float16 = false;     // Vulkan: shaderFloat16 and storageBuffer16BitAccess (f16 GEMM inputs)
 };
 
 // Vulkan: the limits of Mesa's lavapipe (1,024 invocations, 32 KiB of workgroup memory, subgroups
@@ -45,6 +46,7 @@ struct VulkanLimits {
   int64_t max_size[3] = {0, 0, 0};     // maxComputeWorkGroupSize
   int64_t shared_bytes = 0;            // maxComputeSharedMemorySize
   int64_t subgroup_size = 0;           // VkPhysicalDeviceSubgroupProperties::subgroupSize
+  bool float16 = false;                // shaderFloat16 and storageBuffer16BitAccess
 };
 void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l);
 

@@ -117,7 +117,7 @@ struct VulkanDeviceProps {
   VulkanLimits limits;         // workgroup invocations and size, workgroup memory, subgroup size
   int64_t max_groups[3] = {0, 0, 0};
   float timestamp_period_ns = 0;
-  bool float16 = false;            // shaderFloat16
+  bool float16 = false;            // shaderFloat16 and storageBuffer16BitAccess
   bool cooperative_matrix = false; // VK_KHR_cooperative_matrix
 };
 Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
