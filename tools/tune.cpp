@@ -150,6 +150,12 @@ int main(int argc, char** argv) {
   app.add_option("--report", ta.report, "summary format: text or json (json goes to stdout)")
       ->capture_default_str();
   app.add_option("--schedule", ta.schedule_file, "measure this Transform-dialect schedule file instead of tuning");
+  app.add_option("--knobs", ta.knobs,
+                 "cpu: measure one knob assignment of the space (KNOB=V,... as tune show prints them) instead of "
+                 "tuning: compiled, verified and recorded exactly as a candidate of a run (the entry point of "
+                 "other searchers, e.g. experiments/peers/optuna_tpe.py)");
+  app.add_flag("--print-space", ta.print_space,
+               "cpu: print the schedule space of the workload (knobs, their values, constraint names) as JSON and exit");
   app.add_flag("--fresh", ta.fresh, "start a new run even if an unfinished one with the same settings exists");
   app.add_flag("--quiet,-q", ta.quiet, "no progress output");
   app.add_option("--min-time", ta.min_time, "seconds of timed calls per candidate, at least")

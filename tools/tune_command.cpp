@@ -94,6 +94,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!target) return fail(target.error());
   if (target->isGpu()) {
     if (!a.schedule_file.empty()) return fail("--schedule is for the cpu target in this version");
+    if (!a.knobs.empty() || a.print_space) return fail("--knobs and --print-space are for the cpu target in this version");
     if (a.threads != 1) return fail("--threads is for the cpu target (GPU kernels run on the device)");
     if (a.pretrained != "default" && a.pretrained != "none")
       return fail("--pretrained models are for the cpu target in this version (GPU tuning starts cold)");
@@ -147,6 +148,29 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (auto s = registerWorkloadAndTarget(*db, *w, *target, device, cpu.vector_isa); !s) return fail(s.error());
   Space space = buildCpuGemmSpace(*w, cpu, threads);
   if (space.size() == 0) return fail("the schedule space for " + w->key() + " is empty");
+  if (a.print_space) {
+    json knobs = json::array();
+    for (const auto& k : space.knobs()) knobs.push_back({{"name", k.name}, {"values", k.values}, {"doc", k.doc}});
+    json cons = json::array();
+    for (const auto& c : space.constraints()) cons.push_back(c.name);
+    std::cout << json{{"workload", w->key()}, {"space", space.name()}, {"fingerprint", space.fingerprint()},
+                      {"valid_points", space.size()}, {"knobs", knobs}, {"constraints", cons}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::string schedule_label = a.schedule_file;
+  if (!a.knobs.empty()) {
+    // A knob assignment measured exactly as a candidate of a run: the schedule the tuner would emit.
+    if (!schedule_text.empty()) return fail("--knobs and --schedule are exclusive");
+    auto cand = space.fromKey(a.knobs);
+    if (!cand) return fail("--knobs: " + cand.error());
+    if (auto v = space.violations(*cand); !v.empty())
+      return fail("--knobs: not in the space of " + w->key() + ": violates " + join(v, "; "));
+    schedule_text = emitCpuGemmSchedule(*w, space, *cand);
+    schedule_knobs = space.knobMap(*cand);
+    schedule_label = "knobs " + space.keyOf(*cand);
+  }
 
   auto problem = GemmProblem::create(*w);
   if (!problem) return fail(problem.error());
@@ -169,13 +193,13 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!schedule_text.empty()) {
     auto cand = space.fromMap(schedule_knobs);
     std::string key = cand && space.isValid(*cand) ? space.keyOf(*cand)
-                                                   : "custom:" + a.schedule_file;
-    if (!a.quiet) std::cerr << "compiling and measuring " << a.schedule_file << "...\n";
+                                                   : "custom:" + schedule_label;
+    if (!a.quiet) std::cerr << "compiling and measuring " << schedule_label << "...\n";
     Evaluation e = evaluator.evaluateSchedule(schedule_text);
     RunRow run;
     run.workload_key = w->key();
     run.target_key = target->key();
-    run.strategy = "schedule-file";
+    run.strategy = a.knobs.empty() ? "schedule-file" : "knobs";
     run.seed = 0;
     run.space = space.name();
     run.space_fingerprint = space.fingerprint();
@@ -191,7 +215,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     if (auto s = db->insertRecords({r}); !s) return fail(s.error());
     db->finishRun(*run_id, "finished");
     if (a.report == "json") {
-      std::cout << json{{"workload", w->key()}, {"target", target->key()}, {"schedule", a.schedule_file},
+      std::cout << json{{"workload", w->key()}, {"target", target->key()}, {"schedule", schedule_label},
                         {"status", e.status}, {"message", e.message}, {"gflops", e.measurement.gflops},
                         {"median_s", e.measurement.median_s}, {"cv", e.measurement.cv},
                         {"compile_s", e.compile_s}, {"machine", machine}, {"db", db->path()}}
@@ -199,12 +223,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
                 << "\n";
     } else if (e.status == "ok") {
       printf("%s: %.2f GFLOP/s measured (median of %zu repetitions, cv %.1f%%), compiled in %.2f s; recorded in %s\n",
-             a.schedule_file.c_str(), e.measurement.gflops, e.measurement.times_s.size(), 100 * e.measurement.cv,
+             schedule_label.c_str(), e.measurement.gflops, e.measurement.times_s.size(), 100 * e.measurement.cv,
              e.compile_s, db->path().c_str());
     } else {
       std::string msg = e.message;
       std::replace(msg.begin(), msg.end(), '\n', ' ');
-      fprintf(stderr, "tune: %s: %s: %s\n", a.schedule_file.c_str(), e.status.c_str(), msg.substr(0, 600).c_str());
+      fprintf(stderr, "tune: %s: %s: %s\n", schedule_label.c_str(), e.status.c_str(), msg.substr(0, 600).c_str());
     }
     return e.status == "ok" ? 0 : 1;
   }

@@ -46,6 +46,8 @@ struct TuneArgs {
   int threads = 1;  // cpu: threads the kernels run on (a target of its own when > 1)
   std::string report = "text";
   std::string schedule_file;
+  std::string knobs;        // --knobs: measure one knob assignment of the space, recorded as a candidate
+  bool print_space = false; // --print-space: the space's knobs, values and constraints as JSON, then exit
   bool fresh = false;
   bool quiet = false;
   double min_time = 0.2;
