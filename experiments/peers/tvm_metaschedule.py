@@ -3,7 +3,8 @@
 XGBoost cost model, post-order-apply space), LLVM CPU target with this CPU's -mcpu and one core.
 
 Its LocalRunner times with a cache flush of every argument but the first (EvaluatorConfig
-enable_cpu_cache_flush); its records' times give the best-so-far curve in measurement order. The
+enable_cpu_cache_flush); its records' times, in the order its JSON database file holds them (the
+order of the measurements), give the best-so-far curve. The
 winner is then re-timed here (time_evaluator, cache flush, 20 repetitions, median) and checked
 against numpy: that figure, not the tuner's own, is the one to compare.
 
@@ -60,14 +61,18 @@ def main():
         db = ms.tune_tir(mod=mod, target=target, work_dir=work, max_trials_global=a.trials,
                          num_trials_per_iter=16, runner=runner, seed=a.seed, num_tuning_cores=1)
         tune_s = time.monotonic() - t0
+        # The JSON database's file holds the records in measurement order (get_all_tuning_records
+        # returns them sorted by time, fastest first).
         curve, best = [], 0.0
-        for i, rec in enumerate(db.get_all_tuning_records()):
-            secs = [float(s) for s in (rec.run_secs or [])]
+        lines = open(f"{work}/database_tuning_record.json").read().splitlines()
+        for i, line in enumerate(lines):
+            secs = [float(s) for s in (json.loads(line)[1][1] or [])]
             g = flops / min(secs) / 1e9 if secs and min(secs) < 1e9 else 0.0
             best = max(best, g)
             curve.append({"measurement": i + 1, "gflops": round(g, 3), "best": round(best, 3)})
         sch = ms.tir_integration.compile_tir(db, mod, target)
         lib = tvm.compile(sch.mod, target=target)
+        lib = lib.mod if hasattr(lib, "mod") else lib  # an Executable in TVM 0.27: its runtime module
     rng = np.random.default_rng(42)
     sa = (k, m) if a.layout == "TN" else (m, k)
     sb = (n, k) if a.layout == "NT" else (k, n)
