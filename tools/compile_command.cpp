@@ -148,7 +148,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": " + w.error());
       continue;
     }
-    if (target.kind == TargetKind::Vulkan && !((w->a_type == DType::F32 || w->a_type == DType::F16) && w->c_type == DType::F32)) {
+    if (target.kind == TargetKind::Vulkan && !vulkanSupportsTypes(*w)) {
       problems.push_back(where + ": the vulkan target compiles f32 and f16 GEMMs with f32 results only (" + w->key() + ")");
       continue;
     }

@@ -123,7 +123,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!g) return fail(g.error());
   auto w = gpuWorkload(a);
   if (!w) return fail(w.error());
-  if (target->kind == TargetKind::Vulkan && !(w->a_type == DType::F32 || w->a_type == DType::F16))
+  if (target->kind == TargetKind::Vulkan && !vulkanSupportsTypes(*w))
     return fail("the vulkan target tunes f32 and f16 GEMMs (got --dtype " + a.dtype + ")");
   const bool predicted = a.measure == "predicted";
   auto mode = parseGpuMeasureMode(predicted ? "none" : a.measure);
@@ -160,8 +160,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     const DeviceInfo& di = (*dev)->info();
     if (vulkan) {
       // The space follows the device's limits (workgroup size, workgroup memory, subgroup size).
-      auto list = listVulkanDevices();
-      if (list && ordinal < int(list->size())) applyVulkanLimits(*g, (*list)[size_t(ordinal)].limits);
+      if (const VulkanDeviceProps* props = vulkanDeviceProps(**dev)) applyVulkanLimits(*g, props->limits);
       if (w->a_type == DType::F16 && !g->has_float16)
         return fail(di.name + " has no shaderFloat16 with 16-bit storage buffers: f16 GEMMs cannot run there");
       if (di.arch == "vulkan-cpu-emulated")

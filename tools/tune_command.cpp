@@ -140,12 +140,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     schedule_knobs = *knobs;
   }
 
-  auto db = Database::open(a.w.db);
-  if (!db) return fail(db.error());
-
   const HostCpu& cpu = hostCpu();
-  const std::string device = llvmHostCpuName();
-  if (auto s = registerWorkloadAndTarget(*db, *w, *target, device, cpu.vector_isa); !s) return fail(s.error());
   Space space = buildCpuGemmSpace(*w, cpu, threads);
   if (space.size() == 0) return fail("the schedule space for " + w->key() + " is empty");
   if (a.print_space) {
@@ -159,6 +154,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
               << "\n";
     return 0;
   }
+  auto db = Database::open(a.w.db);
+  if (!db) return fail(db.error());
+
+  const std::string device = llvmHostCpuName();
+  if (auto s = registerWorkloadAndTarget(*db, *w, *target, device, cpu.vector_isa); !s) return fail(s.error());
   std::string schedule_label = a.schedule_file;
   if (!a.knobs.empty()) {
     // A knob assignment measured exactly as a candidate of a run: the schedule the tuner would emit.

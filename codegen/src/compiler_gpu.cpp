@@ -250,21 +250,8 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
   }
 
   if (r.vulkan) {
-    std::map<std::string, std::string> binaries;
-    diags.text.clear();
-    if (!lowerKernelsToSpirv(*mod, r.spirv_target, binaries, err, diags)) return finish("codegen", err);
-    if (binaries.size() != 1) return finish("codegen", "expected one SPIR-V module");
-    const std::string& spirv = binaries.begin()->second;
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(r.out_path, ec, llvm::sys::fs::OF_None);
-      if (ec) return finish("codegen", "cannot write " + r.out_path + ": " + ec.message());
-      os << spirv;
-    }
-    out.object_bytes = int64_t(spirv.size());
-    if (auto v = validateSpirvFile(r.out_path); !v) return finish("validate", v.error());
-    out.ok = true;
-    return finish("", "");
+    const std::string stage = lowerKernelToSpirv(*mod, r, out, err, diags);  // before err is read
+    return finish(stage, err);
   }
   const std::string lowering = gpuLoweringPipeline(r.nvidia, r.chip, r.features, r.rocm_toolkit, false);
   // convert-vector-to-llvm reports (harmless) failed attempts on workgroup memrefs: only the
@@ -330,7 +317,10 @@ CompileOutcome compileModuleGpu(const std::string& module, const std::string& li
     for (int i = 0; i < 6; ++i) (i < 3 ? k.grid[i] : k.block[i - 3]) = constantIndex(dims[i]).value_or(0);
     kernels.push_back(k);
   });
-  if (r.vulkan) return finish(lowerModuleToSpirv(*mod, r, kernels, out, err, diags), err);
+  if (r.vulkan) {
+    const std::string stage = lowerModuleToSpirv(*mod, r, kernels, out, err, diags);  // before err is read
+    return finish(stage, err);
+  }
   mod->walk([&](mlir::func::FuncOp f) {
     if (f.isPublic() && !f.isExternal()) f->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(ctx.get()));
   });

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,11 +67,11 @@ bool applyScript(mlir::ModuleOp mod, const std::string& script, const char* name
 // Runs a pass pipeline ("builtin.module(...)" or its inner list) on the module.
 bool runPipeline(mlir::ModuleOp mod, const std::string& pipeline, std::string& err, DiagCollector& diags);
 
-// The Vulkan route (compiler_vulkan.cpp): every GPU module (outlined kernels, each with a constant
-// workgroup size) converted to a SPIR-V compute shader for `target_env` (a #spirv.target_env) and
-// serialized: binaries[gpu module name]; false with err.
-bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
-                         std::string& err, DiagCollector& diags);
+// The Vulkan route (compiler_vulkan.cpp), after outlining. compileGpuGemm: the one kernel to
+// SPIR-V, written to r.out_path and validated by spirv-val; returns the failed stage ("" on success,
+// out.ok set).
+std::string lowerKernelToSpirv(mlir::ModuleOp mod, const GpuCompileRequest& r, CompileOutcome& out, std::string& err,
+                               DiagCollector& diags);
 
 // compileModuleGpu for Vulkan: the outlined module's kernels to SPIR-V (kernels[i].object), each
 // validated by spirv-val, the module written to r.out_path as text; returns the failed stage ("" on

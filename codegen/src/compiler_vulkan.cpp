@@ -73,8 +73,8 @@ bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
   return true;
 }
 
-}  // namespace
-
+// Every GPU module (outlined kernels, each with a constant workgroup size) converted to a SPIR-V
+// compute shader for `target_env` (a #spirv.target_env) and serialized: binaries[gpu module name].
 bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
                          std::string& err, DiagCollector& diags) {
   mlir::MLIRContext* ctx = mod.getContext();
@@ -142,6 +142,42 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std:
   return true;
 }
 
+// Writes a SPIR-V binary to `path` and validates it there: "" when it passed, else the failed stage.
+std::string writeValidated(const std::string& path, const std::string& binary, std::string& err) {
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << binary;
+    if (!f) {
+      err = "cannot write " + path;
+      return "codegen";
+    }
+  }
+  if (Status v = validateSpirvFile(path); !v) {
+    err = v.error();
+    return "validate";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string lowerKernelToSpirv(mlir::ModuleOp mod, const GpuCompileRequest& r, CompileOutcome& out, std::string& err,
+                               DiagCollector& diags) {
+  std::map<std::string, std::string> binaries;
+  diags.text.clear();
+  if (!lowerKernelsToSpirv(mod, r.spirv_target, binaries, err, diags)) return "codegen";
+  if (binaries.size() != 1) {
+    err = "expected one SPIR-V module";
+    return "codegen";
+  }
+  const std::string& spirv = binaries.begin()->second;
+  out.object_bytes = int64_t(spirv.size());
+  if (std::string stage = writeValidated(r.out_path, spirv, err); !stage.empty()) return stage;
+  out.ok = true;
+  err.clear();
+  return "";
+}
+
 std::string lowerModuleToSpirv(mlir::ModuleOp mod, const GpuModuleRequest& r, std::vector<GpuModuleKernel>& kernels,
                                CompileOutcome& out, std::string& err, DiagCollector& diags) {
   std::map<std::string, std::string> binaries;
@@ -155,15 +191,11 @@ std::string lowerModuleToSpirv(mlir::ModuleOp mod, const GpuModuleRequest& r, st
     }
     k.object = binaries[bin];
     const std::string check = r.out_path + "." + bin + ".check.spv";
-    {
-      std::ofstream f(check, std::ios::binary);
-      f << k.object;
-    }
-    Status v = validateSpirvFile(check);
+    std::string stage = writeValidated(check, k.object, err);
     std::filesystem::remove(check);
-    if (!v) {
-      err = k.name + ": " + v.error();
-      return "validate";
+    if (!stage.empty()) {
+      err = k.name + ": " + err;
+      return stage;
     }
   }
   // The module as text: host functions with their gpu.launch_func, the kernels as spirv.modules.
@@ -189,7 +221,7 @@ Status validateSpirvFile(const std::string& path) {
   std::string out;
   int rc = detail::runProgram({"spirv-val", "--target-env", "vulkan1.1", path}, out);
   if (rc == 0) return okStatus();
-  if (rc < 0 || out.find("No such file") != std::string::npos)
+  if (rc < 0 || rc == 127)  // not started, or exec failed in the spawned child (127, as a shell says)
     return Error{"spirv-val not found (Debian package spirv-tools): every Vulkan kernel is validated before it may run"};
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return Error{"spirv-val rejected the kernel: " + out.substr(0, 2000)};

@@ -75,6 +75,10 @@ int64_t bitsOf(DType t) { return dtypeBytes(t) * 8; }
 
 }  // namespace
 
+bool vulkanSupportsTypes(const GemmWorkload& w) {
+  return w.a_type == w.b_type && (w.a_type == DType::F32 || w.a_type == DType::F16) && w.c_type == DType::F32;
+}
+
 std::string vulkanTargetEnv(const GpuTargetInfo& g) {
   // SPIR-V 1.3 (Vulkan 1.1 and later) with storage buffers; the resource limits are the device's
   // (the conversion does not enforce them: the space's constraints do).
@@ -239,12 +243,12 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   cons.push_back({"software pipeline no deeper than the K loop", {kBK, kPipe},
                   [w](const std::vector<int64_t>& v) { return v[kPipe] == 1 || w.k / v[kBK] >= v[kPipe]; }});
   cons.push_back({"copies, fill and shared memory map onto the block", all,
-                  [w, g, amd, flavor](const std::vector<int64_t>& v) {
+                  [w, g, flavor](const std::vector<int64_t>& v) {
                     auto p = planFromValues(w, v, flavor);
                     // NVIDIA: up to the opt-in maximum (dynamic shared memory past 48 KiB); AMD: the
                     // LDS; Vulkan: the device's workgroup memory.
-                    return p.ok() && p->smem_bytes <= (amd || flavor == Flavor::Vulkan ? g.smem_per_block_static_bytes
-                                                                                       : g.smem_per_block_bytes);
+                    return p.ok() && p->smem_bytes <= (flavor == Flavor::Nvidia ? g.smem_per_block_bytes
+                                                                                : g.smem_per_block_static_bytes);
                   }});
   std::string name = std::string("gpu_gemm_v1_") + (nvidia ? "nvidia" : amd ? "amd" : "vulkan");
   return Space(name, std::move(k), std::move(cons));

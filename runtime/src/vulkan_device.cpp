@@ -11,15 +11,12 @@
 // the architecture, so that no record, dataset or report mistakes it for a GPU.
 #include <algorithm>
 #include <cstring>
-#include <dlfcn.h>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "sextant/runtime/gpu_runner.h"
 #include "vulkan_internal.h"
-
 
 namespace sextant {
 
@@ -30,6 +27,7 @@ Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int) {
 Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
   return Error{"Sextant was built without the Vulkan headers (libvulkan-dev)"};
 }
+const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice&) { return nullptr; }
 #else
 
 namespace {
@@ -125,6 +123,7 @@ class VulkanDevice : public GpuDevice {
   }
 
   const DeviceInfo& info() const override { return info_; }
+  const VulkanDeviceProps& props() const { return props_; }
 
   Result<DevicePtr> allocate(size_t bytes) override {
     auto b = makeBuffer(std::max<size_t>(bytes, 4), false);
@@ -523,6 +522,11 @@ Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
   for (uint32_t i = 0; i < n; ++i) out.push_back(propsOf(in->api, pds[i], int(i)));
   destroyInstance(*in);
   return out;
+}
+
+const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice& d) {
+  auto* v = dynamic_cast<const VulkanDevice*>(&d);
+  return v ? &v->props() : nullptr;
 }
 
 Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int ordinal) {

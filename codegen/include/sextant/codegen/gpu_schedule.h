@@ -54,6 +54,9 @@ struct GpuPlan {
   bool dynamic_smem = false;              // NVIDIA, over the 48 KiB ptxas allows statically: the tiles
                                           // live in dynamic shared memory (compiler_dynamic_smem.cpp)
 };
+// The element types the Vulkan space has: f32, or f16 inputs (where the device has shaderFloat16),
+// with f32 results.
+bool vulkanSupportsTypes(const GemmWorkload& w);
 // The #spirv.target_env attribute (text) of a Vulkan target: SPIR-V 1.3, its resource limits.
 std::string vulkanTargetEnv(const GpuTargetInfo& g);
 

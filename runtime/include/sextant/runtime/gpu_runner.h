@@ -121,6 +121,8 @@ struct VulkanDeviceProps {
   bool cooperative_matrix = false; // VK_KHR_cooperative_matrix
 };
 Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
+// The properties of a device openVulkanDevice opened (nullptr for any other device).
+const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice& d);
 // vendor: "nvidia" (CUDA), "amd" (HIP) or "vulkan".
 Result<std::unique_ptr<GpuDevice>> openGpuDevice(const std::string& vendor, int ordinal = 0);
 
