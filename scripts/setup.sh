@@ -26,6 +26,8 @@ PACKAGES=(
   # lavapipe (a CPU-emulated Vulkan device: kernels run and are verified here), spirv-val (every
   # SPIR-V kernel is validated before it may run), and the validation layer the tests run under
   libvulkan-dev mesa-vulkan-drivers spirv-tools vulkan-validationlayers
+  # ONNX models (issue #32): ONNX's protobuf classes for the importer (tune model, tune compile FILE.onnx)
+  libonnx-dev libprotobuf-dev
   # tests
   libgtest-dev libgmock-dev
   # experiment scripts

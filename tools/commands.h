@@ -45,8 +45,11 @@ struct CompileArgs {
   int threads = 1;          // cpu: the records tuned with tune --threads N (target cpu:ARCH-tN)
   bool allow_stale = false;  // use stale records (re-emitted from their knobs) instead of the default
   std::string machine = "this";  // whose measurements (see ExportArgs)
+  std::string input_shapes;      // ONNX inputs: "x=1,3,224,224;..." (dynamic dimensions)
 };
 int cmdCompile(const CompileArgs& a);
+// A module to compile: MLIR text, or an ONNX model (FILE.onnx) imported as MLIR.
+Result<std::string> moduleText(const std::string& path, const std::string& input_shapes);
 
 struct ModelEvalArgs {
   std::string db = "sextant.db", target = "cpu";

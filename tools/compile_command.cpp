@@ -26,6 +26,7 @@
 #include "sextant/costmodel/model.h"
 #include "sextant/db/database.h"
 #include "sextant/db/interchange.h"
+#include "sextant/frontend/onnx_import.h"
 #include "sextant/hwspec/devices.h"
 #include "sextant/hwspec/target.h"
 
@@ -239,6 +240,18 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
 
 }  // namespace
 
+Result<std::string> moduleText(const std::string& path, const std::string& input_shapes) {
+  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".onnx") != 0) {
+    if (!input_shapes.empty()) return Error{"--input-shape is for ONNX models (" + path + " is taken as MLIR)"};
+    return readFile(path);
+  }
+  auto shapes = parseInputShapes(input_shapes);
+  if (!shapes) return Error{shapes.error()};
+  auto m = importOnnx(path, *shapes);
+  if (!m) return Error{m.error()};
+  return m->mlir;
+}
+
 int cmdCompile(const CompileArgs& a) {
   auto target = resolveTarget(a.target);
   if (target) target = targetWithThreads(*target, a.threads);
@@ -246,7 +259,7 @@ int cmdCompile(const CompileArgs& a) {
   if (a.out.empty())
     return fail(target->isGpu() ? "compile needs -o OUT.mlir (the lowered module; kernels are also written beside it)"
                                 : "compile needs -o OUT (.so for a shared object, .o for an object file)");
-  auto text = readFile(a.input);
+  auto text = moduleText(a.input, a.input_shapes);
   if (!text) return fail(text.error());
   auto ops = findGemmOps(*text, a.input);
   if (!ops) return fail(ops.error());

@@ -246,7 +246,12 @@ int main(int argc, char** argv) {
 
   auto* cmp = app.add_subcommand("compile", "compile a module's GEMM ops with the database's best schedules");
   cli::CompileArgs ca;
-  cmp->add_option("input", ca.input, "MLIR module with linalg.matmul / matmul-like linalg.generic ops")->required();
+  cmp->add_option("input", ca.input,
+                  "MLIR module with linalg.matmul / matmul-like linalg.generic / convolution ops, or an ONNX model "
+                  "(FILE.onnx: imported, entry point _mlir_ciface_forward(inputs..., outputs...))")
+      ->required();
+  cmp->add_option("--input-shape", ca.input_shapes,
+                  "ONNX: static shapes for inputs with dynamic dimensions, NAME=D0,D1,... (';' between inputs)");
   cmp->add_option("--db", ca.db, "schedule database")->capture_default_str();
   cmp->add_option("--target", ca.target,
                   "target to compile for; GPU targets turn every GEMM into a kernel (one per function) and refuse "

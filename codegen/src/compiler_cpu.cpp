@@ -46,6 +46,9 @@ std::string cpuLowering(int threads, int64_t prefetch = 0) {
          (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
                     "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
               : std::string("convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,")) +
+         // Math in imported models (exp, erf, tanh, rsqrt, ...): LLVM intrinsics where there are
+         // some, libm calls (erff, tanhf) for the rest.
+         "convert-math-to-llvm,convert-math-to-libm,"
          "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-index-to-llvm,convert-ub-to-llvm," +
          (omp ? "convert-openmp-to-llvm," : "") + "reconcile-unrealized-casts";
 }

@@ -1,0 +1,74 @@
+// importOnnx's state while it walks a graph, shared by the files that lower operators:
+// onnx_import.cpp (the walk, constants and their folding, simple operators) and onnx_nn.cpp
+// (convolutions, pools, matrix products, normalizations, softmax).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "emitter.h"
+
+namespace sextant::onnx_import {
+
+class Importer {
+ public:
+  Emitter em;
+  std::map<std::string, Val> vals;     // tensors of the module, by ONNX name
+  std::map<std::string, Const> consts; // values known at import time, by ONNX name
+  const onnx::NodeProto* node = nullptr;
+  int node_index = 0;
+  int64_t opset = 13;
+
+  // "node 'NAME' (#3, Conv): msg" as an error.
+  Error fail(const std::string& msg) const;
+  size_t inputs() const { return size_t(node->input_size()); }
+  bool has(size_t i) const { return int(i) < node->input_size() && !node->input(int(i)).empty(); }
+  const std::string& in(size_t i) const { return node->input(int(i)); }
+  const std::string& out(size_t i = 0) const { return node->output(int(i)); }
+  bool isConst(size_t i) const { return has(i) && consts.count(in(i)); }
+  const Const& cst(size_t i) const { return consts.at(in(i)); }
+  // Input i as a tensor of the module (constants are emitted as f32 tensors).
+  Result<Val> val(size_t i);
+  Result<Operand> operand(size_t i);  // the Val or Const (valid until vals/consts change)
+
+  const onnx::AttributeProto* attr(const std::string& name) const;
+  int64_t attrInt(const std::string& name, int64_t def) const;
+  double attrFloat(const std::string& name, double def) const;
+  std::string attrString(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> attrInts(const std::string& name, std::vector<int64_t> def = {}) const;
+  // Integer list from attribute `name` (older opsets) or constant input `input` (newer ones).
+  Result<std::vector<int64_t>> intsFrom(const std::string& name, size_t input, std::vector<int64_t> def = {}) const;
+
+  void define(const Val& v, size_t output = 0) { vals[out(output)] = v; }
+};
+
+// Operator lowerings of onnx_nn.cpp; each reads im.node and defines its outputs.
+Status lowerConv(Importer& im);
+Status lowerPool(Importer& im);  // MaxPool, AveragePool
+Status lowerGlobalPool(Importer& im);  // GlobalAveragePool, GlobalMaxPool
+Status lowerGemm(Importer& im);
+Status lowerMatMul(Importer& im);
+Status lowerSoftmax(Importer& im);
+Status lowerBatchNorm(Importer& im);
+Status lowerLayerNorm(Importer& im);
+Status lowerReduce(Importer& im);  // ReduceMean, ReduceSum, ReduceMax
+
+// onnx_fold.cpp: an initializer or Constant's value; Reshape's target shape (0 copies the
+// input's dim unless allowzero, -1 takes what is left); and folding: true (and the node's outputs
+// defined as constants) if every input of the node is known at import, false if it must be emitted.
+Result<Const> constOf(const onnx::TensorProto& t);
+Result<Shape> reshapeTarget(const Shape& from, const std::vector<int64_t>& spec, bool allowzero);
+Result<bool> fold(Importer& im);
+
+// onnx_tensor.cpp: elementwise operators and the tensor operators (Transpose, Reshape, Flatten,
+// Squeeze, Unsqueeze, Concat, Slice, Pad, Gather, Expand, Identity, Dropout, Cast).
+Status lowerElementwise(Importer& im);
+Status lowerTensorOp(Importer& im);
+
+// Normalizes an axis of a rank-`rank` tensor (negative counts from the end); false if out of range.
+bool normalizeAxis(int64_t& axis, size_t rank);
+
+}  // namespace sextant::onnx_import
