@@ -51,6 +51,20 @@ int cmdCompile(const CompileArgs& a);
 // A module to compile: MLIR text, or an ONNX model (FILE.onnx) imported as MLIR.
 Result<std::string> moduleText(const std::string& path, const std::string& input_shapes);
 
+// tune model FILE (tools/model_command.cpp): a network's tasks tuned under one budget, compiled, measured.
+struct ModelArgs {
+  std::string input, db = "sextant.db", out, emit_mlir, input_shapes;
+  std::string strategy = "glimpse", scheduler = "gradient", report = "text", pretrained = "default";
+  int64_t trials = -1;  // total (this machine's records of the tasks); -1: per_task x tasks; 0: no tuning
+  int per_task = 32;
+  int batch = 8;        // trials per round
+  int jobs = 0, threads = 1;
+  uint64_t seed = 1;
+  double time_budget = 0, min_time = 0.1, model_min_time = 1.0;
+  bool quiet = false;
+};
+int cmdModel(const ModelArgs& a, const std::string& argv_json);
+
 struct ModelEvalArgs {
   std::string db = "sextant.db", target = "cpu";
   std::string train_target;  // cross-target: train on this GPU target's records, evaluate on `target`
@@ -61,7 +75,7 @@ struct ModelEvalArgs {
 };
 int cmdModelEval(const ModelEvalArgs& a);  // model_commands.cpp
 
-// tune model train (tools/model_commands.cpp): a CPU cost model across workloads and machines.
+// tune costmodel train (tools/costmodel_commands.cpp): a CPU cost model across workloads and machines.
 struct ModelTrainArgs {
   std::vector<std::string> data, exclude;
   std::string out;

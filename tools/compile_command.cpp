@@ -64,20 +64,6 @@ void printReport(const std::vector<ReportLine>& report, int op_w, int loc_w, int
   }
 }
 
-// The workload of an op tune compile supports (error: why it has none): a convolution's from its
-// descriptor, a batched matmul's (tune --op batch_matmul) or a GEMM's.
-Result<GemmWorkload> workloadOf(const FoundOp& op) {
-  if (!op.conv.empty()) return makeConvWorkload(op.conv, "f32", "NHWC");
-  GemmWorkload w;
-  w.m = op.m, w.n = op.n, w.k = op.k;
-  auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
-  if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
-  w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
-  w.layout = *parseLayout(op.layout);
-  if (op.batch > 0) w.op = OpKind::BatchMatmul, w.batch = op.batch;
-  return w;
-}
-
 // The database's best usable record for a workload as a library entry; none (with a warning if
 // the record is stale or unusable) means the default schedule. allow_stale: a stale record's
 // schedule is re-emitted from its knobs and used, with a warning (as tune export --allow-stale).
@@ -240,6 +226,20 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
 
 }  // namespace
 
+// The workload of an op tune compile supports (error: why it has none): a convolution's from its
+// descriptor, a batched matmul's (tune --op batch_matmul) or a GEMM's.
+Result<GemmWorkload> workloadOf(const FoundOp& op) {
+  if (!op.conv.empty()) return makeConvWorkload(op.conv, "f32", "NHWC");
+  GemmWorkload w;
+  w.m = op.m, w.n = op.n, w.k = op.k;
+  auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
+  if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
+  w.a_type = *at, w.b_type = *bt, w.c_type = *ct;
+  w.layout = *parseLayout(op.layout);
+  if (op.batch > 0) w.op = OpKind::BatchMatmul, w.batch = op.batch;
+  return w;
+}
+
 Result<std::string> moduleText(const std::string& path, const std::string& input_shapes) {
   if (path.size() < 5 || path.compare(path.size() - 5, 5, ".onnx") != 0) {
     if (!input_shapes.empty()) return Error{"--input-shape is for ONNX models (" + path + " is taken as MLIR)"};
@@ -266,6 +266,13 @@ int cmdCompile(const CompileArgs& a) {
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
   if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
+  return compileCpuModule(a, *target, *text, *ops, *db, /*untuned=*/false, /*print=*/true);
+}
+
+int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::string& text,
+                     const std::vector<FoundOp>& ops_in, Database& db, bool untuned, bool print) {
+  const Target* target = &target_in;
+  const std::vector<FoundOp>* ops = &ops_in;
 
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;  // workload key -> entry
@@ -295,7 +302,8 @@ int cmdCompile(const CompileArgs& a) {
     }
     std::string key = w->key();
     if (!entry_of.count(key)) {
-      auto entry = tunedEntry(*db, *target, key, a.allow_stale, machineFilter(a.machine, target->isGpu()));
+      Result<std::optional<LibraryEntry>> entry = std::optional<LibraryEntry>{};
+      if (!untuned) entry = tunedEntry(db, *target, key, a.allow_stale, machineFilter(a.machine, target->isGpu()));
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, *target).space;
@@ -310,9 +318,10 @@ int cmdCompile(const CompileArgs& a) {
   auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
   const std::string& library = *lib;
-  CompileOutcome c = compileModuleCpu(*text, library, a.out);
+  CompileOutcome c = compileModuleCpu(text, library, a.out);
   if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
 
+  if (!print) return 0;
   printReport(report, 20, 24, 42, 22);
   if (ops->empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
   printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);

@@ -509,7 +509,7 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
 
 namespace sextant::cli {
 
-// tune model eval --train-target A --target B: a model trained on every measured record of GPU
+// tune costmodel eval --train-target A --target B: a model trained on every measured record of GPU
 // target A ranks target B's records, once with the Blueprint of each record's device as input and
 // once without (zeros in its place).
 int cmdModelEvalCrossTarget(const ModelEvalArgs& a) {

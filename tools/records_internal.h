@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/library.h"
 #include "sextant/codegen/space.h"
 #include "sextant/codegen/workload.h"
@@ -35,5 +36,15 @@ struct TargetSpace {
 LibraryEntry::Kind gpuLibraryKind(const Target& t);  // Nvidia, Amd or Vulkan
 TargetSpace spaceFor(const GemmWorkload& w, const Target& t);
 Resolved resolveRecord(const RecordRow& r, const Target& target);
+
+// The workload of an op tune compile supports (error: why it has none): a convolution's from its
+// descriptor, a batched matmul's or a GEMM's (compile_command.cpp).
+Result<GemmWorkload> workloadOf(const FoundOp& op);
+
+struct CompileArgs;
+// tune compile's CPU part (compile_command.cpp): the module with the database's best schedules
+// (untuned: the default schedules) compiled to a.out; print: the per-op report. 0 or an exit code.
+int compileCpuModule(const CompileArgs& a, const Target& target, const std::string& text,
+                     const std::vector<FoundOp>& ops, Database& db, bool untuned, bool print);
 
 }  // namespace sextant::cli

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sextant/codegen/compiler.h"
+#include "sextant/frontend/onnx_import.h"
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/suite.h"
 #include "sextant/codegen/ops.h"
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
   dsc->add_option("--min-time", ds_min_time, "seconds of timed calls per candidate, at least")->capture_default_str();
   dsc->add_option("--jobs", ds_jobs, "parallel compilations (0: one per core)")->capture_default_str();
   dsc->add_option("-o,--output", ds_out, "dataset file (.jsonl or .jsonl.gz); the database is OUT.db")->required();
-  auto* model = app.add_subcommand("model", "the learned cost model");
+  auto* model = app.add_subcommand("costmodel", "the learned cost model (formerly `tune model`)");
   auto* model_eval = model->add_subcommand("eval", "rank held-out records with the cost model and report its accuracy");
   cli::ModelEvalArgs me;
   model_eval->add_option("--db", me.db, "schedule database")->capture_default_str();
@@ -326,6 +327,45 @@ int main(int argc, char** argv) {
   model_train->add_option("--seed", mt.seed, "training seed")->capture_default_str();
   model->require_subcommand(1);
 
+  auto* net = app.add_subcommand(
+      "model",
+      "tune a network: import it (ONNX, or MLIR with func.func @forward), tune its tasks (one per distinct conv / "
+      "matmul workload, weighted by how often it runs) under one trial budget with a task scheduler, compile it with "
+      "the tuned schedules and measure it whole against its untuned defaults. Resumable: the budget counts this "
+      "machine's records of its tasks, so the same command goes on after Ctrl-C, and tunes no more once it is spent. "
+      "ONNX operators: " + join(supportedOnnxOperators(), ", "));
+  cli::ModelArgs na;
+  net->add_option("file", na.input, "FILE.onnx (opset 13-17, f32, static shapes or --input-shape) or FILE.mlir")
+      ->required();
+  net->add_option("--db", na.db, "schedule database")->capture_default_str();
+  net->add_option("-o,--output", na.out, "the compiled network (default: FILE's stem + .so, here); the untuned one "
+                                          "goes to OUT.untuned.so")
+      ->capture_default_str();
+  net->add_option("--trials", na.trials,
+                  "trial budget of the whole network (this machine's records of its tasks, earlier runs included); "
+                  "default: --per-task x the number of tasks; 0: compile and measure only");
+  net->add_option("--per-task", na.per_task, "default budget per task when --trials is not given")->capture_default_str();
+  net->add_option("--batch", na.batch, "trials per round (one round tunes one task)")->capture_default_str();
+  net->add_option("--scheduler", na.scheduler,
+                  "gradient (MetaSchedule's/Ansor's: weight x expected latency decrease) or round-robin")
+      ->capture_default_str();
+  net->add_option("--strategy", na.strategy, "search strategy within a task (as tune --strategy)")->capture_default_str();
+  net->add_option("--pretrained", na.pretrained, "as tune --pretrained")->capture_default_str();
+  net->add_option("--seed", na.seed, "seed of the first round (round r of a task uses seed + r)")->capture_default_str();
+  net->add_option("--time-budget", na.time_budget, "seconds of tuning; no new round starts after it (0: none)")
+      ->capture_default_str();
+  net->add_option("--threads", na.threads, "threads the kernels run on (0: every core)")->capture_default_str();
+  net->add_option("--jobs", na.jobs, "parallel compilations (0: one per core)")->capture_default_str();
+  net->add_option("--min-time", na.min_time, "seconds of timed calls per candidate")->capture_default_str();
+  net->add_option("--model-min-time", na.model_min_time, "seconds of timed calls per whole-network measurement")
+      ->capture_default_str();
+  net->add_option("--input-shape", na.input_shapes,
+                  "ONNX: static shapes for inputs with dynamic dimensions, NAME=D0,D1,... (';' between inputs)");
+  net->add_option("--emit-mlir", na.emit_mlir, "also write the imported module (MLIR, linalg on tensors)");
+  net->add_option("--report", na.report, "text or json")->capture_default_str();
+  net->add_flag("-q,--quiet", na.quiet, "no progress on stderr");
+  net->allow_extras();  // `tune costmodel eval ...` (the old spelling) gets a hint, not a parse error
+
   auto* hw = app.add_subcommand("hw", "the hardware table: datasheet figures with sources, and Blueprints");
   auto* hw_list = hw->add_subcommand("list", "list the devices of the table and the host CPU");
   auto* hw_show = hw->add_subcommand("show", "every figure of one device, its sources and its Blueprint");
@@ -348,6 +388,13 @@ int main(int argc, char** argv) {
   if (*imp) return cli::cmdImport(imp_file, imp_db);
   if (*mrg) return cli::cmdMerge(mrg_a, mrg_b, mrg_out);
   if (*cmp) return cli::cmdCompile(ca);
+  if (*net) {
+    if (na.input != "eval" && na.input != "train" && !net->remaining().empty())
+      return cli::fail("model: unexpected arguments: " + join(net->remaining(), " ") + " (see tune model --help)");
+    json args;
+    for (int i = 1; i < argc; ++i) args.push_back(maskSecrets(argv[i]));
+    return cli::cmdModel(na, args.dump());
+  }
   if (*model_eval) return cli::cmdModelEval(me);
   if (*model_train) {
     json args;

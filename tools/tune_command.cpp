@@ -81,6 +81,46 @@ class ProgressLine {
 
 }  // namespace
 
+Status cpuStrategyContext(StrategyContext& sc, Database& db, const std::string& db_path, const GemmWorkload& w,
+                          const Space& space, const Target& target, const std::string& strategy,
+                          const std::string& pretrained, const std::string& device, const HostCpu& cpu,
+                          const std::string& machine, bool quiet) {
+  sc.num_features = int(cpuGemmFeatureNames().size());
+  sc.feature_version = kCpuFeatureVersion;
+  // The features describe this CPU as the pretrained model's records describe theirs (the table
+  // for known machine kinds, else this machine's own description).
+  const HostCpu feature_cpu = cpuOfRecords(device, device, cpu);
+  sc.features = [&, feature_cpu](const Candidate& c) {
+    return cpuGemmFeatures(w, space, c, feature_cpu);
+  };
+  {
+    std::string warning;
+    auto pre = cli::resolvePretrained(pretrained, &warning);
+    if (!pre) return Error{pre.error()};
+    sc.pretrained_path = *pre;
+    if (!warning.empty() && !quiet) fprintf(stderr, "tune: warning: %s\n", warning.c_str());
+  }
+  sc.model_path = costModelPath(db_path, target.key(), w.key());
+  if (strategy == "glimpse") {
+    // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
+    auto all = db.allRecords(false);
+    if (!all) return Error{all.error()};
+    const std::string tk = target.key();
+    sc.prior = priorFromRecords(*all, w.key(), tk, machine, [&](const std::string& k) {
+      return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
+    });
+    // And the prior shipped beside the pretrained model (its training records), so that a fresh
+    // database has one too.
+    const std::string& pre = sc.pretrained_path;
+    if (!pre.empty() && std::filesystem::exists(priorPathOf(pre))) {
+      auto shipped = loadPrior(priorPathOf(pre), device);
+      if (!shipped) return Error{shipped.error()};
+      sc.prior.insert(sc.prior.end(), shipped->begin(), shipped->end());
+    }
+  }
+  return okStatus();
+}
+
 int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (a.trials <= 0) return fail("--trials must be at least 1 (got " + std::to_string(a.trials) + ")");
   if (a.final_rounds < 0 || a.final_top_k < 0) return fail("--final-rounds and --final-top must not be negative");
@@ -269,39 +309,10 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_top_k = a.final_top_k;
   // The default is one of the trials (tuned >= default).
   if (a.study == 0) o.first_candidate = def;
-  o.strategy_context.num_features = int(cpuGemmFeatureNames().size());
-  o.strategy_context.feature_version = kCpuFeatureVersion;
-  // The features describe this CPU as the pretrained model's records describe theirs (the table
-  // for known machine kinds, else this machine's own description).
-  const HostCpu feature_cpu = cpuOfRecords(device, device, cpu);
-  o.strategy_context.features = [&, feature_cpu](const Candidate& c) {
-    return cpuGemmFeatures(*w, space, c, feature_cpu);
-  };
-  {
-    std::string warning;
-    auto pre = cli::resolvePretrained(a.pretrained, &warning);
-    if (!pre) return fail(pre.error());
-    o.strategy_context.pretrained_path = *pre;
-    if (!warning.empty() && !a.quiet) fprintf(stderr, "tune: warning: %s\n", warning.c_str());
-  }
-  o.strategy_context.model_path = costModelPath(a.w.db, target->key(), w->key());
-  if (a.strategy == "glimpse") {
-    // The prior: other workloads' records on this CPU (weight 1) and on other CPUs (0.5).
-    auto all = db->allRecords(false);
-    if (!all) return fail(all.error());
-    const std::string tk = target->key();
-    o.strategy_context.prior = priorFromRecords(*all, w->key(), tk, machine, [&](const std::string& k) {
-      return k == tk ? 1.0 : k.rfind("cpu:", 0) == 0 ? 0.5 : 0.0;
-    });
-    // And the prior shipped beside the pretrained model (its training records), so that a fresh
-    // database has one too.
-    const std::string& pre = o.strategy_context.pretrained_path;
-    if (!pre.empty() && std::filesystem::exists(priorPathOf(pre))) {
-      auto shipped = loadPrior(priorPathOf(pre), device);
-      if (!shipped) return fail(shipped.error());
-      o.strategy_context.prior.insert(o.strategy_context.prior.end(), shipped->begin(), shipped->end());
-    }
-  }
+  if (auto s = cpuStrategyContext(o.strategy_context, *db, a.w.db, *w, space, *target, a.strategy, a.pretrained, device,
+                                  cpu, machine, a.quiet);
+      !s)
+    return fail(s.error());
   ProgressLine progress(a.quiet);
   if (!a.quiet)
     fprintf(stderr, "tuning %s on %s (%s, %s): space of %llu schedules, %lld trials, strategy %s, seed %llu\n",

@@ -12,6 +12,8 @@
 #include "sextant/codegen/workload.h"
 #include "sextant/common/result.h"
 #include "sextant/db/database.h"
+#include "sextant/hwspec/target.h"
+#include "sextant/search/strategy.h"
 
 namespace CLI {
 class App;
@@ -34,6 +36,13 @@ struct WorkloadArgs {
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a);
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default);
 nlohmann::json recordJson(const RecordRow& r);
+
+// The strategy context of a CPU tuning run of `w` (tune_command.cpp): features, the pretrained and
+// the per-workload cost model, Glimpse's prior. Its functions keep references to w and space.
+Status cpuStrategyContext(StrategyContext& sc, Database& db, const std::string& db_path, const GemmWorkload& w,
+                          const Space& space, const Target& target, const std::string& strategy,
+                          const std::string& pretrained, const std::string& device, const HostCpu& cpu,
+                          const std::string& machine, bool quiet);
 
 struct TuneArgs {
   WorkloadArgs w;

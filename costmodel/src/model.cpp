@@ -232,7 +232,7 @@ Result<CostModel> CostModel::load(const std::string& path) {
     ar.read("meta", meta);
     if (meta.numel() == 4)
       return Error{path + ": a cost model of an older format (1; this build reads format " +
-                   std::to_string(kCostModelFormat) + "): retrain it (tune model train) or delete it"};
+                   std::to_string(kCostModelFormat) + "): retrain it (tune costmodel train) or delete it"};
     if (meta.numel() != 6) return Error{path + ": not a Sextant cost model"};
     if (meta[4].item<int64_t>() != kCostModelFormat)
       return Error{path + ": a cost model of format " + std::to_string(meta[4].item<int64_t>()) +
@@ -271,7 +271,7 @@ Result<CostModel> loadPretrained(const std::string& path, int num_features, int 
     return Error{path + ": trained on features of version " + std::to_string(m->featureVersion()) + " (" +
                  std::to_string(m->numFeatures()) + " features); this build computes version " +
                  std::to_string(feature_version) + " (" + std::to_string(num_features) +
-                 "): retrain it with tune model train"};
+                 "): retrain it with tune costmodel train"};
   return m;
 }
 

@@ -130,7 +130,17 @@ Status lowerConv(Importer& im) {
   };
   const Val xn = em.transpose(*x, kNHWC);
   Val y;
-  if (group == 1) {
+  if (group == 1 && W.shape[2] == 1 && W.shape[3] == 1 && w->pt + w->pl + w->pb + w->pr == 0) {
+    // 1x1: a GEMM of the NHWC pixels [N*OH*OW, C] and the filter [C, F] (strided: the pixels it
+    // reads first), tuned and applied as a GEMM.
+    Val px = Val{xn.ssa, xn.physical(), identityPerm(4)};  // the NHWC data as it lies
+    if (w->sh != 1 || w->sw != 1) px = em.slice(px, {0, 0, 0, 0}, {N, w->oh, w->ow, C}, {1, w->sh, w->sw, 1});
+    const Val a2 = em.reshape(px, {N * w->oh * w->ow, C});
+    const Const w2 = reshaped(W, {F, C});
+    const Val g = product(im, a2, nullptr, &w2, {1, 0}, F);
+    const Val y4 = em.reshape(g, {N, w->oh, w->ow, F});
+    y = Val{y4.ssa, {N, F, w->oh, w->ow}, kNHWC};
+  } else if (group == 1) {
     y = conv(xn, W, F);
   } else if (group == C && F == C) {  // depthwise: linalg.depthwise_conv_2d_nhwc_hwc
     y = em.call(name, {xn}, [&](const std::vector<Val>& p) {

@@ -252,13 +252,13 @@ TEST(EndToEnd, ModelGuidedStrategyTrainsOnlineAndNeverRepeats) {
 }
 
 // Issue #11: glimpse on a fresh database draws from the prior written beside the pretrained model
-// (`tune model train` writes MODEL.prior.json); without a pretrained model it has no prior; a
+// (`tune costmodel train` writes MODEL.prior.json); without a pretrained model it has no prior; a
 // corrupt prior file is one clear line naming it.
 TEST(EndToEnd, GlimpseOnAFreshDatabaseUsesThePriorBesideThePretrainedModel) {
   const std::string dir = tmp("prior-model");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  Outcome t = tune("model train --data " DATASETS_DIR "/cpu/zen5/replay_512x512x512.jsonl.gz --epochs 2 "
+  Outcome t = tune("costmodel train --data " DATASETS_DIR "/cpu/zen5/replay_512x512x512.jsonl.gz --epochs 2 "
                    "--max-per-workload 200 -o " + dir + "/m.costmodel");
   ASSERT_EQ(t.code, 0) << t.err << t.out;
   ASSERT_TRUE(std::filesystem::exists(dir + "/m.costmodel.prior.json")) << t.out;

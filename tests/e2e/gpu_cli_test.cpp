@@ -292,11 +292,11 @@ TEST(GpuEndToEnd, PredictedModeRanksWithOtherTargetsDataAndNeverClaimsAMeasureme
   res["device"]["arch"] = "sm_90";
   { std::ofstream(dir2 + "/results.json") << res.dump(); }
   ASSERT_EQ(tune("import-results " + dir2 + " --db " + db).code, 0);
-  Outcome ev = tune("model eval --train-target a100 --target h100 --db " + db);
+  Outcome ev = tune("costmodel eval --train-target a100 --target h100 --db " + db);
   ASSERT_EQ(ev.code, 0) << ev.err;
   EXPECT_NE(ev.out.find(" with "), std::string::npos) << ev.out;
   EXPECT_NE(ev.out.find(" without "), std::string::npos) << ev.out;
-  EXPECT_NE(tune("model eval --train-target a100 --target cpu --db " + db).code, 0);
+  EXPECT_NE(tune("costmodel eval --train-target a100 --target cpu --db " + db).code, 0);
   removeDb(db);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(dir2);

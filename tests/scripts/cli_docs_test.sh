@@ -2,7 +2,7 @@
 # Keeps docs/cli.md in step with the command line (issue #13): for `tune` and every subcommand
 # (found recursively in the "Subcommands:" sections of --help), every option named in the
 # "Options:" section of `tune ... --help` must be mentioned in docs/cli.md, and so must the
-# subcommand itself ("tune model train"). Prints what is missing and exits 1; 0 when complete.
+# subcommand itself ("tune costmodel train"). Prints what is missing and exits 1; 0 when complete.
 # Usage: cli_docs_test.sh PATH/TO/tune
 set -uo pipefail
 tune=${1:?usage: cli_docs_test.sh PATH/TO/tune}

@@ -96,7 +96,8 @@ def vi(name, shape, t=TensorProto.FLOAT):
 
 
 # ---- 1. A small CNN: conv + bias + relu, max pool, batch norm, residual add, depthwise, 1x1,
-# grouped conv, strided conv with asymmetric padding, average pool, global average pool, FC. ----
+# grouped conv, strided conv with asymmetric padding, strided 1x1 conv, average pool, global average
+# pool, FC. ----
 def cnn():
     x = rnd(1, 3, 16, 16, scale=1.0)
     w1, b1 = rnd(8, 3, 3, 3), rnd(8)
@@ -106,6 +107,7 @@ def cnn():
     wp = rnd(16, 8, 1, 1, scale=0.3)
     wg, bg = rnd(16, 8, 3, 3, scale=0.2), rnd(16)
     ws = rnd(16, 16, 3, 3, scale=0.2)
+    wds = rnd(16, 16, 1, 1, scale=0.3)
     wfc, bfc = rnd(10, 16), rnd(10)
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
@@ -122,14 +124,16 @@ def cnn():
         helper.make_node("Sigmoid", ["c5"], ["s5"]),
         helper.make_node("Mul", ["c5", "s5"], ["m5"]),
         helper.make_node("Conv", ["m5", "ws"], ["c6"], pads=[1, 1, 0, 0], strides=[2, 2]),
-        helper.make_node("AveragePool", ["c6"], ["p6"], kernel_shape=[2, 2], strides=[1, 1]),
+        helper.make_node("Conv", ["m5", "wds"], ["ds"], strides=[2, 2]),
+        helper.make_node("Add", ["c6", "ds"], ["c6b"]),
+        helper.make_node("AveragePool", ["c6b"], ["p6"], kernel_shape=[2, 2], strides=[1, 1]),
         helper.make_node("GlobalAveragePool", ["p6"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"], axis=1),
         helper.make_node("Gemm", ["f", "wfc", "bfc"], ["y"], transB=1),
     ]
     inits = [init("w1", w1), init("b1", b1), init("w2", w2), init("bn_s", bn_s), init("bn_b", bn_b),
              init("bn_m", bn_m), init("bn_v", bn_v), init("wd", wd), init("bd", bd), init("wp", wp),
-             init("wg", wg), init("bg", bg), init("ws", ws), init("wfc", wfc), init("bfc", bfc),
+             init("wg", wg), init("bg", bg), init("ws", ws), init("wds", wds), init("wfc", wfc), init("bfc", bfc),
              init("lo", np.float32(0)), init("hi", np.float32(6))]
     g = helper.make_graph(nodes, "cnn", [vi("x", [1, 3, 16, 16])], [vi("y", [1, 10])], inits)
     # NumPy
@@ -144,6 +148,7 @@ def cnn():
     c5 = conv(c4, wg, bg, pad=(1, 1, 1, 1), group=2)
     m5 = c5 * (1 / (1 + np.exp(-c5)))
     c6 = conv(m5, ws, stride=2, pad=(1, 1, 0, 0))
+    c6 = c6 + conv(m5, wds, stride=2)
     p6 = avgpool(c6, 2, 1)
     f = p6.mean(axis=(2, 3))
     y = f @ wfc.T + bfc

@@ -40,7 +40,7 @@ struct CostModelOptions {
   // A lighter regression term (0.2, 100 epochs) ranks held-out records better (Kendall tau
   // 0.72-0.74 vs 0.69-0.71 at 25% training data) but made every model-based search strategy worse
   // in the replay experiment (model 1.19x -> 1.03x, ppo 1.16x -> 0.81x SA's measurements to 95%):
-  // the search needs the score scale. `tune model eval --regression-weight --epochs` tries others.
+  // the search needs the score scale. `tune costmodel eval --regression-weight --epochs` tries others.
   double rank_weight = 1.0, regression_weight = 1.0, failure_weight = 0.3;
   uint64_t seed = 1;
   int feature_version = 0;  // of the features it is trained on (saved; a loader checks it)

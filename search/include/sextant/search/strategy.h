@@ -58,7 +58,7 @@ struct StrategyContext {
   int num_features = 0;
   int feature_version = 0;  // of `features` (a saved or pretrained model must match)
   std::string model_path;  // where a model-based strategy keeps its model (warm start); empty: nowhere
-  // A pretrained cost model (tune model train) that model-based strategies start from when there
+  // A pretrained cost model (tune costmodel train) that model-based strategies start from when there
   // is no saved model of this workload: the first batch is ranked by it, and it is fine-tuned on
   // the workload's records; its frozen copy is blended in with weight mix / (mix + own records).
   std::string pretrained_path;  // empty: none (cold start)

@@ -42,7 +42,7 @@ std::vector<const ReplayWorkload*> leaveOneOut(const std::vector<const ReplayWor
 // relative to the best of its workload.
 std::vector<PriorRecord> priorFromReplay(const std::vector<const ReplayWorkload*>& data);
 
-// Glimpse's prior shipped beside a pretrained model (MODEL.prior.json, written by `tune model
+// Glimpse's prior shipped beside a pretrained model (MODEL.prior.json, written by `tune costmodel
 // train`): the records within 10% of their workload's best (the only ones the prior counts), with
 // the device that measured each, so that a fresh database still has a prior. A loaded record
 // weighs 1 when its device is `host_device` (this machine's LLVM CPU), 0.5 otherwise, as records

@@ -1,4 +1,4 @@
-// `tune model`: train a cost model across workloads and machines (issue #11) and evaluate the
+// `tune costmodel`: train a cost model across workloads and machines (issue #11) and evaluate the
 // cost model on held-out records.
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,175 @@
+// tune model and ONNX import (issue #32), as a user runs them: the small models of
+// tests/data/models (made by make_models.py, with NumPy's outputs beside them) imported, compiled,
+// called through _mlir_ciface_forward and compared with NumPy; task extraction; the budget that
+// makes the command resumable; one clear line for bad models.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using namespace e2e;
+
+namespace {
+
+const std::string kModels = std::string(DATA_DIR) + "/models/";
+
+std::vector<float> readF32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  std::vector<float> v(size_t(f.tellg()) / 4);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+  return v;
+}
+
+// The largest |a - b| and the largest |b|.
+std::pair<double, double> compare(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, big = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::isnan(a[i]) ? INFINITY : std::fabs(double(a[i]) - double(b[i])));
+    big = std::max(big, std::fabs(double(b[i])));
+  }
+  return {err, big};
+}
+
+nlohmann::json modelJson(const std::string& name, const std::string& db, const std::string& so,
+                         const std::string& extra = "--trials 0") {
+  Outcome r = tune("model " + kModels + name + ".onnx --db " + db + " -o " + so + " " + extra +
+                   " --model-min-time 0.05 --report json -q");
+  EXPECT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+std::map<std::string, int> weights(const nlohmann::json& j) {
+  std::map<std::string, int> w;
+  for (const auto& t : j["tasks"]) w[t["workload"].get<std::string>()] = t["weight"].get<int>();
+  return w;
+}
+
+}  // namespace
+
+TEST(Model, SmallCnnMatchesNumPy) {
+  const std::string db = tmp("cnn.db"), so = tmp("cnn.so");
+  removeDb(db);
+  auto j = modelJson("cnn", db, so);
+  // Tasks: 9 tunable ops, 7 distinct workloads; the 3x3 8->8 conv on 8x8 runs three times (once
+  // as such, twice as the groups of the grouped conv); 1x1 convs and the FC layer are GEMMs.
+  auto w = weights(j);
+  EXPECT_EQ(w.size(), 7u) << j.dump(1);
+  EXPECT_EQ(w["conv2d:NHWC:mb1ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32"], 3) << j.dump(1);
+  EXPECT_EQ(w["conv2d:NHWC:mb1g8ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32"], 1);
+  EXPECT_EQ(w["gemm:NN:64x16x8:f32*f32->f32"], 1);   // 1x1, stride 1, on 8x8
+  EXPECT_EQ(w["gemm:NN:16x16x16:f32*f32->f32"], 1);  // 1x1, stride 2, on 8x8: 16 pixels
+  EXPECT_EQ(w["gemm:NN:1x10x16:f32*f32->f32"], 1);   // the FC layer
+  EXPECT_EQ(j["trials"], 0);
+  EXPECT_GT(j["measured_tuned_s"].get<double>(), 0);
+
+  using D2 = MemRef<2>;
+  using D4 = MemRef<4>;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D4*, D2*)>(dlsym(h, "_mlir_ciface_forward"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = readF32(kModels + "cnn.in0.f32"), want = readF32(kModels + "cnn.out0.f32"), y(10, NAN);
+  ASSERT_EQ(x.size(), 3u * 16 * 16);
+  D4 dx = rowMajor(x, 1, 3, 16, 16);
+  D2 dy = rowMajor(y, 1, 10);
+  fn(&dx, &dy);
+  auto [err, big] = compare(y, want);
+  EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
+  dlclose(h);
+  removeDb(db);
+}
+
+TEST(Model, EncoderLayerMatchesNumPy) {
+  const std::string db = tmp("enc.db"), so = tmp("enc.so");
+  removeDb(db);
+  auto j = modelJson("encoder", db, so);
+  // Q, K, V and output projections share one GEMM; Q.K^T and P.V one batched matmul (2 heads).
+  auto w = weights(j);
+  EXPECT_EQ(w.size(), 4u) << j.dump(1);
+  EXPECT_EQ(w["gemm:NN:8x16x16:f32*f32->f32"], 4) << j.dump(1);
+  EXPECT_EQ(w["batch_matmul:NN:2x8x8x8:f32*f32->f32"], 2) << j.dump(1);
+  EXPECT_EQ(w["gemm:NN:8x32x16:f32*f32->f32"], 1);
+  EXPECT_EQ(w["gemm:NN:8x16x32:f32*f32->f32"], 1);
+
+  using D3 = MemRef<3>;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D3*, D3*)>(dlsym(h, "_mlir_ciface_forward"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = readF32(kModels + "encoder.in0.f32"), want = readF32(kModels + "encoder.out0.f32");
+  std::vector<float> y(want.size(), NAN);
+  D3 dx = rowMajor(x, 1, 8, 16), dy = rowMajor(y, 1, 8, 16);
+  fn(&dx, &dy);
+  auto [err, big] = compare(y, want);
+  EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
+  dlclose(h);
+  removeDb(db);
+}
+
+// The budget counts this machine's records of the model's tasks: the same command again measures
+// nothing new (it resumes, here with nothing left), a larger budget adds exactly the difference, and
+// the tuned network computes what the untuned one does.
+TEST(Model, BudgetMakesTheCommandResumable) {
+  const std::string db = tmp("resume.db"), so = tmp("resume.so");
+  removeDb(db);
+  auto j1 = modelJson("encoder", db, so, "--trials 12 --batch 4 --min-time 0.01");
+  EXPECT_EQ(j1["trials"], 12);
+  EXPECT_EQ(j1["rounds_this_run"], 3);
+  EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 12);
+  EXPECT_LE(j1["max_abs_diff_tuned_vs_untuned"].get<double>(), 1e-3 * j1["max_abs_output"].get<double>());
+  auto j2 = modelJson("encoder", db, so, "--trials 12 --batch 4 --min-time 0.01");
+  EXPECT_EQ(j2["rounds_this_run"], 0);
+  EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 12);
+  auto j3 = modelJson("encoder", db, so, "--trials 16 --batch 4 --min-time 0.01");
+  EXPECT_EQ(j3["rounds_this_run"], 1);
+  EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 16);
+  // The warm-up gave every one of the 4 tasks a round before any got a second.
+  for (const auto& t : j3["tasks"]) EXPECT_GE(t["rounds"].get<int>(), 1) << j3.dump(1);
+  removeDb(db);
+}
+
+TEST(Model, BadModelsGetOneClearLine) {
+  const std::string db = tmp("bad.db"), so = tmp("bad.so");
+  removeDb(db);
+  struct Case {
+    const char* file;
+    const char* says;
+  } cases[] = {
+      {"unsupported_op.onnx", "(#0, Hardmax): operator Hardmax is not supported"},
+      {"dynamic_batch.onnx", "input 'x' has a dynamic dimension 0 ('N'): give static shapes with --input-shape"},
+      {"corrupt.onnx", "not an ONNX model"},
+      {"missing.onnx", "cannot read the file"},
+  };
+  for (const Case& c : cases) {
+    Outcome r = tune("model " + kModels + c.file + " --db " + db + " -o " + so + " --trials 0");
+    EXPECT_EQ(r.code, 2) << c.file << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.file << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.file << ": " << r.err;
+  }
+  // With the shape given, the dynamic model compiles.
+  Outcome ok = tune("model " + kModels + "dynamic_batch.onnx --db " + db + " -o " + so +
+                    " --input-shape x=2,4 --trials 0 --model-min-time 0.01");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  Outcome bad = tune("compile " + kModels + "dynamic_batch.onnx --db " + db + " -o " + so + " --input-shape x=2");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("has rank 1, the model's input 2"), std::string::npos) << bad.err;
+  removeDb(db);
+}
+
+TEST(Model, TheCostModelCommandsMovedWithAHint) {
+  Outcome r = tune("model eval --db " + tmp("none.db"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("tune costmodel eval"), std::string::npos) << r.err;
+  Outcome t = tune("model train --data x.jsonl -o m.costmodel");
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.err.find("tune costmodel train"), std::string::npos) << t.err;
+}
