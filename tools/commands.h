@@ -54,6 +54,7 @@ Result<std::string> moduleText(const std::string& path, const std::string& input
 // tune model FILE (tools/model_command.cpp): a network's tasks tuned under one budget, compiled, measured.
 struct ModelArgs {
   std::string input, db = "sextant.db", out, emit_mlir, input_shapes;
+  std::string check;  // PREFIX: PREFIX.in<i>.f32 inputs, PREFIX.out<i>.f32 expected outputs
   std::string strategy = "glimpse", scheduler = "gradient", report = "text", pretrained = "default";
   int64_t trials = -1;  // total (this machine's records of the tasks); -1: per_task x tasks; 0: no tuning
   int per_task = 32;

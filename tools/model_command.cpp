@@ -301,6 +301,20 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   // outputs are checked against the untuned one's (the same random inputs).
   ModelRunRequest req;
   req.inputs = sig.inputs, req.outputs = sig.outputs, req.min_time_s = a.model_min_time;
+  // --check PREFIX: PREFIX.in<i>.f32 as the inputs, PREFIX.out<i>.f32 as what the outputs must be.
+  std::vector<std::vector<float>> check_expected;
+  if (!a.check.empty()) {
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      auto v = readF32File(a.check + ".in" + std::to_string(i) + ".f32");
+      if (!v) return fail("--check: " + v.error());
+      req.input_data.push_back(std::move(*v));
+    }
+    for (size_t i = 0; i < sig.outputs.size(); ++i) {
+      auto v = readF32File(a.check + ".out" + std::to_string(i) + ".f32");
+      if (!v) return fail("--check: " + v.error());
+      check_expected.push_back(std::move(*v));
+    }
+  }
   if (!a.quiet) fprintf(stderr, "measuring the whole network (untuned, tuned, untuned, tuned)...\n");
   std::vector<double> t_tuned, t_untuned;
   double max_err = -1, max_out = 0;
@@ -318,6 +332,15 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     if (!t) return fail("the tuned network: " + t.error());
     t_tuned.push_back(t->median_s);
     if (round == 0) max_err = t->max_abs_error, max_out = t->max_abs_expected;
+  }
+  double check_err = -1, check_big = 0;
+  if (!a.check.empty()) {
+    req.so_path = ca.out;
+    req.expected = check_expected;
+    req.min_time_s = 0, req.min_calls = 1;
+    auto c = runModel(req);
+    if (!c) return fail("the tuned network: " + c.error());
+    check_err = c->max_abs_error, check_big = c->max_abs_expected;
   }
   const double tuned_s = *std::min_element(t_tuned.begin(), t_tuned.end());
   const double untuned_s = *std::min_element(t_untuned.begin(), t_untuned.end());
@@ -346,10 +369,14 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
                 {"estimate_default_s", std::isfinite(default_est) ? json(default_est) : json(nullptr)},
                 {"measured_tuned_s", tuned_s}, {"measured_tuned_runs_s", t_tuned},
                 {"measured_untuned_s", untuned_s}, {"measured_untuned_runs_s", t_untuned},
-                {"max_abs_diff_tuned_vs_untuned", max_err}, {"max_abs_output", max_out}, {"flops", flops}, {"fma_peak_gflops", peak.gflops},
+                {"max_abs_diff_tuned_vs_untuned", max_err}, {"max_abs_output", max_out},
+                {"check", a.check.empty() ? json(nullptr)
+                                          : json{{"prefix", a.check}, {"max_abs_error", check_err},
+                                                 {"max_abs_expected", check_big},
+                                                 {"ok", check_err >= 0 && check_err <= 1e-3 * check_big}}}, {"flops", flops}, {"fma_peak_gflops", peak.gflops},
                 {"fma_floor_s", peak.gflops > 0 ? flops / (peak.gflops * 1e9) : 0.0}, {"output", ca.out}};
     printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return a.check.empty() || (check_err >= 0 && check_err <= 1e-3 * check_big) ? 0 : 1;
   }
   printf("\n");
   printTable(tasks, so);
@@ -366,8 +393,12 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   if (peak.gflops > 0)
     printf("  FMA-bound floor of its %.2f GFLOP at the measured peak (%.0f GFLOP/s): %s ms\n", flops / 1e9, peak.gflops,
            ms(flops / (peak.gflops * 1e9)).c_str());
+  const bool check_ok = check_err >= 0 && check_err <= 1e-3 * check_big;
+  if (!a.check.empty())
+    printf("  check against %s.out*.f32: max abs error %.3g (largest |expected| %.3g): %s\n", a.check.c_str(), check_err,
+           check_big, check_ok ? "ok (within 1e-3 of the largest output)" : "FAILED");
   printf("wrote %s (entry point _mlir_ciface_forward) and %s\n", ca.out.c_str(), untuned_so.c_str());
-  return 0;
+  return a.check.empty() || check_ok ? 0 : 1;
 }
 
 }  // namespace sextant::cli

@@ -361,6 +361,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   net->add_option("--input-shape", na.input_shapes,
                   "ONNX: static shapes for inputs with dynamic dimensions, NAME=D0,D1,... (';' between inputs)");
+  net->add_option("--check", na.check,
+                  "PREFIX: call the tuned network on PREFIX.in0.f32 (raw f32; .in1 ... for more inputs) and compare "
+                  "with PREFIX.out0.f32 ...; exit 1 when an output is off by more than 1e-3 of the largest one");
   net->add_option("--emit-mlir", na.emit_mlir, "also write the imported module (MLIR, linalg on tensors)");
   net->add_option("--report", na.report, "text or json")->capture_default_str();
   net->add_flag("-q,--quiet", na.quiet, "no progress on stderr");

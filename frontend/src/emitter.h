@@ -20,12 +20,20 @@ int64_t numel(const Shape& s);
 Perm identityPerm(size_t rank);
 extern const Perm kNHWC;  // physical NHWC of a logical NCHW tensor: {0, 2, 3, 1}
 
+// An integer held as a double (Const::v), saturated: exporters write INT64_MAX / INT64_MIN for
+// "to the end" in Slice bounds, which a double does not hold exactly.
+inline int64_t toInt(double d) {
+  if (d >= 9.2e18) return INT64_MAX;
+  if (d <= -9.2e18) return INT64_MIN;
+  return int64_t(d);
+}
+
 // A constant known at import time (initializers, Constant nodes, folded shape arithmetic).
 struct Const {
   Shape shape;
   bool is_int = false;
   std::vector<double> v;  // values, row-major (ints are exact up to 2^53)
-  int64_t at(size_t i) const { return int64_t(v[i]); }
+  int64_t at(size_t i) const { return toInt(v[i]); }
 };
 
 // An f32 tensor in the module: the tensor `ssa` holds the logical shape `shape` with its

@@ -186,7 +186,7 @@ Result<bool> fold(Importer& im) {
   if (op == "ConstantOfShape") {
     if (!im.isConst(0)) return false;
     Const c;
-    for (double d : im.cst(0).v) c.shape.push_back(int64_t(d));
+    for (double d : im.cst(0).v) c.shape.push_back(toInt(d));
     double value = 0;
     if (const auto* a = im.attr("value"); a && a->has_t()) {
       auto r = constOf(a->t());
@@ -238,7 +238,7 @@ Result<bool> fold(Importer& im) {
     const int64_t dim = a.shape[size_t(axis)];
     for (int64_t o = 0; o < outer; ++o)
       for (double d : idx.v) {
-        int64_t k = int64_t(d) < 0 ? int64_t(d) + dim : int64_t(d);
+        int64_t k = toInt(d) < 0 ? toInt(d) + dim : toInt(d);
         if (k < 0 || k >= dim) return im.fail("index out of range");
         for (int64_t j = 0; j < inner; ++j) r.v.push_back(a.v[size_t((o * dim + k) * inner + j)]);
       }
@@ -288,7 +288,7 @@ Result<bool> fold(Importer& im) {
       r.shape = s;
     } else {
       std::vector<int64_t> spec;
-      for (double d : im.cst(1).v) spec.push_back(int64_t(d));
+      for (double d : im.cst(1).v) spec.push_back(toInt(d));
       auto to = reshapeTarget(a.shape, spec, im.attrInt("allowzero", 0) != 0);
       if (!to) return im.fail(to.error());
       r.shape = *to;

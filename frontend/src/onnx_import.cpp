@@ -62,7 +62,7 @@ Result<std::vector<int64_t>> Importer::intsFrom(const std::string& name, size_t 
   if (!has(input)) return def;
   if (!isConst(input)) return fail("its " + name + " (input " + std::to_string(input) + ") is not a constant");
   std::vector<int64_t> out;
-  for (double x : cst(input).v) out.push_back(int64_t(x));
+  for (double x : cst(input).v) out.push_back(toInt(x));
   return out;
 }
 

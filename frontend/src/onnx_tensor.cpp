@@ -21,6 +21,18 @@ Status lowerElementwise(Importer& im) {
     if (o->cst && o->cst->is_int && op != "Pow") return im.fail("an integer operand (only f32 tensors are computed)");
     ins.push_back(*o);
   }
+  {  // numpy broadcasting: aligned from the right, each dimension equal or 1
+    Shape b;
+    for (const Operand& o : ins) {
+      const Shape& s = o.shape();
+      if (s.size() > b.size()) b.insert(b.begin(), s.size() - b.size(), 1);
+      for (size_t i = 0; i < s.size(); ++i) {
+        int64_t& d = b[b.size() - s.size() + i];
+        if (d != s[i] && d != 1 && s[i] != 1) return im.fail("operand shapes that do not broadcast");
+        if (d == 1) d = s[i];
+      }
+    }
+  }
   ScalarFn fn;
   auto binop = [&](const char* name) {
     return [name](Emitter& e, const std::vector<std::string>& a) {
@@ -132,7 +144,7 @@ Status lowerTensorOp(Importer& im) {
     if (op == "Reshape") {
       if (!im.isConst(1)) return im.fail("a target shape that is not a constant (static shapes only)");
       std::vector<int64_t> spec;
-      for (double d : im.cst(1).v) spec.push_back(int64_t(d));
+      for (double d : im.cst(1).v) spec.push_back(toInt(d));
       auto t = reshapeTarget(x->shape, spec, im.attrInt("allowzero", 0) != 0);
       if (!t) return im.fail(t.error());
       to = *t;
@@ -240,7 +252,7 @@ Status lowerTensorOp(Importer& im) {
   if (op == "Expand") {
     if (!im.isConst(1)) return im.fail("a target shape that is not a constant");
     Const zeros;
-    for (double d : im.cst(1).v) zeros.shape.push_back(int64_t(d));
+    for (double d : im.cst(1).v) zeros.shape.push_back(toInt(d));
     zeros.v.assign(size_t(numel(zeros.shape)), 0.0);
     Operand a{&*x, nullptr}, b{nullptr, &zeros};
     im.define(em.elementwise({a, b}, [](Emitter& e, const std::vector<std::string>& s) {

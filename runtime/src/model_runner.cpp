@@ -2,10 +2,12 @@
 #include "sextant/runtime/model_runner.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -56,7 +58,7 @@ int64_t count(const std::vector<int64_t>& s) {
 }
 
 // In the child: load, call, time; the result as JSON (or "error: ...").
-std::string runInChild(const ModelRunRequest& r) {
+std::string runInChild(const ModelRunRequest& r, const std::string& outputs_path) {
   void* h = dlopen(r.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("error: cannot load the model: ") + dlerror();
   void* fn = dlsym(h, r.entry.c_str());
@@ -112,9 +114,12 @@ std::string runInChild(const ModelRunRequest& r) {
   out["sums"] = sums;
   out["max_abs_error"] = err;
   out["max_abs_expected"] = big;
-  if (r.return_outputs) {
-    out["outputs"] = nlohmann::json::array();
-    for (size_t o = 0; o < r.outputs.size(); ++o) out["outputs"].push_back(bufs[r.inputs.size() + o]);
+  if (!outputs_path.empty()) {  // too large for the pipe's text: a file the parent reads
+    std::ofstream f(outputs_path, std::ios::binary);
+    for (size_t o = 0; o < r.outputs.size(); ++o)
+      f.write(reinterpret_cast<const char*>(bufs[r.inputs.size() + o].data()),
+              std::streamsize(bufs[r.inputs.size() + o].size() * sizeof(float)));
+    if (!f) return "error: cannot write the outputs to " + outputs_path;
   }
   return out.dump();
 }
@@ -123,7 +128,13 @@ std::string runInChild(const ModelRunRequest& r) {
 
 Result<ModelRunResult> runModel(const ModelRunRequest& r) {
   MachineLock lock(MachineLock::Mode::Measure);
-  ChildOutcome c = runIsolated([&] { return runInChild(r); }, r.timeout_s);
+  static int calls = 0;
+  const std::string outputs_path =
+      r.return_outputs ? (std::filesystem::temp_directory_path() /
+                          ("sextant-model-outputs-" + std::to_string(getpid()) + "-" + std::to_string(calls++) + ".f32"))
+                             .string()
+                       : std::string();
+  ChildOutcome c = runIsolated([&] { return runInChild(r, outputs_path); }, r.timeout_s);
   if (!c.finished()) {
     std::string err = c.stderr_text;
     if (err.size() > 400) err = err.substr(0, 400) + "...";
@@ -137,7 +148,18 @@ Result<ModelRunResult> runModel(const ModelRunRequest& r) {
   res.output_checksums = j["sums"].get<std::vector<double>>();
   res.max_abs_error = j["max_abs_error"].get<double>();
   res.max_abs_expected = j["max_abs_expected"].get<double>();
-  if (j.contains("outputs")) res.outputs = j["outputs"].get<std::vector<std::vector<float>>>();
+  if (!outputs_path.empty()) {
+    auto all = readF32File(outputs_path);
+    std::filesystem::remove(outputs_path);
+    if (!all) return Error{all.error()};
+    size_t at = 0;
+    for (const auto& shape : r.outputs) {
+      const size_t n = size_t(count(shape));
+      if (at + n > all->size()) return Error{"the model runner wrote too few outputs"};
+      res.outputs.emplace_back(all->begin() + long(at), all->begin() + long(at + n));
+      at += n;
+    }
+  }
   std::vector<double> t = res.times_s;
   std::sort(t.begin(), t.end());
   res.median_s = t.empty() ? 0 : t[t.size() / 2];
