@@ -318,7 +318,7 @@ int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::s
   auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
   const std::string& library = *lib;
-  CompileOutcome c = compileModuleCpu(text, library, a.out);
+  CompileOutcome c = compileModuleCpu(text, library, a.out, 1, /*fuse_elementwise=*/true);
   if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
 
   if (!print) return 0;

@@ -42,7 +42,7 @@ std::string cpuLowering(int threads, int64_t prefetch = 0) {
          // transfers are lowered.
          (prefetch > 0 ? "sextant-cpu-prefetch{distance=" + std::to_string(prefetch) + "}," : std::string()) +
          (omp ? "scf-forall-to-parallel," : "scf-forall-to-for,") +
-         "convert-linalg-to-loops,convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
+         "convert-linalg-to-loops,func.func(lower-vector-multi-reduction),convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
          (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
                     "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
               : std::string("convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,")) +
@@ -85,7 +85,7 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 }
 
 CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
-                                const std::string& so_path, int threads) {
+                                const std::string& so_path, int threads, bool fuse_elementwise) {
   CompileOutcome out;
   Finisher finish{out};
   if (threads < 1) return finish("lower", "threads must be at least 1");
@@ -94,6 +94,12 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
 
   auto payloadMod = mlir::parseSourceString<mlir::ModuleOp>(payload, ctx.get(), "payload");
   if (!payloadMod) return finish("parse_payload", diags.text);
+  if (fuse_elementwise) {
+    mlir::PassManager fuse(ctx.get());
+    if (mlir::failed(mlir::parsePassPipeline("func.func(linalg-fuse-elementwise-ops),cse", fuse)) ||
+        mlir::failed(fuse.run(*payloadMod)))
+      return finish("lower", "fusing elementwise ops: " + diags.text);
+  }
   if (!schedule.empty()) {
     auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
     if (!schedMod) return finish("parse_schedule", diags.text);
@@ -105,6 +111,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
                                                                     *schedMod, topts)))
       return finish("transform", diags.text);
   }
+  if (fuse_elementwise) vectorizeElementwise(*payloadMod);
   // Threads asked for by the schedule (the CPU space's "threads" knob annotates its forall).
   payloadMod->walk([&](mlir::Operation* op) {
     if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))

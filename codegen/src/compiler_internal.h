@@ -132,6 +132,9 @@ void registerWgmmaPass();
 // "sextant-cpu-prefetch{distance=N}" (registerCpuPrefetchPass).
 int64_t insertCpuPrefetches(mlir::Operation* root, int64_t distance);
 void registerCpuPrefetchPass();
+// compiler_cpu_elementwise.cpp: tiles and vectorizes the elementwise linalg.generic ops on
+// tensors of a module (the untuned rest of an imported network); returns how many.
+int vectorizeElementwise(mlir::ModuleOp m);
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

@@ -34,8 +34,11 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 // Applies a Transform library (entry @__transform_main; empty text: none) to a whole module,
 // lowers it for the host CPU, and writes a shared object (or, for a path ending in ".o", an object
 // file). Every public function gets a C interface (`_mlir_ciface_NAME`).
+// fuse_elementwise (tune compile, tune model): chains of elementwise linalg.generic ops on
+// tensors (bias, activation, residual add, normalization) are fused into one loop nest each before
+// the library is applied (linalg-fuse-elementwise-ops; the tunable named ops are left alone).
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
-                                int threads = 1);
+                                int threads = 1, bool fuse_elementwise = false);
 
 // Registers Sextant's own MLIR passes (sextant-vector-to-mfma) with MLIR's pass registry; done by
 // every compilation here, and by sextant-opt (mlir-opt with them).

@@ -1,0 +1,90 @@
+// The untuned rest of an imported network on the CPU (issue #32): every linalg.generic on tensors
+// that is left once the library has scheduled the tunable ops (bias, activation, residual add,
+// batch norm after linalg-fuse-elementwise-ops; global pools, reductions), and every pooling op
+// (generalized first), is vectorized along its last parallel loop instead of becoming scalar
+// loops: that loop is moved innermost (reductions before it), tiled by 16, 8, 4 or 2 elements
+// (whichever divides it), every other loop by 1, and the tile vectorized. Ops whose last parallel
+// dimension is odd, and ops with math that only libm has (erf, tanh), stay as they are.
+#include "compiler_internal.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+namespace sextant::detail {
+
+using namespace mlir;
+
+int vectorizeElementwise(ModuleOp m) {
+  IRRewriter rewriter(m.getContext());
+  SmallVector<linalg::LinalgOp> pools;
+  m.walk([&](linalg::LinalgOp op) {
+    if (isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op.getOperation()) && op.hasPureTensorSemantics())
+      pools.push_back(op);
+  });
+  for (linalg::LinalgOp p : pools) {
+    rewriter.setInsertionPoint(p);
+    (void)linalg::generalizeNamedOp(rewriter, p);
+  }
+  SmallVector<linalg::GenericOp> ops;
+  m.walk([&](linalg::GenericOp g) {
+    if (!g.hasPureTensorSemantics() || g.getNumLoops() == 0 || g.getNumParallelLoops() == 0) return;
+    // Math that becomes a libm call (erf, tanh, powf) stays scalar: libm has no n-D vector form.
+    bool libm = false;
+    g.getBody()->walk([&](Operation* op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "math" &&
+          !isa<math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp, math::FmaOp>(op))
+        libm = true;
+    });
+    if (libm) return;
+    auto ranges = g.getStaticLoopRanges();
+    if (llvm::any_of(ranges, [](int64_t d) { return ShapedType::isDynamic(d); })) return;
+    ops.push_back(g);
+  });
+  int done = 0;
+  for (linalg::GenericOp g : ops) {
+    const auto iters = g.getIteratorTypesArray();
+    int last = -1;
+    for (int i = int(iters.size()) - 1; i >= 0 && last < 0; --i)
+      if (iters[size_t(i)] == utils::IteratorType::parallel) last = i;
+    if (last != int(iters.size()) - 1) {  // the reductions before the vector loop
+      SmallVector<unsigned> order;
+      for (unsigned i = 0; i < iters.size(); ++i)
+        if (int(i) != last) order.push_back(i);
+      order.push_back(unsigned(last));
+      rewriter.setInsertionPoint(g);
+      auto swapped = linalg::interchangeGenericOp(rewriter, g, order);
+      if (failed(swapped)) continue;
+      g = *swapped;
+    }
+    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+    int64_t vec = 0;
+    for (int64_t v : {16, 8, 4, 2})
+      if (ranges.back() % v == 0) {
+        vec = v;
+        break;
+      }
+    if (vec == 0) continue;
+    SmallVector<OpFoldResult> sizes(ranges.size(), rewriter.getIndexAttr(1));
+    sizes.back() = rewriter.getIndexAttr(vec);
+    scf::SCFTilingOptions opts;
+    opts.setTileSizes(sizes);
+    rewriter.setInsertionPoint(g);
+    auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(g.getOperation()), opts);
+    if (failed(tiled)) continue;
+    rewriter.replaceOp(g, tiled->replacements);
+    for (Operation* t : tiled->tiledOps) {
+      rewriter.setInsertionPoint(t);
+      auto v = linalg::vectorize(rewriter, t);
+      if (failed(v)) continue;
+      rewriter.replaceOp(t, v->replacements);
+      ++done;
+    }
+  }
+  return done;
+}
+
+}  // namespace sextant::detail

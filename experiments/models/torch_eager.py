@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""PyTorch eager (Debian's python3-torch 1.13) on one zoo model (issue #32): the module of
+make_zoo.py rebuilt with the same seed, T threads, median and min latency (s) over at least
+--min-time seconds after a warm-up call, and the max abs error against NAME.out0.f32; one JSON line.
+Optionally channels_last for the CNNs (--channels-last), as PyTorch users tune it.
+
+  torch_eager.py ZOO_DIR NAME --threads T [--min-time S] [--channels-last]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_zoo  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("zoo")
+    ap.add_argument("name")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=2.0)
+    ap.add_argument("--channels-last", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    make, shape = make_zoo.models()[a.name]
+    m = make().eval()
+    x = torch.from_numpy(np.fromfile(os.path.join(a.zoo, a.name + ".in0.f32"), np.float32).reshape(shape))
+    if a.channels_last:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    want = np.fromfile(os.path.join(a.zoo, a.name + ".out0.f32"), np.float32)
+    with torch.no_grad():
+        y = m(x).numpy().reshape(-1)
+        times = []
+        start = time.perf_counter()
+        while len(times) < 5 or time.perf_counter() - start < a.min_time:
+            t0 = time.perf_counter()
+            m(x)
+            times.append(time.perf_counter() - t0)
+    print(json.dumps({"peer": "pytorch" + ("-channels-last" if a.channels_last else ""), "model": a.name,
+                      "threads": a.threads, "version": torch.__version__,
+                      "max_abs_error": float(np.abs(y - want).max()), "max_abs_expected": float(np.abs(want).max()),
+                      "median_s": statistics.median(times), "min_s": min(times), "calls": len(times)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
