@@ -56,4 +56,7 @@ PY
   "$venv/bin/python" "$root/experiments/models/run_peer.py" iree "$zoo" "$m" --threads "$threads" \
     --work "$work/iree" >> "$jsonl" 2>/dev/null || echo "models_vs_peers: IREE not run on $m" >&2
 done
-python3 "$root/experiments/models/summary.py" "$jsonl" "$out" "$*" "$(lscpu | sed -n 's/^Model name: *//p')"
+py=python3
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null && py=/usr/bin/python3  # the plot
+cp "$jsonl" "$out.jsonl"
+$py "$root/experiments/models/summary.py" "$jsonl" "$out" "$*" "$(lscpu | sed -n 's/^Model name: *//p')"

@@ -10,6 +10,7 @@ import time
 
 def main():
     src, prefix, args, cpu = sys.argv[1:5]
+    notes = sys.argv[5:]
     rows = [json.loads(l) for l in open(src) if l.strip()]
     models = []
     for r in rows:
@@ -20,9 +21,11 @@ def main():
         if r["peer"] != "sextant" and r["peer"] not in peers:
             peers.append(r["peer"])
     ok = lambda e, big: e is not None and e >= 0 and e <= 1e-3 * big
+    first = next((r["sextant"] for r in rows if r["peer"] == "sextant"), {})
+    cpu = f"{cpu} (LLVM {first.get('device', '?')}, machine {first.get('machine', '?')})"
     lines = [f"# experiments/models_vs_peers.sh {args}".rstrip(),
              f"# machine: {cpu}; {time.strftime('%Y-%m-%d')}; latency in ms (median of timed calls), batch 1;",
-             "# every output checked against PyTorch's (max abs error <= 1e-3 of the largest output: ok)"]
+             "# every output checked against PyTorch's (max abs error <= 1e-3 of the largest output: ok; off: not)"]
     head = f"{'model':<14} {'threads':>7} {'sextant':>9} {'untuned':>9} {'estimate':>9} " + \
            " ".join(f"{p:>20}" for p in peers) + f" {'floor':>7} {'vs best peer':>12} {'trials':>6} {'tuning':>7} check"
     lines.append(head)
@@ -32,10 +35,12 @@ def main():
         ps = {r["peer"]: r for r in rows if r["model"] == m and r["peer"] != "sextant"}
         j = s["sextant"] if s else {}
         tuned = j.get("measured_tuned_s")
-        best_peer = min((p["median_s"] for p in ps.values()), default=None)
+        best_peer = min((p["median_s"] for p in ps.values()
+                         if ok(p.get("max_abs_error"), p.get("max_abs_expected", 0))), default=None)
         chk = j.get("check") or {}
         checks = ["sextant " + ("ok" if chk.get("ok") else "FAILED")]
         for p, r in ps.items():
+            r["output_ok"] = ok(r.get("max_abs_error"), r.get("max_abs_expected", 0))
             checks.append(p + " " + ("ok" if ok(r.get("max_abs_error"), r.get("max_abs_expected", 0)) else "off"))
         fmt = lambda v: f"{v * 1e3:.2f}" if v else "-"
         lines.append(f"{m:<14} {j.get('threads', '-'):>7} {fmt(tuned):>9} {fmt(j.get('measured_untuned_s')):>9} "
@@ -46,7 +51,8 @@ def main():
         table[m] = {"sextant": j, "peers": ps, "best_peer_s": best_peer, "tuning_wall_s": s["wall_s"] if s else None}
     lines.append("# 'estimate': sum of weight x best latency of the tuned ops (the rest of the network is untuned); "
                  "'floor': the network's FLOPs at the FMA peak measured after tuning; 'vs best peer': the fastest "
-                 "peer's latency / Sextant's (above 1: Sextant is faster)")
+                 "peer's latency / Sextant's, among peers whose output is ok (above 1: Sextant is faster)")
+    lines += ["# " + n for n in notes]
     text = "\n".join(lines) + "\n"
     open(prefix + ".txt", "w").write(text)
     json.dump({"args": args, "cpu": cpu, "models": table}, open(prefix + ".json", "w"), indent=1)
