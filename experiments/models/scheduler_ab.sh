@@ -33,8 +33,10 @@ done
 python3 - "$work" "$model" "$seeds" "$per_task" "$out" "$(lscpu | sed -n 's/^Model name: *//p')" <<'PY'
 import json, re, sys, time
 work, model, seeds, per_task, out, cpu = sys.argv[1:7]
+j0 = json.load(open(f"{work}/gradient-{seeds.split()[0]}.json"))
 lines = [f"# experiments/models/scheduler_ab.sh --model {model} --per-task {per_task} --seeds \"{seeds}\"",
-         f"# machine: {cpu}; {time.strftime('%Y-%m-%d')}; 1 thread; estimate = sum of weight x best latency (ms)",
+         f"# machine: {cpu} (LLVM {j0['device']}, machine {j0['machine']}); {time.strftime('%Y-%m-%d')}; 1 thread; "
+         "estimate = sum of weight x best latency (ms)",
          f"{'seed':>4} {'budget':>6} {'rr final':>9} {'gradient final':>14} {'gradient reaches rr final at':>28} "
          f"{'share':>6} {'measured rr':>11} {'measured gradient':>17}"]
 for seed in seeds.split():
