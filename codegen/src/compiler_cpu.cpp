@@ -35,7 +35,11 @@ std::string cpuBufferization() {
          "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref";
 }
 
-std::string cpuLowering(int threads, int64_t prefetch = 0) {
+// generic_alloc: memref.alloc / dealloc call _mlir_memref_to_llvm_alloc / free (a network's own
+// heap, codegen/model_runtime/model_alloc.c) instead of malloc / free.
+std::string cpuLowering(int threads, int64_t prefetch = 0, bool generic_alloc = false) {
+  const std::string finalize =
+      generic_alloc ? "finalize-memref-to-llvm{use-generic-functions=true}," : "finalize-memref-to-llvm,";
   const bool omp = threads > 1;
   return std::string() +
          // The schedule's prefetch distance (compiler_cpu_prefetch.cpp), on memrefs, before the
@@ -44,8 +48,8 @@ std::string cpuLowering(int threads, int64_t prefetch = 0) {
          (omp ? "scf-forall-to-parallel," : "scf-forall-to-for,") +
          "convert-linalg-to-loops,func.func(lower-vector-multi-reduction),convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine," +
          (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
-                    "},convert-vector-to-llvm,finalize-memref-to-llvm,convert-scf-to-cf,"
-              : std::string("convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,")) +
+                    "},convert-vector-to-llvm," + finalize + "convert-scf-to-cf,"
+              : "convert-scf-to-cf,convert-vector-to-llvm," + finalize) +
          // Math in imported models (exp, erf, tanh, rsqrt, ...): LLVM intrinsics where there are
          // some, libm calls (erff, tanhf) for the rest.
          "convert-math-to-llvm,convert-math-to-libm,"
@@ -85,7 +89,7 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 }
 
 CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
-                                const std::string& so_path, int threads, bool fuse_elementwise) {
+                                const std::string& so_path, int threads, bool network) {
   CompileOutcome out;
   Finisher finish{out};
   if (threads < 1) return finish("lower", "threads must be at least 1");
@@ -94,7 +98,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
 
   auto payloadMod = mlir::parseSourceString<mlir::ModuleOp>(payload, ctx.get(), "payload");
   if (!payloadMod) return finish("parse_payload", diags.text);
-  if (fuse_elementwise) {
+  if (network) {
     mlir::PassManager fuse(ctx.get());
     if (mlir::failed(mlir::parsePassPipeline("func.func(linalg-fuse-elementwise-ops),cse", fuse)) ||
         mlir::failed(fuse.run(*payloadMod)))
@@ -111,7 +115,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
                                                                     *schedMod, topts)))
       return finish("transform", diags.text);
   }
-  if (fuse_elementwise) vectorizeElementwise(*payloadMod);
+  if (network) vectorizeElementwise(*payloadMod);
   // Threads asked for by the schedule (the CPU space's "threads" knob annotates its forall).
   payloadMod->walk([&](mlir::Operation* op) {
     if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))
@@ -139,7 +143,11 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   if (mlir::failed(bufferize.run(*payloadMod))) return finish("lower", diags.text);
   stridedCopiesToLoops(*payloadMod);
   mlir::PassManager pm(ctx.get());
-  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch), pm)))
+  // A network compiled to a shared object gets its own heap (an object file keeps malloc / free: its
+  // user links it).
+  const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
+  const bool own_heap = network && !object_only && std::string(SEXTANT_MODEL_ALLOC_OBJ).size() > 0;
+  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch, own_heap), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
 
@@ -159,7 +167,6 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     return finish("codegen", "LLVM optimization failed: " + err);
   }
 
-  const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
   std::string obj_path = object_only ? so_path : so_path + ".o";
   {
     std::error_code ec;
@@ -179,6 +186,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   std::string link_out;
   std::vector<std::string> link = {SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path};
   if (threads > 1) link.push_back(SEXTANT_LIBOMP);  // DT_NEEDED: the runner dlopens with RTLD_LOCAL
+  if (own_heap) link.push_back(SEXTANT_MODEL_ALLOC_OBJ);
   int rc = runProgram(link, link_out);
   unlink(obj_path.c_str());
   if (rc != 0) return finish("link", "ld.lld failed: " + link_out);

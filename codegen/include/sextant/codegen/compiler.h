@@ -34,11 +34,13 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 // Applies a Transform library (entry @__transform_main; empty text: none) to a whole module,
 // lowers it for the host CPU, and writes a shared object (or, for a path ending in ".o", an object
 // file). Every public function gets a C interface (`_mlir_ciface_NAME`).
-// fuse_elementwise (tune compile, tune model): chains of elementwise linalg.generic ops on
-// tensors (bias, activation, residual add, normalization) are fused into one loop nest each before
-// the library is applied (linalg-fuse-elementwise-ops; the tunable named ops are left alone).
+// network (tune compile, tune model): the module is a program, not a candidate: chains of
+// elementwise linalg.generic ops on tensors (bias, activation, residual add, normalization) are
+// fused before the library is applied (linalg-fuse-elementwise-ops; the tunable named ops are left
+// alone), the untuned rest is vectorized (compiler_cpu_elementwise.cpp), and a shared object gets
+// its own heap for memref.alloc (codegen/model_runtime/model_alloc.c: buffers kept across calls).
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
-                                int threads = 1, bool fuse_elementwise = false);
+                                int threads = 1, bool network = false);
 
 // Registers Sextant's own MLIR passes (sextant-vector-to-mfma) with MLIR's pass registry; done by
 // every compilation here, and by sextant-opt (mlir-opt with them).
