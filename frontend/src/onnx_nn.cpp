@@ -62,14 +62,16 @@ Const reshaped(const Const& c, Shape s) {
   return r;
 }
 
+// y OP c elementwise (c broadcast as numpy does), e.g. a bias add or a scale.
+Val withConst(Emitter& em, const Val& y, const Const& c, const char* op) {
+  return em.elementwise({{&y, nullptr}, {nullptr, &c}},
+                        [op](Emitter& e, const std::vector<std::string>& s) { return e.scalarOp(op, {s[0], s[1]}); });
+}
+
 Status addBias(Importer& im, Val y, size_t bias_input, int64_t channels) {
   if (im.has(bias_input)) {
     if (!im.isConst(bias_input)) return im.fail("a bias that is not a constant");
-    Const b = reshaped(im.cst(bias_input), {1, channels, 1, 1});
-    Operand a{&y, nullptr}, c{nullptr, &b};
-    y = im.em.elementwise({a, c}, [](Emitter& e, const std::vector<std::string>& s) {
-      return e.scalarOp("arith.addf", {s[0], s[1]});
-    });
+    y = withConst(im.em, y, reshaped(im.cst(bias_input), {1, channels, 1, 1}), "arith.addf");
   }
   im.define(y);
   return okStatus();
@@ -205,10 +207,7 @@ Status lowerPool(Importer& im) {
       }
     const bool uniform = std::all_of(div.v.begin(), div.v.end(), [&](double v) { return v == div.v[0]; });
     if (uniform) div.shape = {}, div.v.resize(1);
-    Operand a{&y, nullptr}, b{nullptr, &div};
-    y = em.elementwise({a, b}, [](Emitter& e, const std::vector<std::string>& s) {
-      return e.scalarOp("arith.mulf", {s[0], s[1]});
-    });
+    y = withConst(em, y, div, "arith.mulf");
   }
   im.define(y);
   return okStatus();
@@ -226,10 +225,7 @@ Status lowerGlobalPool(Importer& im) {
   if (!max) {
     Const s;
     s.v = {1.0 / double(count)};
-    Operand a{&y, nullptr}, b{nullptr, &s};
-    y = im.em.elementwise({a, b}, [](Emitter& e, const std::vector<std::string>& v) {
-      return e.scalarOp("arith.mulf", {v[0], v[1]});
-    });
+    y = withConst(im.em, y, s, "arith.mulf");
   }
   im.define(y);
   return okStatus();
@@ -263,10 +259,7 @@ Status lowerGemm(Importer& im) {
     if (!im.isConst(2)) return im.fail("a C that is not a constant");
     Const c = im.cst(2);
     for (double& v : c.v) v *= beta;
-    Operand p{&y, nullptr}, q{nullptr, &c};
-    y = em.elementwise({p, q}, [](Emitter& e, const std::vector<std::string>& s) {
-      return e.scalarOp("arith.addf", {s[0], s[1]});
-    });
+    y = withConst(em, y, c, "arith.addf");
   }
   im.define(y);
   return okStatus();
@@ -322,8 +315,7 @@ Val normalize(Emitter& em, const Val& x, const std::vector<int>& axes, double ep
   Const inv;
   inv.v = {1.0 / double(count)};
   auto mean = [&](const Val& v) {
-    const Val s = em.reduce(v, axes, false);
-    return em.elementwise({{&s, nullptr}, {nullptr, &inv}}, binary("arith.mulf"));
+    return withConst(em, em.reduce(v, axes, false), inv, "arith.mulf");
   };
   const Val mu = mean(x);
   const Val d = em.elementwise({{&x, nullptr}, {&mu, nullptr}}, binary("arith.subf"));
@@ -424,7 +416,7 @@ Status lowerReduce(Importer& im) {
   if (op == "ReduceMean") {
     Const inv;
     inv.v = {1.0 / double(count)};
-    y = em.elementwise({{&y, nullptr}, {nullptr, &inv}}, binary("arith.mulf"));
+    y = withConst(em, y, inv, "arith.mulf");
   }
   if (!im.attrInt("keepdims", 1)) {
     Shape to;
