@@ -99,7 +99,7 @@ Status loadTaskState(Database& db, const Target& target, const std::string& mach
   return okStatus();
 }
 
-void printTable(const std::vector<Task>& tasks, const SchedulerOptions& so) {
+void printTable(const std::vector<Task>& tasks) {
   const double total = estimatedLatency([&] {
     std::vector<TaskState> s;
     for (const Task& t : tasks) s.push_back(t.state);
@@ -115,7 +115,6 @@ void printTable(const std::vector<Task>& tasks, const SchedulerOptions& so) {
            std::isfinite(best) ? fmt("%.1f", t.w.flops() / best / 1e9).c_str() : "-", ms(best).c_str(),
            ms(t.weight * best).c_str(), std::isfinite(total) ? fmt("%.0f", 100 * t.weight * best / total).c_str() : "-");
   }
-  (void)so;
 }
 
 }  // namespace
@@ -167,7 +166,8 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   if (!a.emit_mlir.empty())
     if (auto s = writeFileAtomically(a.emit_mlir, text); !s) return fail(s.error());
 
-  // 2. Tasks: one per distinct workload.
+  // 2. Tasks: one per distinct workload. (Complete before any round starts: a task's evaluator and
+  // strategy keep references to its workload and space, so `tasks` must not grow after that.)
   auto ops = findGemmOps(text, a.input);
   if (!ops) return fail(ops.error());
   auto target = resolveTarget("cpu");
@@ -379,7 +379,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     return a.check.empty() || (check_err >= 0 && check_err <= 1e-3 * check_big) ? 0 : 1;
   }
   printf("\n");
-  printTable(tasks, so);
+  printTable(tasks);
   printf("\nnetwork %s on %s (%s), %d thread%s; %lld trials of %lld (%d rounds this run, %s)\n", a.input.c_str(),
          device.c_str(), machine.c_str(), threads, threads > 1 ? "s" : "", (long long)done, (long long)budget, rounds,
          fmtDuration(tune_s).c_str());
@@ -391,7 +391,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
          "network (untuned ops, layout changes, calls) %s ms\n",
          ms(est).c_str(), ms(default_est).c_str(), std::isfinite(est) ? ms(tuned_s - est).c_str() : "-");
   if (peak.gflops > 0)
-    printf("  FMA-bound floor of its %.2f GFLOP at the measured peak (%.0f GFLOP/s): %s ms\n", flops / 1e9, peak.gflops,
+    printf("  FMA-bound floor of its %.3g GFLOP at the measured peak (%.0f GFLOP/s): %s ms\n", flops / 1e9, peak.gflops,
            ms(flops / (peak.gflops * 1e9)).c_str());
   const bool check_ok = check_err >= 0 && check_err <= 1e-3 * check_big;
   if (!a.check.empty())

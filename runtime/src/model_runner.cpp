@@ -82,6 +82,7 @@ std::string runInChild(const ModelRunRequest& r, const std::string& outputs_path
   for (size_t i = 0; i < bufs.size(); ++i)
     descs.push_back(descriptor(bufs[i].data(), i < r.inputs.size() ? r.inputs[i] : r.outputs[i - r.inputs.size()]));
   for (auto& d : descs) args.push_back(d.data());
+  if (args.empty()) return "error: " + r.entry + " takes no memref arguments to call it with";
   if (!call(fn, args)) return "error: models with more than 8 inputs and outputs together are not supported yet";
   nlohmann::json out;
   std::vector<double> sums;
