@@ -11,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <regex>
@@ -319,13 +320,13 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   std::vector<double> t_tuned, t_untuned;
   double max_err = -1, max_out = 0;
   for (int round = 0; round < 2; ++round) {
-    req.so_path = untuned_so;
+    req.so_path = std::filesystem::absolute(untuned_so).string();  // dlopen searches the library path for a bare name
     req.return_outputs = round == 0;
     req.expected.clear();
     auto u = runModel(req);
     if (!u) return fail("the untuned network: " + u.error());
     t_untuned.push_back(u->median_s);
-    req.so_path = ca.out;
+    req.so_path = std::filesystem::absolute(ca.out).string();
     req.return_outputs = false;
     if (round == 0) req.expected = u->outputs;
     auto t = runModel(req);
@@ -335,7 +336,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   }
   double check_err = -1, check_big = 0;
   if (!a.check.empty()) {
-    req.so_path = ca.out;
+    req.so_path = std::filesystem::absolute(ca.out).string();
     req.expected = check_expected;
     req.min_time_s = 0, req.min_calls = 1;
     auto c = runModel(req);

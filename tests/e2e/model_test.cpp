@@ -173,3 +173,20 @@ TEST(Model, TheCostModelCommandsMovedWithAHint) {
   EXPECT_EQ(t.code, 2);
   EXPECT_NE(t.err.find("tune costmodel train"), std::string::npos) << t.err;
 }
+
+// The default output (FILE's stem + .so, here) and a relative -o both load: the runner is given
+// absolute paths (dlopen looks a bare file name up in the library path, not the working directory).
+TEST(Model, RelativeOutputPathsInTheWorkingDirectory) {
+  const std::string dir = tmp("cwd");
+  std::filesystem::create_directories(dir);
+  Outcome r = sh("(cd " + dir + " && " + std::string(TUNE_BIN) + " model " + kModels +
+                 "cnn.onnx --db m.db --trials 0 --model-min-time 0.01 -q)");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/cnn.so"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/cnn.so.untuned.so"));
+  Outcome o = sh("(cd " + dir + " && " + std::string(TUNE_BIN) + " model " + kModels +
+                 "cnn.onnx --db m.db --trials 0 --model-min-time 0.01 -q -o net.so)");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/net.so"));
+  std::filesystem::remove_all(dir);
+}
