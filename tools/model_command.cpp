@@ -26,6 +26,7 @@
 #include "sextant/frontend/onnx_import.h"
 #include "sextant/runtime/cpu_runner.h"
 #include "sextant/runtime/fma_peak.h"
+#include "sextant/runtime/isolation.h"
 #include "sextant/runtime/model_runner.h"
 #include "sextant/search/evaluator.h"
 #include "sextant/search/task_scheduler.h"
@@ -294,10 +295,15 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   ca.out = a.out.empty() ? std::filesystem::path(a.input).stem().string() + ".so" : a.out;
   const std::string untuned_so = ca.out + ".untuned.so";
   if (!a.quiet) fprintf(stderr, "compiling the network with the tuned schedules and with the untuned defaults...\n");
-  if (int rc = compileCpuModule(ca, *target, text, *ops, *db, /*untuned=*/false, /*print=*/false); rc) return rc;
-  CompileArgs cu = ca;
-  cu.out = untuned_so;
-  if (int rc = compileCpuModule(cu, *target, text, *ops, *db, /*untuned=*/true, /*print=*/false); rc) return rc;
+  {
+    // Compiling holds the machine lock shared, as candidates' compiles do: no Sextant process on
+    // this machine measures meanwhile (issue #35).
+    MachineLock compiling(MachineLock::Mode::Compile);
+    if (int rc = compileCpuModule(ca, *target, text, *ops, *db, /*untuned=*/false, /*print=*/false); rc) return rc;
+    CompileArgs cu = ca;
+    cu.out = untuned_so;
+    if (int rc = compileCpuModule(cu, *target, text, *ops, *db, /*untuned=*/true, /*print=*/false); rc) return rc;
+  }
   // Interleaved (untuned, tuned, untuned, tuned), the better median of each; the tuned network's
   // outputs are checked against the untuned one's (the same random inputs).
   ModelRunRequest req;
