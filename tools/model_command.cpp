@@ -225,6 +225,41 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   if (!a.quiet && done < budget)
     fprintf(stderr, "tuning with a budget of %lld trials (%lld done before), scheduler %s, strategy %s, %d thread%s\n",
             (long long)budget, (long long)done, a.scheduler.c_str(), a.strategy.c_str(), threads, threads > 1 ? "s" : "");
+  CompileArgs ca;
+  ca.input = a.input, ca.db = a.db, ca.threads = threads;
+  ca.out = a.out.empty() ? std::filesystem::path(a.input).stem().string() + ".so" : a.out;
+  // After the warm-up (every task tuned once), the network as tuned so far is compiled and measured
+  // once, next to the estimate: how far the sum of the tuned ops is from the whole network.
+  json phases = json::array();
+  auto all_started = [&] {
+    return std::all_of(tasks.begin(), tasks.end(), [](const Task& t) { return !t.state.best_after.empty(); });
+  };
+  const bool warm_before = all_started();
+  auto measurePhase = [&](const std::string& phase) -> Status {
+    CompileArgs cp = ca;
+    cp.out = ca.out + "." + phase + ".so";
+    {
+      MachineLock compiling(MachineLock::Mode::Compile);
+      if (int rc = compileCpuModule(cp, *target, text, *ops, *db, false, false); rc)
+        return Error{"compiling the network after the " + phase};
+    }
+    ModelRunRequest r;
+    r.inputs = sig.inputs, r.outputs = sig.outputs, r.min_time_s = a.model_min_time;
+    r.so_path = std::filesystem::absolute(cp.out).string();
+    auto m = runModel(r);
+    std::error_code ec;
+    std::filesystem::remove(cp.out, ec);
+    if (!m) return Error{"the network after the " + phase + ": " + m.error()};
+    std::vector<TaskState> st;
+    for (const Task& x : tasks) st.push_back(x.state);
+    const double est = estimatedLatency(st);
+    phases.push_back({{"phase", phase}, {"trials", done}, {"estimate_s", std::isfinite(est) ? json(est) : json(nullptr)},
+                      {"measured_s", m->median_s}});
+    if (!a.quiet)
+      fprintf(stderr, "after the %s (%lld trials): estimate %s ms, the whole network measured %s ms\n", phase.c_str(),
+              (long long)done, ms(est).c_str(), ms(m->median_s).c_str());
+    return okStatus();
+  };
   int rounds = 0;
   while (done < budget && !g_stop.load() && !(a.time_budget > 0 && elapsed() >= a.time_budget)) {
     std::vector<TaskState> states;
@@ -277,10 +312,13 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     }
     std::vector<TaskState> now;
     for (const Task& x : tasks) now.push_back(x.state);
+    const bool warm_now = !warm_before && phases.empty() && all_started() && done < budget && !g_stop.load();
     if (!a.quiet)
       fprintf(stderr, "[%lld/%lld] round %d: task %d (weight %d) %s ms -> %s ms%s | estimate %s ms | %s\n",
               (long long)done, (long long)budget, rounds, i, t.weight, ms(before).c_str(), ms(best).c_str(),
               t.state.finished ? " (finished)" : "", ms(estimatedLatency(now)).c_str(), fmtDuration(elapsed()).c_str());
+    if (warm_now)
+      if (auto st = measurePhase("warm-up"); !st) return fail(st.error());
   }
   if (g_stop.load()) {
     fprintf(stderr, "tune: interrupted after %d rounds; every measured trial is saved in %s, and the same command "
@@ -290,9 +328,6 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   const double tune_s = elapsed();
 
   // 5. Compile (tuned and untuned) and measure the whole network.
-  CompileArgs ca;
-  ca.input = a.input, ca.db = a.db, ca.threads = threads;
-  ca.out = a.out.empty() ? std::filesystem::path(a.input).stem().string() + ".so" : a.out;
   const std::string untuned_so = ca.out + ".untuned.so";
   if (!a.quiet) fprintf(stderr, "compiling the network with the tuned schedules and with the untuned defaults...\n");
   {
@@ -375,7 +410,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
                 {"estimate_tuned_s", std::isfinite(est) ? json(est) : json(nullptr)},
                 {"estimate_default_s", std::isfinite(default_est) ? json(default_est) : json(nullptr)},
                 {"measured_tuned_s", tuned_s}, {"measured_tuned_runs_s", t_tuned},
-                {"measured_untuned_s", untuned_s}, {"measured_untuned_runs_s", t_untuned},
+                {"measured_untuned_s", untuned_s}, {"measured_untuned_runs_s", t_untuned}, {"phases", phases},
                 {"max_abs_diff_tuned_vs_untuned", max_err}, {"max_abs_output", max_out},
                 {"check", a.check.empty() ? json(nullptr)
                                           : json{{"prefix", a.check}, {"max_abs_error", check_err},

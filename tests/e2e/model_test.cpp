@@ -129,11 +129,17 @@ TEST(Model, BudgetMakesTheCommandResumable) {
   auto j2 = modelJson("encoder", db, so, "--trials 12 --batch 4 --min-time 0.01");
   EXPECT_EQ(j2["rounds_this_run"], 0);
   EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 12);
-  auto j3 = modelJson("encoder", db, so, "--trials 16 --batch 4 --min-time 0.01");
-  EXPECT_EQ(j3["rounds_this_run"], 1);
-  EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 16);
-  // The warm-up gave every one of the 4 tasks a round before any got a second.
+  auto j3 = modelJson("encoder", db, so, "--trials 20 --batch 4 --min-time 0.01");
+  EXPECT_EQ(j3["rounds_this_run"], 2);
+  EXPECT_EQ(queryInt(db, "SELECT COUNT(*) FROM records"), 20);
+  // The warm-up gave every one of the 4 tasks a round before any got a second, and the network
+  // as tuned then was measured once, with the estimate beside it.
   for (const auto& t : j3["tasks"]) EXPECT_GE(t["rounds"].get<int>(), 1) << j3.dump(1);
+  ASSERT_EQ(j3["phases"].size(), 1u) << j3.dump(1);
+  EXPECT_EQ(j3["phases"][0]["phase"], "warm-up");
+  EXPECT_EQ(j3["phases"][0]["trials"], 16);
+  EXPECT_GT(j3["phases"][0]["measured_s"].get<double>(), 0);
+  EXPECT_TRUE(j1["phases"].empty()) << "the warm-up was not over after 12 trials";
   removeDb(db);
 }
 
