@@ -269,15 +269,12 @@ int cmdCompile(const CompileArgs& a) {
   return compileCpuModule(a, *target, *text, *ops, *db, /*untuned=*/false, /*print=*/true);
 }
 
-int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::string& text,
-                     const std::vector<FoundOp>& ops_in, Database& db, bool untuned, bool print) {
-  const Target* target = &target_in;
-  const std::vector<FoundOp>* ops = &ops_in;
-
+int compileCpuModule(const CompileArgs& a, const Target& target, const std::string& text,
+                     const std::vector<FoundOp>& ops, Database& db, bool untuned, bool print) {
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;  // workload key -> entry
   std::vector<ReportLine> report;
-  for (const FoundOp& op : *ops) {
+  for (const FoundOp& op : ops) {
     if (!op.supported) {
       report.push_back({&op, "", "untouched", op.reason});
       continue;
@@ -292,7 +289,7 @@ int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::s
       // the direct route's default schedule.
       std::string key = w->key();
       if (!entry_of.count(key)) {
-        Space space = buildCpuConvSpace(*w, cpuForTargetArch(target->arch), cpuArchThreads(target->arch));
+        Space space = buildCpuConvSpace(*w, cpuForTargetArch(target.arch), cpuArchThreads(target.arch));
         entry_of[key] = entries.size();
         entries.push_back(LibraryEntry{*w, space, defaultCpuConvCandidate(space, *w), "default", 0,
                                        LibraryEntry::Kind::Cpu, {}, {}});
@@ -303,10 +300,10 @@ int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::s
     std::string key = w->key();
     if (!entry_of.count(key)) {
       Result<std::optional<LibraryEntry>> entry = std::optional<LibraryEntry>{};
-      if (!untuned) entry = tunedEntry(db, *target, key, a.allow_stale, machineFilter(a.machine, target->isGpu()));
+      if (!untuned) entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
       if (!entry) return fail(entry.error());
       if (!*entry) {
-        Space space = spaceFor(*w, *target).space;
+        Space space = spaceFor(*w, target).space;
         *entry = LibraryEntry{*w, space, defaultCpuCandidate(space, *w), "default", w->batched() ? w->batch : 0,
                               LibraryEntry::Kind::Cpu, {}, {}};
       }
@@ -323,8 +320,8 @@ int compileCpuModule(const CompileArgs& a, const Target& target_in, const std::s
 
   if (!print) return 0;
   printReport(report, 20, 24, 42, 22);
-  if (ops->empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
-  printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target->key().c_str(), c.seconds);
+  if (ops.empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
+  printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target.key().c_str(), c.seconds);
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
          "module.\n");
   return 0;

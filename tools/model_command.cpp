@@ -42,12 +42,10 @@ namespace {
 struct Task {
   GemmWorkload w;
   std::string key;
-  int weight = 0;
-  std::vector<std::string> functions;  // where the network runs it
   Space space;
   std::optional<GemmProblem> problem;
   std::unique_ptr<CpuEvaluator> evaluator;
-  TaskState state;
+  TaskState state;             // state.weight: how often the network runs it
   int64_t trials = 0;         // this machine's records of it
   double default_s = 0;       // the untuned default schedule's latency (0: not measured)
   int failed_rounds = 0;      // rounds in a row without one successful measurement
@@ -80,13 +78,23 @@ Result<Signature> mlirSignature(const std::string& text) {
   return s;
 }
 
+// The latency this machine measured for a task's untuned default schedule (0: none yet).
+double defaultLatency(const std::vector<RecordRow>& recs, const Task& t, const std::string& machine) {
+  const std::string def = t.space.keyOf(defaultCpuCandidate(t.space, t.w));
+  double s = 0;
+  for (const RecordRow& r : recs)
+    if (r.source == "measured" && r.machine == machine && r.status == "ok" && r.candidate == def)
+      s = latencyOf(t, r.gflops);
+  return s;
+}
+
 // Reconstructs a task's rounds from the database: the best latency after each run of this
 // machine (a round is one run), in the order they were recorded.
 Status loadTaskState(Database& db, const Target& target, const std::string& machine, Task& t) {
   auto recs = db.records(t.key, target.key());
   if (!recs) return Error{recs.error()};
   std::sort(recs->begin(), recs->end(), [](const RecordRow& a, const RecordRow& b) { return a.id < b.id; });
-  const std::string def = t.space.keyOf(defaultCpuCandidate(t.space, t.w));
+  t.default_s = defaultLatency(*recs, t, machine);
   double best = INFINITY;
   int64_t run = -1;
   for (const RecordRow& r : *recs) {
@@ -95,7 +103,6 @@ Status loadTaskState(Database& db, const Target& target, const std::string& mach
     run = r.run_id;
     ++t.trials;
     if (r.status == "ok") best = std::min(best, latencyOf(t, r.gflops));
-    if (r.status == "ok" && r.candidate == def) t.default_s = latencyOf(t, r.gflops);
   }
   if (run >= 0) t.state.best_after.push_back(best);
   return okStatus();
@@ -113,9 +120,10 @@ void printTable(const std::vector<Task>& tasks) {
     const Task& t = tasks[i];
     const double best = t.state.best_after.empty() ? INFINITY : t.state.best_after.back();
     std::string key = t.key.size() > 62 ? t.key.substr(0, 59) + "..." : t.key;
-    printf("%-3zu %-62s %6d %6lld %9s %9s %11s %5s%%\n", i, key.c_str(), t.weight, (long long)t.trials,
+    printf("%-3zu %-62s %6d %6lld %9s %9s %11s %5s%%\n", i, key.c_str(), int(t.state.weight), (long long)t.trials,
            std::isfinite(best) ? fmt("%.1f", t.w.flops() / best / 1e9).c_str() : "-", ms(best).c_str(),
-           ms(t.weight * best).c_str(), std::isfinite(total) ? fmt("%.0f", 100 * t.weight * best / total).c_str() : "-");
+           ms(t.state.weight * best).c_str(),
+           std::isfinite(total) ? fmt("%.0f", 100 * t.state.weight * best / total).c_str() : "-");
   }
 }
 
@@ -192,10 +200,10 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
       tasks.emplace_back();
       tasks.back().w = *w, tasks.back().key = key;
       tasks.back().space = buildCpuGemmSpace(*w, cpu, threads);
+      tasks.back().state.weight = 0;  // counted below, one per op
     }
     Task& t = tasks[task_of[key]];
-    ++t.weight, t.state.weight = t.weight;
-    t.functions.push_back(op.function);
+    t.state.weight += 1;
   }
   if (!a.quiet) {
     fprintf(stderr, "%zu tasks from %zu tunable ops", tasks.size(), ops->size() - untouched.size());
@@ -302,20 +310,14 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     t.state.best_after.push_back(best);
     t.failed_rounds = std::isfinite(best) ? 0 : t.failed_rounds + 1;
     if (sum->exhausted || t.failed_rounds >= 2) t.state.finished = true;
-    if (t.default_s == 0) {
-      // The default is the first candidate of a task's first round.
-      auto d = db->records(t.key, target->key());
-      const std::string def = t.space.keyOf(*o.first_candidate);
-      if (d)
-        for (const RecordRow& r : *d)
-          if (r.machine == machine && r.status == "ok" && r.candidate == def) t.default_s = latencyOf(t, r.gflops);
-    }
+    if (t.default_s == 0)  // the default is the first candidate of a task's first round
+      if (auto d = db->records(t.key, target->key())) t.default_s = defaultLatency(*d, t, machine);
     std::vector<TaskState> now;
     for (const Task& x : tasks) now.push_back(x.state);
     const bool warm_now = !warm_before && phases.empty() && all_started() && done < budget && !g_stop.load();
     if (!a.quiet)
       fprintf(stderr, "[%lld/%lld] round %d: task %d (weight %d) %s ms -> %s ms%s | estimate %s ms | %s\n",
-              (long long)done, (long long)budget, rounds, i, t.weight, ms(before).c_str(), ms(best).c_str(),
+              (long long)done, (long long)budget, rounds, i, int(t.state.weight), ms(before).c_str(), ms(best).c_str(),
               t.state.finished ? " (finished)" : "", ms(estimatedLatency(now)).c_str(), fmtDuration(elapsed()).c_str());
     if (warm_now)
       if (auto st = measurePhase("warm-up"); !st) return fail(st.error());
@@ -387,20 +389,20 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   const double tuned_s = *std::min_element(t_tuned.begin(), t_tuned.end());
   const double untuned_s = *std::min_element(t_untuned.begin(), t_untuned.end());
   double flops = 0;
-  for (const Task& t : tasks) flops += t.weight * t.w.flops();
+  for (const Task& t : tasks) flops += t.state.weight * t.w.flops();
   const FmaPeak peak = measureFmaPeak(threads, 0.15, 3);
   std::vector<TaskState> states;
   double default_est = 0;
   for (const Task& t : tasks) {
     states.push_back(t.state);
-    default_est += t.weight * (t.default_s > 0 ? t.default_s : INFINITY);
+    default_est += t.state.weight * (t.default_s > 0 ? t.default_s : INFINITY);
   }
   const double est = estimatedLatency(states);
 
   if (a.report == "json") {
     json jt = json::array();
     for (const Task& t : tasks)
-      jt.push_back({{"workload", t.key}, {"weight", t.weight}, {"trials", t.trials}, {"flops", t.w.flops()},
+      jt.push_back({{"workload", t.key}, {"weight", int(t.state.weight)}, {"trials", t.trials}, {"flops", t.w.flops()},
                     {"best_s", t.state.best_after.empty() || !std::isfinite(t.state.best_after.back()) ? json(nullptr)
                                                                                                           : json(t.state.best_after.back())},
                     {"default_s", t.default_s > 0 ? json(t.default_s) : json(nullptr)}, {"rounds", t.state.best_after.size()}});

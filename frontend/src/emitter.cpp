@@ -29,7 +29,39 @@ Shape Val::physical() const {
   return s;
 }
 
-bool Val::isIdentity() const { return perm == identityPerm(shape.size()); }
+Const permuted(const Const& c, const Perm& perm) {
+  Const r;
+  r.is_int = c.is_int;
+  for (int p : perm) r.shape.push_back(c.shape[size_t(p)]);
+  Shape strides(c.shape.size(), 1);
+  for (int i = int(c.shape.size()) - 2; i >= 0; --i) strides[size_t(i)] = strides[size_t(i) + 1] * c.shape[size_t(i) + 1];
+  Shape idx(r.shape.size(), 0);
+  const int64_t n = numel(r.shape);
+  r.v.reserve(size_t(n));
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) src += idx[i] * strides[size_t(perm[i])];
+    r.v.push_back(c.v[size_t(src)]);
+    for (int i = int(idx.size()) - 1; i >= 0; --i) {
+      if (++idx[size_t(i)] < r.shape[size_t(i)]) break;
+      idx[size_t(i)] = 0;
+    }
+  }
+  return r;
+}
+
+Result<Shape> broadcastShapes(const std::vector<Shape>& shapes) {
+  Shape b;
+  for (const Shape& s : shapes) {
+    if (s.size() > b.size()) b.insert(b.begin(), s.size() - b.size(), 1);
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& d = b[b.size() - s.size() + i];
+      if (d != s[i] && d != 1 && s[i] != 1) return Error{"operand shapes that do not broadcast"};
+      if (d == 1) d = s[i];
+    }
+  }
+  return b;
+}
 
 namespace {
 
@@ -66,8 +98,7 @@ std::string hexBits(float f) {
   return buf;
 }
 
-// Groups of `rank` dims for a reshape from/to a tensor whose only non-unit structure is `kept`:
-// [[0, 1, 2, ...]] (everything into one dim).
+// The reassociation of a reshape between `rank` dims and one: [[0, 1, 2, ...]].
 std::string allInOne(size_t rank) {
   std::string out = "[[";
   for (size_t i = 0; i < rank; ++i) out += (i ? ", " : "") + std::to_string(i);
@@ -105,21 +136,10 @@ Val Emitter::constant(const Const& c, const Perm& perm_in) {
   const Perm perm = perm_in.empty() ? identityPerm(c.shape.size()) : perm_in;
   Val out{"", c.shape, perm};
   const Shape phys = out.physical();
-  // Values in the physical order.
-  std::vector<float> data(size_t(numel(c.shape)));
+  std::vector<float> data;  // the values in the physical order
   {
-    Shape strides(c.shape.size(), 1);
-    for (int i = int(c.shape.size()) - 2; i >= 0; --i) strides[size_t(i)] = strides[size_t(i) + 1] * c.shape[size_t(i) + 1];
-    Shape idx(phys.size(), 0);
-    for (size_t n = 0; n < data.size(); ++n) {
-      int64_t src = 0;
-      for (size_t i = 0; i < phys.size(); ++i) src += idx[i] * strides[size_t(perm[i])];
-      data[n] = float(c.v[size_t(src)]);
-      for (int i = int(phys.size()) - 1; i >= 0; --i) {
-        if (++idx[size_t(i)] < phys[size_t(i)]) break;
-        idx[size_t(i)] = 0;
-      }
-    }
+    const Const p = permuted(c, perm);
+    data.assign(p.v.begin(), p.v.end());
   }
   std::string text;
   const bool splat = std::all_of(data.begin(), data.end(), [&](float x) { return std::memcmp(&x, &data[0], 4) == 0; });
@@ -136,6 +156,8 @@ Val Emitter::constant(const Const& c, const Perm& perm_in) {
     }
     text += "\">";
   }
+  // Cached by content within a function (call() starts a function's cache afresh, so a weight,
+  // emitted in its op's own function, does not stay in it).
   const std::string key = type(phys) + text;
   if (auto it = consts_.find(key); it != consts_.end()) return it->second;
   out.ssa = fresh();
@@ -206,17 +228,11 @@ Val Emitter::call(const std::string& name_in, const std::vector<Val>& args,
 }
 
 Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm) {
-  // The broadcast logical shape.
-  size_t rank = 0;
-  for (const Operand& o : ins) rank = std::max(rank, o.shape().size());
-  Shape shape(rank, 1);
-  for (const Operand& o : ins) {
-    const Shape& s = o.shape();
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& d = shape[rank - s.size() + i];
-      if (d == 1) d = s[i];
-    }
-  }
+  // The broadcast logical shape (the callers check that the operands broadcast).
+  std::vector<Shape> shapes;
+  for (const Operand& o : ins) shapes.push_back(o.shape());
+  const Shape shape = broadcastShapes(shapes).value();
+  const size_t rank = shape.size();
   if (out_perm.empty()) {
     out_perm = identityPerm(rank);
     for (const Operand& o : ins)

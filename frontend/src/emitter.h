@@ -36,6 +36,13 @@ struct Const {
   int64_t at(size_t i) const { return toInt(v[i]); }
 };
 
+// The same values with the dimensions in the order `perm` (dim i of the result is dim perm[i]).
+Const permuted(const Const& c, const Perm& perm);
+
+// numpy broadcasting of the shapes (aligned from the right, each dimension equal or 1): the
+// broadcast shape, or an error when they do not broadcast.
+Result<Shape> broadcastShapes(const std::vector<Shape>& shapes);
+
 // An f32 tensor in the module: the tensor `ssa` holds the logical shape `shape` with its
 // dimensions in the order `perm` (physical dim i is logical dim perm[i]).
 struct Val {
@@ -43,7 +50,6 @@ struct Val {
   Shape shape;
   Perm perm;
   Shape physical() const;
-  bool isIdentity() const;
 };
 
 // The scalar body of an elementwise op: SSA names of the operands' elements -> the result's.
@@ -80,10 +86,11 @@ class Emitter {
   std::string empty(const Shape& physical);
   std::string filled(const Shape& physical, double value);
 
-  // ONNX (numpy) broadcasting elementwise op; the result takes `out_perm` (empty: the first
-  // operand of the output's rank's order). Constant operands of one element become scalars.
+  // ONNX (numpy) broadcasting elementwise op (the operands' shapes must broadcast:
+  // broadcastShapes); the result takes `out_perm` (empty: the first operand of the output's
+  // rank's order). Constant operands of one element become scalars.
   Val elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm = {});
-  // Sum or max over logical `axes` of an identity-ordered tensor, the axes kept with size 1.
+  // Sum or max over logical `axes`, the axes kept with size 1; the result keeps x's order.
   Val reduce(const Val& x, const std::vector<int>& axes, bool max);
   Val reshape(const Val& x, const Shape& to);  // row-major reshape (materializes the identity order)
   Val pad(const Val& x, const Shape& low, const Shape& high, double value);  // on the physical dims

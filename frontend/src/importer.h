@@ -24,6 +24,7 @@ class Importer {
 
   // "node 'NAME' (#3, Conv): msg" as an error.
   Error fail(const std::string& msg) const;
+  std::string nodeName() const;  // its name, or its first output's when it has none
   size_t inputs() const { return size_t(node->input_size()); }
   bool has(size_t i) const { return int(i) < node->input_size() && !node->input(int(i)).empty(); }
   const std::string& in(size_t i) const { return node->input(int(i)); }
@@ -61,6 +62,14 @@ Status lowerReduce(Importer& im);  // ReduceMean, ReduceSum, ReduceMax
 // defined as constants) if every input of the node is known at import, false if it must be emitted.
 Result<Const> constOf(const onnx::TensorProto& t);
 Result<Shape> reshapeTarget(const Shape& from, const std::vector<int64_t>& spec, bool allowzero);
+// The shape a Reshape, Flatten, Squeeze or Unsqueeze node gives a value of shape `from` (tensor
+// or constant alike).
+Result<Shape> reshapedShape(Importer& im, const Shape& from);
+// Slice bounds on a dimension of size n (negative counts from the end, clamped), step > 0.
+struct SliceRange {
+  int64_t start, count;
+};
+SliceRange sliceRange(int64_t n, int64_t start, int64_t end, int64_t step);
 Result<bool> fold(Importer& im);
 
 // onnx_tensor.cpp: elementwise operators and the tensor operators (Transpose, Reshape, Flatten,

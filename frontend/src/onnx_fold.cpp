@@ -49,16 +49,6 @@ Result<Const> constOf(const onnx::TensorProto& t) {
 
 namespace {
 
-Shape broadcastShape(const Shape& a, const Shape& b) {
-  Shape s(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < a.size(); ++i) s[s.size() - a.size() + i] = a[i];
-  for (size_t i = 0; i < b.size(); ++i) {
-    int64_t& d = s[s.size() - b.size() + i];
-    if (d == 1) d = b[i];
-  }
-  return s;
-}
-
 // Element `flat` of broadcast shape `out` read from a tensor of shape `s`.
 double at(const Const& c, const Shape& out, int64_t flat) {
   int64_t src = 0, stride = 1;
@@ -72,32 +62,14 @@ double at(const Const& c, const Shape& out, int64_t flat) {
   return c.v[size_t(src)];
 }
 
-Const binaryFold(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
+Result<Const> binaryFold(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
+  auto shape = broadcastShapes({a.shape, b.shape});
+  if (!shape) return Error{shape.error()};
   Const r;
-  r.shape = broadcastShape(a.shape, b.shape);
+  r.shape = *shape;
   r.is_int = a.is_int && b.is_int;
   const int64_t n = numel(r.shape);
   for (int64_t i = 0; i < n; ++i) r.v.push_back(f(at(a, r.shape, i), at(b, r.shape, i)));
-  return r;
-}
-
-Const transposeConst(const Const& c, const std::vector<int64_t>& perm) {
-  Const r;
-  r.is_int = c.is_int;
-  for (int64_t p : perm) r.shape.push_back(c.shape[size_t(p)]);
-  Shape strides(c.shape.size(), 1);
-  for (int i = int(c.shape.size()) - 2; i >= 0; --i) strides[size_t(i)] = strides[size_t(i) + 1] * c.shape[size_t(i) + 1];
-  Shape idx(r.shape.size(), 0);
-  const int64_t n = numel(r.shape);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t src = 0;
-    for (size_t i = 0; i < idx.size(); ++i) src += idx[i] * strides[size_t(perm[i])];
-    r.v.push_back(c.v[size_t(src)]);
-    for (int i = int(idx.size()) - 1; i >= 0; --i) {
-      if (++idx[size_t(i)] < r.shape[size_t(i)]) break;
-      idx[size_t(i)] = 0;
-    }
-  }
   return r;
 }
 
@@ -130,6 +102,48 @@ Result<Shape> reshapeTarget(const Shape& from, const std::vector<int64_t>& spec,
   }
   if (numel(to) != numel(from)) return Error{"the target shape has another number of elements than the input"};
   return to;
+}
+
+Result<Shape> reshapedShape(Importer& im, const Shape& from) {
+  const std::string& op = im.node->op_type();
+  const size_t rank = from.size();
+  if (op == "Reshape") {
+    if (!im.isConst(1)) return im.fail("a target shape that is not a constant (static shapes only)");
+    std::vector<int64_t> spec;
+    for (double d : im.cst(1).v) spec.push_back(toInt(d));
+    auto t = reshapeTarget(from, spec, im.attrInt("allowzero", 0) != 0);
+    if (!t) return im.fail(t.error());
+    return *t;
+  }
+  if (op == "Flatten") {
+    int64_t axis = im.attrInt("axis", 1);
+    if (axis < 0) axis += int64_t(rank);
+    Shape to = {1, 1};
+    for (size_t i = 0; i < rank; ++i) to[int64_t(i) < axis ? 0 : 1] *= from[i];
+    return to;
+  }
+  auto axes = im.intsFrom("axes", 1);
+  if (!axes) return Error{axes.error()};
+  std::vector<int64_t> ax = *axes;
+  const bool unsqueeze = op == "Unsqueeze";
+  for (int64_t& a : ax)
+    if (!normalizeAxis(a, unsqueeze ? rank + ax.size() : rank)) return im.fail("axis out of range");
+  Shape to;
+  if (unsqueeze) {
+    to = from;
+    std::sort(ax.begin(), ax.end());
+    for (int64_t a : ax) to.insert(to.begin() + a, 1);
+  } else {
+    for (size_t i = 0; i < rank; ++i)
+      if (!(ax.empty() ? from[i] == 1 : std::count(ax.begin(), ax.end(), int64_t(i)) > 0)) to.push_back(from[i]);
+  }
+  return to;
+}
+
+SliceRange sliceRange(int64_t n, int64_t start, int64_t end, int64_t step) {
+  int64_t s = start < 0 ? start + n : start, e = end < 0 ? end + n : end;
+  s = std::clamp<int64_t>(s, 0, n), e = std::clamp<int64_t>(e, s, n);
+  return {s, (e - s + step - 1) / step};
 }
 
 namespace {
@@ -210,11 +224,15 @@ Result<bool> fold(Importer& im) {
       {"Max", [](double x, double y) { return std::max(x, y); }},
       {"Min", [](double x, double y) { return std::min(x, y); }}};
   if (auto it = binary.find(op); it != binary.end() && im.inputs() == 2) {
-    r = binaryFold(a, im.cst(1), it->second);
+    auto f = binaryFold(a, im.cst(1), it->second);
+    if (!f) return im.fail(f.error());
+    r = std::move(*f);
     if (op == "Equal") r.is_int = true;
   } else if (op == "Div" && im.inputs() == 2) {
     const bool ints = a.is_int && im.cst(1).is_int;
-    r = binaryFold(a, im.cst(1), [ints](double x, double y) { return ints ? std::trunc(x / y) : x / y; });
+    auto f = binaryFold(a, im.cst(1), [ints](double x, double y) { return ints ? std::trunc(x / y) : x / y; });
+    if (!f) return im.fail(f.error());
+    r = std::move(*f);
   } else if (op == "Sqrt" || op == "Neg" || op == "Identity" || op == "Cast" || op == "Reciprocal") {
     r = a;
     for (double& x : r.v) x = op == "Sqrt" ? std::sqrt(x) : op == "Neg" ? -x : op == "Reciprocal" ? 1 / x : x;
@@ -242,28 +260,11 @@ Result<bool> fold(Importer& im) {
         if (k < 0 || k >= dim) return im.fail("index out of range");
         for (int64_t j = 0; j < inner; ++j) r.v.push_back(a.v[size_t((o * dim + k) * inner + j)]);
       }
-  } else if (op == "Unsqueeze" || op == "Squeeze") {
-    auto axes = im.intsFrom("axes", 1);
-    if (!axes) return Error{axes.error()};
+  } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Flatten") {
+    auto to = reshapedShape(im, a.shape);
+    if (!to) return Error{to.error()};
     r = a;
-    if (op == "Unsqueeze") {
-      const size_t rank = a.shape.size() + axes->size();
-      std::vector<int64_t> ax = *axes;
-      for (int64_t& x : ax)
-        if (!normalizeAxis(x, rank)) return im.fail("axis out of range");
-      std::sort(ax.begin(), ax.end());
-      for (int64_t x : ax) r.shape.insert(r.shape.begin() + x, 1);
-    } else {
-      r.shape.clear();
-      std::vector<int64_t> ax = *axes;
-      for (int64_t& x : ax)
-        if (!normalizeAxis(x, a.shape.size())) return im.fail("axis out of range");
-      for (size_t i = 0; i < a.shape.size(); ++i) {
-        const bool drop = ax.empty() ? a.shape[i] == 1 : std::count(ax.begin(), ax.end(), int64_t(i)) > 0;
-        if (!drop) r.shape.push_back(a.shape[i]);
-      }
-    }
-  } else if (op == "Concat") {
+    r.shape = *to;  } else if (op == "Concat") {
     int64_t axis = im.attrInt("axis", 0);
     if (!normalizeAxis(axis, a.shape.size())) return im.fail("axis out of range");
     r.is_int = a.is_int;
@@ -278,37 +279,22 @@ Result<bool> fold(Importer& im) {
         const int64_t chunk = numel(c.shape) / std::max<int64_t>(outer, 1);
         r.v.insert(r.v.end(), c.v.begin() + o * chunk, c.v.begin() + (o + 1) * chunk);
       }
-  } else if (op == "Reshape" || op == "Flatten") {
-    r = a;
-    if (op == "Flatten") {
-      int64_t axis = im.attrInt("axis", 1);
-      if (axis < 0) axis += int64_t(a.shape.size());
-      Shape s = {1, 1};
-      for (size_t i = 0; i < a.shape.size(); ++i) s[int64_t(i) < axis ? 0 : 1] *= a.shape[i];
-      r.shape = s;
-    } else {
-      std::vector<int64_t> spec;
-      for (double d : im.cst(1).v) spec.push_back(toInt(d));
-      auto to = reshapeTarget(a.shape, spec, im.attrInt("allowzero", 0) != 0);
-      if (!to) return im.fail(to.error());
-      r.shape = *to;
-    }
   } else if (op == "Transpose") {
-    std::vector<int64_t> perm = im.attrInts("perm");
+    Perm perm;
+    for (int64_t p : im.attrInts("perm")) perm.push_back(int(p));
     if (perm.empty())
-      for (int64_t i = int64_t(a.shape.size()) - 1; i >= 0; --i) perm.push_back(i);
-    r = transposeConst(a, perm);
+      for (int i = int(a.shape.size()) - 1; i >= 0; --i) perm.push_back(i);
+    r = permuted(a, perm);
   } else if (op == "Slice" && a.shape.size() == 1) {
     auto starts = im.intsFrom("starts", 1), ends = im.intsFrom("ends", 2);
     auto steps = im.intsFrom("steps", 4, {1});
     if (!starts || !ends || !steps || starts->size() != 1 || ends->size() != 1) return false;
-    const int64_t n = a.shape[0], step = (*steps)[0];
+    const int64_t step = (*steps)[0];
     if (step <= 0) return false;
-    int64_t s = (*starts)[0] < 0 ? (*starts)[0] + n : (*starts)[0], e = (*ends)[0] < 0 ? (*ends)[0] + n : (*ends)[0];
-    s = std::clamp<int64_t>(s, 0, n), e = std::clamp<int64_t>(e, 0, n);
+    const SliceRange range = sliceRange(a.shape[0], (*starts)[0], (*ends)[0], step);
     r.is_int = a.is_int;
-    for (int64_t i = s; i < e; i += step) r.v.push_back(a.v[size_t(i)]);
-    r.shape = {int64_t(r.v.size())};
+    for (int64_t i = 0; i < range.count; ++i) r.v.push_back(a.v[size_t(range.start + i * step)]);
+    r.shape = {range.count};
   } else {
     return false;
   }

@@ -17,9 +17,12 @@
 namespace sextant {
 namespace onnx_import {
 
+std::string Importer::nodeName() const {
+  return node->name().empty() ? (node->output_size() ? node->output(0) : "?") : node->name();
+}
+
 Error Importer::fail(const std::string& msg) const {
-  const std::string name = node->name().empty() ? (node->output_size() ? node->output(0) : "?") : node->name();
-  return Error{"node '" + name + "' (#" + std::to_string(node_index) + ", " + node->op_type() + "): " + msg};
+  return Error{"node '" + nodeName() + "' (#" + std::to_string(node_index) + ", " + node->op_type() + "): " + msg};
 }
 
 Result<Val> Importer::val(size_t i) {
@@ -191,17 +194,13 @@ Result<ImportedModel> importOnnx(const std::string& path, const std::map<std::st
     im.vals[t.name] = Val{v, t.shape, identityPerm(t.shape.size())};
     out.inputs.push_back(t);
   }
-  for (const std::string& name : [&] {
-         std::vector<std::string> n;
-         for (const auto& [k, v] : shapes) n.push_back(k);
-         return n;
-       }())
+  for (const auto& [name, dims] : shapes)
     if (!im.vals.count(name)) return err("--input-shape names '" + name + "', which is not an input of the model");
 
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     im.node = &n, im.node_index = i;
-    ++out.nodes, ++out.op_counts[n.op_type()];
+    ++out.nodes;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return err(im.fail("operator domain '" + n.domain() + "' is not supported").message);
     auto folded = fold(im);
@@ -227,7 +226,7 @@ Result<ImportedModel> importOnnx(const std::string& path, const std::map<std::st
     else return err("output '" + o.name() + "' is not computed by the graph");
     v = im.em.identity(v);
     const std::string arg = "%arg" + std::to_string(out.inputs.size() + out.outputs.size());
-    sig += ", " + arg + ": " + memrefType(v.shape);
+    sig += std::string(sig.empty() ? "" : ", ") + arg + ": " + memrefType(v.shape);
     epilogue += "    bufferization.materialize_in_destination " + v.ssa + " in restrict writable " + arg + " : (" +
                 Emitter::type(v.shape) + ", " + memrefType(v.shape) + ") -> ()\n";
     out.outputs.push_back({o.name(), v.shape});

@@ -82,7 +82,7 @@ Status addBias(Importer& im, Val y, size_t bias_input, int64_t channels) {
 // inside the function, instead of a tensor argument.
 Val product(Importer& im, const Val& a, const Val* b, const Const* b_const, const Perm& b_perm, int64_t n) {
   Emitter& em = im.em;
-  const std::string name = "matmul_" + (im.node->name().empty() ? im.out() : im.node->name());
+  const std::string name = "matmul_" + im.nodeName();
   std::vector<Val> args = {a};
   if (b) args.push_back(*b);
   return em.call(name, args, [&](const std::vector<Val>& p) {
@@ -117,7 +117,7 @@ Status lowerConv(Importer& im) {
   // Each convolution in a function of its own (Emitter::call), with its padding (tune compile reads
   // the padding of a convolution from the tensor.pad that produces its input) and its filter.
   const Shape lo = {0, w->pt, w->pl, 0}, hi = {0, w->pb, w->pr, 0};
-  const std::string name = "conv_" + (im.node->name().empty() ? im.out() : im.node->name());
+  const std::string name = "conv_" + im.nodeName();
   auto conv = [&](const Val& in, const Const& filter, int64_t f) {  // groups of one: conv_2d_nhwc_hwcf
     return em.call(name, {in}, [&](const std::vector<Val>& p) {
       const Val xp = em.pad(p[0], lo, hi, 0.0);

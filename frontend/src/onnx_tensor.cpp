@@ -9,8 +9,6 @@
 
 namespace sextant::onnx_import {
 
-// ---- Layout-agnostic operators ----
-
 Status lowerElementwise(Importer& im) {
   const std::string& op = im.node->op_type();
   std::vector<Operand> ins;
@@ -21,17 +19,10 @@ Status lowerElementwise(Importer& im) {
     if (o->cst && o->cst->is_int && op != "Pow") return im.fail("an integer operand (only f32 tensors are computed)");
     ins.push_back(*o);
   }
-  {  // numpy broadcasting: aligned from the right, each dimension equal or 1
-    Shape b;
-    for (const Operand& o : ins) {
-      const Shape& s = o.shape();
-      if (s.size() > b.size()) b.insert(b.begin(), s.size() - b.size(), 1);
-      for (size_t i = 0; i < s.size(); ++i) {
-        int64_t& d = b[b.size() - s.size() + i];
-        if (d != s[i] && d != 1 && s[i] != 1) return im.fail("operand shapes that do not broadcast");
-        if (d == 1) d = s[i];
-      }
-    }
+  {
+    std::vector<Shape> shapes;
+    for (const Operand& o : ins) shapes.push_back(o.shape());
+    if (auto b = broadcastShapes(shapes); !b) return im.fail(b.error());
   }
   ScalarFn fn;
   auto binop = [&](const char* name) {
@@ -140,37 +131,9 @@ Status lowerTensorOp(Importer& im) {
     return okStatus();
   }
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
-    Shape to;
-    if (op == "Reshape") {
-      if (!im.isConst(1)) return im.fail("a target shape that is not a constant (static shapes only)");
-      std::vector<int64_t> spec;
-      for (double d : im.cst(1).v) spec.push_back(toInt(d));
-      auto t = reshapeTarget(x->shape, spec, im.attrInt("allowzero", 0) != 0);
-      if (!t) return im.fail(t.error());
-      to = *t;
-    } else if (op == "Flatten") {
-      int64_t axis = im.attrInt("axis", 1);
-      if (axis < 0) axis += int64_t(rank);
-      to = {1, 1};
-      for (size_t i = 0; i < rank; ++i) to[int64_t(i) < axis ? 0 : 1] *= x->shape[i];
-    } else {
-      auto axes = im.intsFrom("axes", 1);
-      if (!axes) return Error{axes.error()};
-      std::vector<int64_t> ax = *axes;
-      const size_t r = op == "Unsqueeze" ? rank + ax.size() : rank;
-      for (int64_t& a : ax)
-        if (!normalizeAxis(a, r)) return im.fail("axis out of range");
-      if (op == "Unsqueeze") {
-        to = x->shape;
-        std::sort(ax.begin(), ax.end());
-        for (int64_t a : ax) to.insert(to.begin() + a, 1);
-      } else {
-        for (size_t i = 0; i < rank; ++i)
-          if (!(ax.empty() ? x->shape[i] == 1 : std::count(ax.begin(), ax.end(), int64_t(i)) > 0))
-            to.push_back(x->shape[i]);
-      }
-    }
-    im.define(em.reshape(*x, to));
+    auto to = reshapedShape(im, x->shape);
+    if (!to) return Error{to.error()};
+    im.define(em.reshape(*x, *to));
     return okStatus();
   }
   if (op == "Concat") {
@@ -206,12 +169,10 @@ Status lowerTensorOp(Importer& im) {
       for (size_t k = 0; k < starts->size(); ++k) {
         int64_t a = axes->empty() ? int64_t(k) : (*axes)[k];
         if (!normalizeAxis(a, rank)) return im.fail("axis out of range");
-        const int64_t n = x->shape[size_t(a)], st = steps->empty() ? 1 : (*steps)[k];
+        const int64_t st = steps->empty() ? 1 : (*steps)[k];
         if (st <= 0) return im.fail("negative or zero steps are not supported");
-        int64_t s = (*starts)[k] < 0 ? (*starts)[k] + n : (*starts)[k];
-        int64_t e = (*ends)[k] < 0 ? (*ends)[k] + n : (*ends)[k];
-        s = std::clamp<int64_t>(s, 0, n), e = std::clamp<int64_t>(e, s, n);
-        off[size_t(a)] = s, step[size_t(a)] = st, size[size_t(a)] = (e - s + st - 1) / st;
+        const SliceRange r = sliceRange(x->shape[size_t(a)], (*starts)[k], (*ends)[k], st);
+        off[size_t(a)] = r.start, step[size_t(a)] = st, size[size_t(a)] = r.count;
       }
     } else if (op == "Gather") {
       if (!im.isConst(1) || numel(im.cst(1).shape) != 1) return im.fail("only a constant single index is supported");
@@ -254,6 +215,7 @@ Status lowerTensorOp(Importer& im) {
     Const zeros;
     for (double d : im.cst(1).v) zeros.shape.push_back(toInt(d));
     zeros.v.assign(size_t(numel(zeros.shape)), 0.0);
+    if (auto b = broadcastShapes({x->shape, zeros.shape}); !b) return im.fail(b.error());
     Operand a{&*x, nullptr}, b{nullptr, &zeros};
     im.define(em.elementwise({a, b}, [](Emitter& e, const std::vector<std::string>& s) {
       return e.scalarOp("arith.addf", {s[0], s[1]});

@@ -35,7 +35,6 @@ struct ImportedModel {
   std::string mlir;                    // the module (func.func @forward)
   std::vector<ModelTensor> inputs;     // the model's graph inputs, in argument order
   std::vector<ModelTensor> outputs;    // then its outputs
-  std::map<std::string, int> op_counts;  // ONNX operator -> nodes (folded ones included)
   int64_t nodes = 0, folded = 0;       // nodes, and of those folded away at import
   int64_t weight_bytes = 0;            // constants embedded in the module
   std::string producer;                // e.g. "pytorch 1.13.1"
