@@ -320,13 +320,18 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
               (long long)done, (long long)budget, rounds, i, int(t.state.weight), ms(before).c_str(), ms(best).c_str(),
               t.state.finished ? " (finished)" : "", ms(estimatedLatency(now)).c_str(), fmtDuration(elapsed()).c_str());
     if (warm_now)
-      if (auto st = measurePhase("warm-up"); !st) return fail(st.error());
+      if (auto st = measurePhase("warm-up"); !st) {
+        if (!g_stop.load()) return fail(st.error());
+        break;  // interrupted while measuring: reported below
+      }
   }
-  if (g_stop.load()) {
+  // Ctrl-C: every committed trial is kept; the same command goes on from there.
+  auto interrupted = [&] {
     fprintf(stderr, "tune: interrupted after %d rounds; every measured trial is saved in %s, and the same command "
                     "resumes\n", rounds, db->path().c_str());
     return 130;
-  }
+  };
+  if (g_stop.load()) return interrupted();
   const double tune_s = elapsed();
 
   // 5. Compile (tuned and untuned) and measure the whole network.
@@ -367,13 +372,13 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     req.return_outputs = round == 0;
     req.expected.clear();
     auto u = runModel(req);
-    if (!u) return fail("the untuned network: " + u.error());
+    if (!u) return g_stop.load() ? interrupted() : fail("the untuned network: " + u.error());
     t_untuned.push_back(u->median_s);
     req.so_path = std::filesystem::absolute(ca.out).string();
     req.return_outputs = false;
     if (round == 0) req.expected = u->outputs;
     auto t = runModel(req);
-    if (!t) return fail("the tuned network: " + t.error());
+    if (!t) return g_stop.load() ? interrupted() : fail("the tuned network: " + t.error());
     t_tuned.push_back(t->median_s);
     if (round == 0) max_err = t->max_abs_error, max_out = t->max_abs_expected;
   }
@@ -383,7 +388,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     req.expected = check_expected;
     req.min_time_s = 0, req.min_calls = 1;
     auto c = runModel(req);
-    if (!c) return fail("the tuned network: " + c.error());
+    if (!c) return g_stop.load() ? interrupted() : fail("the tuned network: " + c.error());
     check_err = c->max_abs_error, check_big = c->max_abs_expected;
   }
   const double tuned_s = *std::min_element(t_tuned.begin(), t_tuned.end());
