@@ -46,6 +46,7 @@ struct CompileArgs {
   bool allow_stale = false;  // use stale records (re-emitted from their knobs) instead of the default
   std::string machine = "this";  // whose measurements (see ExportArgs)
   std::string input_shapes;      // ONNX inputs: "x=1,3,224,224;..." (dynamic dimensions)
+  bool fuse_epilogues = true;    // cpu: the ops' epilogues fused into their tiles (--no-epilogue-fusion)
 };
 int cmdCompile(const CompileArgs& a);
 // A module to compile: MLIR text, or an ONNX model (FILE.onnx) imported as MLIR.
@@ -63,6 +64,7 @@ struct ModelArgs {
   uint64_t seed = 1;
   double time_budget = 0, min_time = 0.1, model_min_time = 1.0;
   bool quiet = false;
+  bool fuse_epilogues = true;  // (CompileArgs)
 };
 int cmdModel(const ModelArgs& a, const std::string& argv_json);
 

@@ -88,7 +88,7 @@ Result<std::optional<LibraryEntry>> tunedEntry(Database& db, const Target& targe
 // The library tune compile applies (empty: no entries), also written to --emit-library.
 Result<std::string> compileLibrary(const std::vector<LibraryEntry>& entries, const CompileArgs& a) {
   if (entries.empty()) return std::string();
-  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input);
+  auto lib = emitTransformLibrary(entries, "schedules applied by tune compile to " + a.input, a.fuse_epilogues);
   if (!lib) return lib;
   if (!a.library_out.empty())
     if (auto st = writeFileAtomically(a.library_out, *lib); !st) return Error{st.error()};

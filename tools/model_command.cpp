@@ -234,7 +234,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     fprintf(stderr, "tuning with a budget of %lld trials (%lld done before), scheduler %s, strategy %s, %d thread%s\n",
             (long long)budget, (long long)done, a.scheduler.c_str(), a.strategy.c_str(), threads, threads > 1 ? "s" : "");
   CompileArgs ca;
-  ca.input = a.input, ca.db = a.db, ca.threads = threads;
+  ca.input = a.input, ca.db = a.db, ca.threads = threads, ca.fuse_epilogues = a.fuse_epilogues;
   ca.out = a.out.empty() ? std::filesystem::path(a.input).stem().string() + ".so" : a.out;
   // After the warm-up (every task tuned once), the network as tuned so far is compiled and measured
   // once, next to the estimate: how far the sum of the tuned ops is from the whole network.

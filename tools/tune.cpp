@@ -267,6 +267,9 @@ int main(int argc, char** argv) {
                   "cpu: use the schedules tuned with tune --threads N (kernels on N threads; libomp is linked)")
       ->capture_default_str();
   cmp->add_option("--machine", ca.machine, "whose measurements: \"this\" (this machine's; the default), \"any\", or a machine key or its prefix (e.g. cpu:znver4; tune show lists them)")->capture_default_str();
+  cmp->add_flag("!--no-epilogue-fusion", ca.fuse_epilogues,
+                "cpu: compute each op's bias, activation and residual add as a separate pass over its output "
+                "instead of on each of its tiles");
   cmp->add_flag("--allow-stale", ca.allow_stale,
                 "use tuned schedules measured with another LLVM major version, schema or generator (re-emitted "
                 "from their knobs), with a warning; without it such a workload gets the default schedule");
@@ -364,6 +367,9 @@ int main(int argc, char** argv) {
   net->add_option("--check", na.check,
                   "PREFIX: call the tuned network on PREFIX.in0.f32 (raw f32; .in1 ... for more inputs) and compare "
                   "with PREFIX.out0.f32 ...; exit 1 when an output is off by more than 1e-3 of the largest one");
+  net->add_flag("!--no-epilogue-fusion", na.fuse_epilogues,
+                "compute each op's bias, activation and residual add as a separate pass over its output instead of "
+                "on each of its tiles");
   net->add_option("--emit-mlir", na.emit_mlir, "also write the imported module (MLIR, linalg on tensors)");
   net->add_option("--report", na.report, "text or json")->capture_default_str();
   net->add_flag("-q,--quiet", na.quiet, "no progress on stderr");

@@ -30,7 +30,8 @@ static std::string escape(const std::string& s) {
 // A convolution's matcher (issue #31): the op's name, every loop size ((n, oh, ow, f, kh, kw, c), or
 // (n, oh, ow, c, kh, kw) depthwise), the strides and the dilations, so 3x3/2 and 3x3/1 with the same
 // loop sizes are told apart. The padding is the producer's (a tensor.pad), not the op's.
-static void emitConvMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w) {
+// `op`: the handle checked; the op is bound to %0. single_use: its result must have one user.
+static void emitConvChecks(std::ostringstream& o, const GemmWorkload& w, const std::string& op, bool single_use) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
   const ConvDesc& d = w.conv;
   const bool dw = d.depthwise();
@@ -40,11 +41,9 @@ static void emitConvMatcher(std::ostringstream& o, size_t i, const GemmWorkload&
   auto cmp = [&](const std::string& a, const std::string& b) {
     o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
   };
-  o << "  // " << w.key() << "\n"
-    << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n"
-    << "    transform.match.operation_name %op [\"" << (dw ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
+  o << "    transform.match.operation_name " << op << " [\"" << (dw ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
     << "\"] : " << H << "\n"
-    << "    %0 = transform.match.structured failures(propagate) %op : (" << H << ") -> " << H << " {\n"
+    << "    %0 = transform.match.structured failures(propagate) " << op << " : (" << H << ") -> " << H << " {\n"
     << "    ^bb0(%s: " << H << "):\n";
   const std::vector<int64_t> dims = dw ? std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw}
                                        : std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw, d.ic};
@@ -65,14 +64,13 @@ static void emitConvMatcher(std::ostringstream& o, size_t i, const GemmWorkload&
     << "      %dilations_want = transform.merge_handles %dil_h, %dil_w : " << P << "\n";
   cmp("strides", "strides_want");
   cmp("dilations", "dilations_want");
+  if (single_use) o << "      %use = transform.match.structured.result %s[0] single : (" << H << ") -> " << H << "\n";
   o << "      transform.match.structured.yield %s : " << H << "\n"
-    << "    }\n"
-    << "    transform.yield %0 : " << H << "\n"
-    << "  }\n";
+    << "    }\n";
 }
 
-static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
-  if (w.isConv()) return emitConvMatcher(o, i, w);
+static void emitChecks(std::ostringstream& o, const GemmWorkload& w, int64_t batch, const std::string& op, bool single_use) {
+  if (w.isConv()) return emitConvChecks(o, w, op, single_use);
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
   auto param = [&](const std::string& name, int64_t v) {
     o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
@@ -81,9 +79,7 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
     o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
   };
   const int b = batch > 0 ? 1 : 0;  // loop offset of m, n, k
-  o << "  // " << (batch > 0 && !w.batched() ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
-    << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n"
-    << "    %0 = transform.match.structured failures(propagate) %op : (" << H << ") -> " << H << " {\n"
+  o << "    %0 = transform.match.structured failures(propagate) " << op << " : (" << H << ") -> " << H << " {\n"
     << "    ^bb0(%s: " << H << "):\n"
     << "      %rank = transform.match.structured.rank %s : (" << H << ") -> " << P << "\n";
   param("rank_want", 3 + b);
@@ -122,8 +118,16 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
     param(std::string(on[x]) + "_bits_want", bits[x]);
     cmp(std::string(on[x]) + "_bits", std::string(on[x]) + "_bits_want");
   }
+  if (single_use) o << "      %use = transform.match.structured.result %s[0] single : (" << H << ") -> " << H << "\n";
   o << "      transform.match.structured.yield %s : " << H << "\n"
     << "    }\n";
+}
+
+static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
+  const std::string H = "!transform.any_op";
+  o << "  // " << (batch > 0 && !w.batched() ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
+    << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n";
+  emitChecks(o, w, batch, "%op", false);
   if (needs_fill)
     o << "    // The GPU schedule fuses the C initialisation into the kernel: it must be a linalg.fill.\n"
       << "    %init = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
@@ -134,7 +138,62 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
 
 static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_string(i); }
 
-Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title) {
+// An op with its epilogue (tune compile's CPU libraries; the ONNX importer writes them so,
+// frontend/src/onnx_epilogue.cpp): an all-parallel linalg.generic of the op's output rank whose
+// init is the result of the workload's op (its only use), whose own init is a linalg.fill.
+// Rooted at the generic, the last of the three, because foreach_match applies each action as it
+// walks: an action may erase the ops before the one it matched, not those after it.
+static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch) {
+  const std::string H = "!transform.any_op", P = "!transform.param<i64>", V = "!transform.any_value";
+  const int rank = w.isConv() ? 4 : batch > 0 ? 3 : 2;
+  o << "  // " << w.key() << " with its epilogue (bias, activation, residual add), fused into its tiles\n"
+    << "  transform.named_sequence @sextant_match_epilogue_" << i << "(%ep: " << H << " {transform.readonly}) -> (" << H
+    << ", " << H << ", " << H << ") {\n"
+    << "    transform.match.operation_name %ep [\"linalg.generic\"] : " << H << "\n"
+    << "    %g, %acc = transform.match.structured failures(propagate) %ep : (" << H << ") -> (" << H << ", " << V << ") {\n"
+    << "    ^bb0(%e: " << H << "):\n"
+    << "      transform.match.structured.dim %e[all] {parallel} : " << H << "\n"
+    << "      %erank = transform.match.structured.rank %e : (" << H << ") -> " << P << "\n"
+    << "      %erank_want = transform.param.constant " << rank << " : i64 -> " << P << "\n"
+    << "      transform.match.param.cmpi eq %erank, %erank_want : " << P << "\n"
+    << "      %einit = transform.match.structured.init %e[0] : (" << H << ") -> " << V << "\n"
+    << "      transform.match.structured.yield %e, %einit : " << H << ", " << V << "\n"
+    << "    }\n"
+    << "    %op = transform.get_defining_op %acc : (" << V << ") -> " << H << "\n";
+  emitChecks(o, w, batch, "%op", true);
+  o << "    %fill = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
+    << "    transform.match.operation_name %fill [\"linalg.fill\"] : " << H << "\n"
+    << "    transform.yield %0, %g, %fill : " << H << ", " << H << ", " << H << "\n"
+    << "  }\n";
+}
+
+// A CPU schedule's actions with the epilogue fused: their forall over the op's blocks tiles the
+// epilogue (%sx_ep) instead, with the same tile sizes (the op's parallel loops, in the order of its
+// result's dimensions), and the op and its fill are fused into each block; the rest applies to
+// the fused op as before. Empty when the actions do not begin their tiling with a forall over
+// the op (the transposed-B route tiles a packed op).
+std::string epilogueActions(const std::string& actions) {
+  const std::string H = "!transform.any_op";
+  const std::string forall = "%t1, %blocks = transform.structured.tile_using_forall %mm ";
+  const size_t at = actions.find(forall);
+  if (at == std::string::npos) return std::string();
+  const size_t bol = actions.rfind('\n', at) == std::string::npos ? 0 : actions.rfind('\n', at) + 1;
+  const size_t eol = actions.find('\n', at);
+  const std::string ind = actions.substr(bol, at - bol);
+  return actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
+         actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind +
+         "%t1, %blocks = transform.structured.fuse_into_containing_op %mm into %blocks_ep : (" + H + ", " + H +
+         ") -> (" + H + ", " + H + ")" + actions.substr(eol);
+  return actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
+         actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind +
+         "%t1, %blocks_op = transform.structured.fuse_into_containing_op %mm into %blocks_ep : (" + H + ", " + H +
+         ") -> (" + H + ", " + H + ")\n" + ind +
+         "%fill_tile, %blocks = transform.structured.fuse_into_containing_op %sx_fill into %blocks_op : (" + H + ", " +
+         H + ") -> (" + H + ", " + H + ")" + actions.substr(eol);
+}
+
+Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
+                                         bool fuse_epilogues) {
   if (entries.empty()) return Error{"nothing to put in the library"};
   std::map<std::string, std::string> seen;
   for (const auto& e : entries) {
@@ -145,6 +204,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
                    "export them to separate libraries"};
   }
   std::ostringstream o;
+  std::vector<size_t> epilogue;  // the entries with an epilogue variant
   o << "// " << title << "\n"
     << "// Generated by Sextant. Apply with:\n"
     << "//   mlir-opt IN.mlir --transform-preload-library=transform-library-paths=THIS_FILE "
@@ -159,20 +219,35 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";
     if (e.source == "predicted") o << "  // PREDICTED: chosen by the cost model, never measured on the target\n";
-    o << "  // knobs: " << e.space.keyOf(e.candidate) << "\n"
-      << "  transform.named_sequence @sextant_apply_" << i
-      << "(%op: !transform.any_op {transform.readonly}) attributes {sextant.workload = \"" << e.workload.key()
-      << "\", sextant.source = \"" << e.source << "\"";
-    for (const auto& [k, v] : e.provenance) o << ", sextant." << k << " = \"" << escape(v) << "\"";
-    o << "} {\n"
+    o << "  // knobs: " << e.space.keyOf(e.candidate) << "\n";
+    std::ostringstream attrs;
+    attrs << " attributes {sextant.workload = \"" << e.workload.key() << "\", sextant.source = \"" << e.source << "\"";
+    for (const auto& [k, v] : e.provenance) attrs << ", sextant." << k << " = \"" << escape(v) << "\"";
+    attrs << "}";
+    const std::string actions =
+        gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+        : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
+        : !e.actions.empty() && e.batch == 0
+            ? e.actions
+            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout);
+    o << "  transform.named_sequence @sextant_apply_" << i << "(%op: !transform.any_op {transform.readonly})"
+      << attrs.str() << " {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
-      << (gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
-          : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
-              : !e.actions.empty() && e.batch == 0 ? e.actions
-                                                   : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m,
-                                                                      e.workload.layout))
-      << "    transform.yield\n"
+      << actions << "    transform.yield\n"
       << "  }\n";
+    const std::string fused = gpu || !fuse_epilogues ? std::string() : epilogueActions(actions);
+    if (!fused.empty()) {
+      epilogue.push_back(i);
+      emitEpilogueMatcher(o, i, e.workload, e.batch);
+      const std::string H = "!transform.any_op";
+      o << "  transform.named_sequence @sextant_apply_epilogue_" << i << "(%op: " << H << " {transform.readonly}, %ep: "
+        << H << " {transform.readonly}, %fill: " << H << " {transform.readonly})" << attrs.str() << " {\n"
+        << "    %mm = transform.merge_handles %op {deduplicate} : " << H << "\n"
+        << "    %sx_ep = transform.merge_handles %ep {deduplicate} : " << H << "\n"
+        << "    %sx_fill = transform.merge_handles %fill {deduplicate} : " << H << "\n"
+        << fused << "    transform.yield\n"
+        << "  }\n";
+    }
     if (gpu)
       o << "  // " << e.workload.key() << ": the function-level part of the schedule (one GEMM per function)\n"
         << "  transform.named_sequence @sextant_lower_" << i << "(%func: !transform.any_op {transform.consumed}) {\n"
@@ -184,8 +259,18 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
         << "    transform.yield\n"
         << "  }\n";
   }
-  o << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n"
-    << "    %done = transform.foreach_match in %root\n";
+  o << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n";
+  std::string root = "%root";
+  if (!epilogue.empty()) {
+    // First the ops with an epilogue (matched at the epilogue), then the others.
+    o << "    %fused = transform.foreach_match in %root\n";
+    for (size_t k = 0; k < epilogue.size(); ++k)
+      o << "        @sextant_match_epilogue_" << epilogue[k] << " -> @sextant_apply_epilogue_" << epilogue[k]
+        << (k + 1 < epilogue.size() ? ",\n" : "\n");
+    o << "      : (!transform.any_op) -> !transform.any_op\n";
+    root = "%fused";
+  }
+  o << "    %done = transform.foreach_match in " << root << "\n";
   for (size_t i = 0; i < entries.size(); ++i)
     o << "        @sextant_match_" << i << " -> @sextant_apply_" << i << (i + 1 < entries.size() ? ",\n" : "\n");
   o << "      : (!transform.any_op) -> !transform.any_op\n";

@@ -227,7 +227,7 @@ Val Emitter::call(const std::string& name_in, const std::vector<Val>& args,
   return out;
 }
 
-Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm) {
+Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm, int dest) {
   // The broadcast logical shape (the callers check that the operands broadcast).
   std::vector<Shape> shapes;
   for (const Operand& o : ins) shapes.push_back(o.shape());
@@ -252,6 +252,7 @@ Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Pe
   std::vector<std::string> maps;
   for (size_t k = 0; k < ins.size(); ++k) {
     const Operand& o = ins[k];
+    if (int(k) == dest) continue;  // the init, read as %out
     if (o.cst && numel(o.cst->shape) == 1) {
       scalars[k] = f32(o.cst->v[0]);
       continue;
@@ -271,7 +272,7 @@ Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Pe
     for (size_t i = 0; i < rank; ++i) r.push_back("d" + std::to_string(i));
     return r;
   }()));
-  const std::string init = empty(phys);
+  const std::string init = dest >= 0 ? ins[size_t(dest)].val->ssa : empty(phys);
   std::string ins_text, ins_types, args;
   for (size_t t = 0; t < tensors.size(); ++t) {
     ins_text += (t ? ", " : "") + tensors[t].ssa;
@@ -288,7 +289,7 @@ Val Emitter::elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Pe
   line("^bb0(" + args + "%out: f32):");
   std::vector<std::string> elems(ins.size());
   for (size_t k = 0; k < ins.size(); ++k)
-    elems[k] = tensor_of[k] >= 0 ? "%a" + std::to_string(tensor_of[k]) : scalars[k];
+    elems[k] = int(k) == dest ? "%out" : tensor_of[k] >= 0 ? "%a" + std::to_string(tensor_of[k]) : scalars[k];
   // The body's own SSA values need names unique in the function: fresh() gives them.
   in_region_ = true;
   const std::string r = fn(*this, elems);

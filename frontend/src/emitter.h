@@ -88,8 +88,9 @@ class Emitter {
 
   // ONNX (numpy) broadcasting elementwise op (the operands' shapes must broadcast:
   // broadcastShapes); the result takes `out_perm` (empty: the first operand of the output's
-  // rank's order). Constant operands of one element become scalars.
-  Val elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm = {});
+  // rank's order). Constant operands of one element become scalars. `dest` >= 0: that operand (a
+  // tensor of the result's shape and order) is the op's init, updated in place (read as %out).
+  Val elementwise(const std::vector<Operand>& ins, const ScalarFn& fn, Perm out_perm = {}, int dest = -1);
   // Sum or max over logical `axes`, the axes kept with size 1; the result keeps x's order.
   Val reduce(const Val& x, const std::vector<int>& axes, bool max);
   Val reshape(const Val& x, const Shape& to);  // row-major reshape (materializes the identity order)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ class Importer {
   const onnx::NodeProto* node = nullptr;
   int node_index = 0;
   int64_t opset = 13;
+  // The graph around the walk: how many node inputs and graph outputs read each name, the node
+  // that reads (last) and the node that writes each name, and the nodes an earlier node's
+  // epilogue has already lowered (the walk skips them).
+  const onnx::GraphProto* graph = nullptr;
+  std::map<std::string, int> uses, reader, writer;
+  std::set<int> absorbed;
 
   // "node 'NAME' (#3, Conv): msg" as an error.
   Error fail(const std::string& msg) const;
@@ -56,6 +63,30 @@ Status lowerSoftmax(Importer& im);
 Status lowerBatchNorm(Importer& im);
 Status lowerLayerNorm(Importer& im);
 Status lowerReduce(Importer& im);  // ReduceMean, ReduceSum, ReduceMax
+
+// onnx_epilogue.cpp: the elementwise nodes after a convolution or matrix product that are
+// computed in its function, on its result in place (bias, Relu, Clip, a residual Add), so that
+// tune compile's CPU library fuses them into the op's tiles.
+struct EpilogueStep {
+  enum Kind { kAddConst, kAddTensor, kRelu, kClip } kind;
+  Const c;             // kAddConst: one value, or one per channel (shape {channels})
+  std::string tensor;  // kAddTensor: the other operand's ONNX name (same shape)
+  double lo = 0, hi = 0;  // kClip
+};
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  std::vector<int> nodes;  // the nodes it lowers
+  std::string out;         // the name its result defines
+  std::vector<std::string> tensors() const;  // the kAddTensor operands, in order
+};
+// The epilogue of the current node's output 0, of logical shape `shape` with channels along
+// logical dim `channel`; `bias` (one value per channel), if any, is its first step.
+Epilogue planEpilogue(Importer& im, const Shape& shape, int channel, const Const* bias);
+// In the op's function: `acc` with the steps applied in place; `res` the function's parameters
+// holding the kAddTensor operands (acc's shape and order), in order.
+Val emitEpilogue(Emitter& em, const Val& acc, int channel, const Epilogue& ep, const std::vector<Val>& res);
+// Defines the epilogue's result and marks its nodes lowered.
+void defineEpilogue(Importer& im, const Epilogue& ep, const Val& result);
 
 // onnx_fold.cpp: an initializer or Constant's value; Reshape's target shape (0 copies the
 // input's dim unless allowzero, -1 takes what is left); and folding: true (and the node's outputs

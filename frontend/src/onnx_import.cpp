@@ -197,10 +197,18 @@ Result<ImportedModel> importOnnx(const std::string& path, const std::map<std::st
   for (const auto& [name, dims] : shapes)
     if (!im.vals.count(name)) return err("--input-shape names '" + name + "', which is not an input of the model");
 
+  im.graph = &g;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto& in : g.node(i).input())
+      if (!in.empty()) ++im.uses[in], im.reader[in] = i;
+    for (const auto& o : g.node(i).output()) im.writer[o] = i;
+  }
+  for (const auto& o : g.output()) ++im.uses[o.name()];
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     im.node = &n, im.node_index = i;
     ++out.nodes;
+    if (im.absorbed.count(i)) continue;  // lowered in an earlier node's epilogue
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return err(im.fail("operator domain '" + n.domain() + "' is not supported").message);
     auto folded = fold(im);

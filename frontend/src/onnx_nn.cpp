@@ -4,6 +4,7 @@
 // tune compile matches to tuned GEMM and batch_matmul schedules.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "importer.h"
 
@@ -79,12 +80,16 @@ Status addBias(Importer& im, Val y, size_t bias_input, int64_t channels) {
 
 // A product of `a` [(B,) M, K] and `b` [(B,) K, N] (identity order) as linalg.matmul or
 // linalg.batch_matmul, in a function of its own (Emitter::call); `b_const`: B is that constant,
-// inside the function, instead of a tensor argument.
-Val product(Importer& im, const Val& a, const Val* b, const Const* b_const, const Perm& b_perm, int64_t n) {
+// inside the function, instead of a tensor argument. `ep`: the epilogue computed there on the
+// [M, N] result (channels: N), its tensors `res` given as [M, N] (2-D products only).
+Val product(Importer& im, const Val& a, const Val* b, const Const* b_const, const Perm& b_perm, int64_t n,
+            const Epilogue* ep = nullptr, const std::vector<Val>& res = {}) {
   Emitter& em = im.em;
   const std::string name = "matmul_" + im.nodeName();
   std::vector<Val> args = {a};
   if (b) args.push_back(*b);
+  const size_t first_res = args.size();
+  args.insert(args.end(), res.begin(), res.end());
   return em.call(name, args, [&](const std::vector<Val>& p) {
     const Val bv = b ? p[1] : em.constant(*b_const, b_perm);
     Shape o = a.shape;
@@ -94,8 +99,30 @@ Val product(Importer& im, const Val& a, const Val* b, const Const* b_const, cons
     em.line(r + (batched ? " = linalg.batch_matmul ins(" : " = linalg.matmul ins(") + p[0].ssa + ", " + bv.ssa +
             " : " + Emitter::type(a.shape) + ", " + Emitter::type(bv.physical()) + ") outs(" + init + " : " +
             Emitter::type(o) + ") -> " + Emitter::type(o));
-    return Val{r, o, identityPerm(o.size())};
+    const Val acc{r, o, identityPerm(o.size())};
+    if (!ep) return acc;
+    return emitEpilogue(em, acc, int(o.size()) - 1, *ep, std::vector<Val>(p.begin() + long(first_res), p.end()));
   });
+}
+
+// The epilogue's tensors as the rows x n matrix a 2-D product computes: each in `order` (its
+// producer's physical order), then reshaped row-major.
+std::vector<Val> asRows(Importer& im, const Epilogue& ep, const Perm& order, int64_t rows, int64_t n) {
+  std::vector<Val> out;
+  for (const std::string& t : ep.tensors()) {
+    const Val v = im.em.transpose(im.vals.at(t), order);
+    out.push_back(im.em.reshape(Val{v.ssa, v.physical(), identityPerm(v.shape.size())}, {rows, n}));
+  }
+  return out;
+}
+
+// A constant bias per output channel (`channels` values), for an epilogue; nothing when `c` is
+// not one (the caller adds it as before).
+std::optional<Const> channelBias(const Const& c, int64_t channels) {
+  if (c.is_int || int64_t(c.v.size()) != channels) return std::nullopt;
+  for (size_t i = 0; i + 1 < c.shape.size(); ++i)
+    if (c.shape[i] != 1) return std::nullopt;
+  return Const{{channels}, false, c.v};
 }
 
 }  // namespace
@@ -118,8 +145,28 @@ Status lowerConv(Importer& im) {
   // the padding of a convolution from the tensor.pad that produces its input) and its filter.
   const Shape lo = {0, w->pt, w->pl, 0}, hi = {0, w->pb, w->pr, 0};
   const std::string name = "conv_" + im.nodeName();
-  auto conv = [&](const Val& in, const Const& filter, int64_t f) {  // groups of one: conv_2d_nhwc_hwcf
-    return em.call(name, {in}, [&](const std::vector<Val>& p) {
+  // The bias, activation and residual add after the convolution, computed in its function
+  // (onnx_epilogue.cpp; not for grouped convolutions, which are one function per group).
+  std::optional<Const> bias;
+  if (im.has(2)) {
+    if (!im.isConst(2)) return im.fail("a bias that is not a constant");
+    bias = channelBias(im.cst(2), F);
+  }
+  const bool fused = group == 1 || (group == C && F == C);
+  const Epilogue ep = fused && (bias || !im.has(2)) ? planEpilogue(im, {N, F, w->oh, w->ow}, 1, bias ? &*bias : nullptr)
+                                                     : Epilogue{};
+  std::vector<Val> res;  // its tensors in NHWC, arguments of the function
+  for (const std::string& t : ep.tensors()) res.push_back(em.transpose(im.vals.at(t), kNHWC));
+  auto withRes = [&](const Val& in) {
+    std::vector<Val> a = {in};
+    if (!ep.steps.empty()) a.insert(a.end(), res.begin(), res.end());
+    return a;
+  };
+  auto epilogueOf = [&](const Val& acc, const std::vector<Val>& p) {
+    return ep.steps.empty() ? acc : emitEpilogue(em, acc, 1, ep, std::vector<Val>(p.begin() + 1, p.end()));
+  };
+  auto conv = [&](const Val& in, const Const& filter, int64_t f, bool with_ep) {  // groups of one: conv_2d_nhwc_hwcf
+    return em.call(name, with_ep ? withRes(in) : std::vector<Val>{in}, [&](const std::vector<Val>& p) {
       const Val xp = em.pad(p[0], lo, hi, 0.0);
       const Val fc = em.constant(filter, {2, 3, 1, 0});  // OIHW -> HWIO
       const Shape o = {N, w->oh, w->ow, f};
@@ -127,7 +174,8 @@ Status lowerConv(Importer& im) {
       em.line(r + " = linalg.conv_2d_nhwc_hwcf " + attrs + " ins(" + xp.ssa + ", " + fc.ssa + " : " +
               Emitter::type(xp.physical()) + ", " + Emitter::type(fc.physical()) + ") outs(" + init + " : " +
               Emitter::type(o) + ") -> " + Emitter::type(o));
-      return Val{r, {N, f, w->oh, w->ow}, kNHWC};
+      const Val acc{r, {N, f, w->oh, w->ow}, kNHWC};
+      return with_ep ? epilogueOf(acc, p) : acc;
     });
   };
   const Val xn = em.transpose(*x, kNHWC);
@@ -139,20 +187,20 @@ Status lowerConv(Importer& im) {
     if (w->sh != 1 || w->sw != 1) px = em.slice(px, {0, 0, 0, 0}, {N, w->oh, w->ow, C}, {1, w->sh, w->sw, 1});
     const Val a2 = em.reshape(px, {N * w->oh * w->ow, C});
     const Const w2 = reshaped(W, {F, C});
-    const Val g = product(im, a2, nullptr, &w2, {1, 0}, F);
+    const Val g = product(im, a2, nullptr, &w2, {1, 0}, F, &ep, asRows(im, ep, kNHWC, N * w->oh * w->ow, F));
     const Val y4 = em.reshape(g, {N, w->oh, w->ow, F});
     y = Val{y4.ssa, {N, F, w->oh, w->ow}, kNHWC};
   } else if (group == 1) {
-    y = conv(xn, W, F);
+    y = conv(xn, W, F, true);
   } else if (group == C && F == C) {  // depthwise: linalg.depthwise_conv_2d_nhwc_hwc
-    y = em.call(name, {xn}, [&](const std::vector<Val>& p) {
+    y = em.call(name, withRes(xn), [&](const std::vector<Val>& p) {
       const Val xp = em.pad(p[0], lo, hi, 0.0);
       const Val fc = em.constant(reshaped(W, {C, W.shape[2], W.shape[3]}), {1, 2, 0});
       const std::string init = em.filled(out_phys, 0.0), r = em.fresh();
       em.line(r + " = linalg.depthwise_conv_2d_nhwc_hwc " + attrs + " ins(" + xp.ssa + ", " + fc.ssa + " : " +
               Emitter::type(xp.physical()) + ", " + Emitter::type(fc.physical()) + ") outs(" + init + " : " +
               Emitter::type(out_phys) + ") -> " + Emitter::type(out_phys));
-      return Val{r, {N, F, w->oh, w->ow}, kNHWC};
+      return epilogueOf(Val{r, {N, F, w->oh, w->ow}, kNHWC}, p);
     });
   } else {  // grouped: one convolution per group, on a slice of the channels
     const int64_t fg = F / group, per = cg * W.shape[2] * W.shape[3];
@@ -163,11 +211,13 @@ Status lowerConv(Importer& im) {
       wg.shape = {fg, cg, W.shape[2], W.shape[3]};
       wg.v.assign(W.v.begin() + g * fg * per, W.v.begin() + (g + 1) * fg * per);
       const Val in = em.slice(xn, {0, 0, 0, g * cg}, {xs[0], xs[1], xs[2], cg}, {1, 1, 1, 1});
-      parts.push_back({conv(in, wg, fg), {0, 0, 0, g * fg}});
+      parts.push_back({conv(in, wg, fg, false), {0, 0, 0, g * fg}});
     }
     y = em.insertSlices(out_phys, parts, {N, F, w->oh, w->ow}, kNHWC);
   }
-  return addBias(im, y, 2, F);
+  if (!fused || (im.has(2) && !bias)) return addBias(im, y, 2, F);
+  defineEpilogue(im, ep, y);
+  return okStatus();
 }
 
 Status lowerPool(Importer& im) {
@@ -242,10 +292,24 @@ Status lowerGemm(Importer& im) {
   const double alpha = im.attrFloat("alpha", 1.0), beta = im.attrFloat("beta", 1.0);
   const bool tb = im.attrInt("transB", 0) != 0;
   Val y;
+  const int64_t M = A.shape[0];
   if (im.isConst(1)) {  // weights: transposed and scaled by alpha here, once
     Const B = im.cst(1);
     for (double& v : B.v) v *= alpha;
-    y = product(im, A, nullptr, &B, tb ? Perm{1, 0} : Perm{0, 1}, B.shape[tb ? 0 : 1]);
+    const int64_t n = B.shape[tb ? 0 : 1];
+    // C (times beta) as the epilogue's bias when it is one value per column.
+    std::optional<Const> bias;
+    if (im.has(2) && im.isConst(2)) {
+      bias = channelBias(im.cst(2), n);
+      if (bias)
+        for (double& v : bias->v) v *= beta;
+    }
+    if (!im.has(2) || bias) {
+      const Epilogue ep = planEpilogue(im, {M, n}, 1, bias ? &*bias : nullptr);
+      defineEpilogue(im, ep, product(im, A, nullptr, &B, tb ? Perm{1, 0} : Perm{0, 1}, n, &ep, asRows(im, ep, {0, 1}, M, n)));
+      return okStatus();
+    }
+    y = product(im, A, nullptr, &B, tb ? Perm{1, 0} : Perm{0, 1}, n);
   } else {
     auto bv = im.val(1);
     if (!bv) return Error{bv.error()};
@@ -274,21 +338,23 @@ Status lowerMatMul(Importer& im) {
   if (as.size() < 2 || bs.size() < 2) return im.fail("1-D operands are not supported");
   const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   if (bs[bs.size() - 2] != k) return im.fail("the inner dimensions differ");
-  if (bs.size() == 2) {  // [..., M, K] x [K, N]: one GEMM over every row
+  if (bs.size() == 2) {  // [..., M, K] x [K, N]: one GEMM over every row, with its epilogue
     const int64_t rows = numel(as) / k;
     const Val a2 = em.reshape(*a, {rows, k});
+    Shape to = as;
+    to.back() = n;
+    const Epilogue ep = planEpilogue(im, to, int(to.size()) - 1, nullptr);
+    const std::vector<Val> res = asRows(im, ep, identityPerm(to.size()), rows, n);
     Val y;
     if (im.isConst(1)) {
-      y = product(im, a2, nullptr, &im.cst(1), {0, 1}, n);
+      y = product(im, a2, nullptr, &im.cst(1), {0, 1}, n, &ep, res);
     } else {
       auto b = im.val(1);
       if (!b) return Error{b.error()};
       const Val bi = em.identity(*b);
-      y = product(im, a2, &bi, nullptr, {}, n);
+      y = product(im, a2, &bi, nullptr, {}, n, &ep, res);
     }
-    Shape to = as;
-    to.back() = n;
-    im.define(em.reshape(y, to));
+    defineEpilogue(im, ep, em.reshape(y, to));
     return okStatus();
   }
   // Batched: the same batch dims on both sides.

@@ -196,3 +196,46 @@ TEST(Model, RelativeOutputPathsInTheWorkingDirectory) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/net.so"));
   std::filesystem::remove_all(dir);
 }
+
+// Issue #32 item 4: a convolution's bias and activation, a depthwise convolution's Clip and a
+// strided 1x1 convolution's residual add run on each of the op's tiles (inside its scf.forall),
+// not as a pass over the whole output after it; --no-epilogue-fusion keeps the pass. Checked on
+// the library tune compile applies, applied by stock mlir-opt to the imported module; on 2
+// threads, so that each op's default schedule has at least two blocks (a forall of one is folded).
+TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
+  const std::string db = tmp("epi.db"), so = tmp("epi.so"), mlir = tmp("epi.mlir"), tools = SEXTANT_LLVM_TOOLS;
+  removeDb(db);
+  modelJson("cnn", db, so, "--trials 0 --emit-mlir " + mlir);
+  // The text of function @NAME in `text`.
+  auto function = [](const std::string& text, const std::string& name) {
+    const size_t at = text.find("func.func private @" + name + "(");
+    if (at == std::string::npos) return std::string();
+    return text.substr(at, text.find("\n  }\n", at) - at);
+  };
+  // Where `op` is in @NAME, relative to the end of its forall (in_parallel): < 0 inside.
+  auto inside = [&](const std::string& applied, const std::string& name, const std::string& op) {
+    const std::string f = function(applied, name);
+    const size_t end = f.find("scf.forall.in_parallel"), at = f.rfind(op);
+    EXPECT_NE(end, std::string::npos) << name << ":\n" << f;
+    EXPECT_NE(at, std::string::npos) << name << ":\n" << f;
+    return at < end;
+  };
+  for (bool fused : {true, false}) {
+    const std::string lib = tmp(fused ? "epi_lib.mlir" : "epi_lib_off.mlir"), applied = tmp("epi_applied.mlir");
+    Outcome c = tune("compile " + kModels + "cnn.onnx --threads 2 --db " + db + " -o " + so + " --emit-library " + lib +
+                     (fused ? "" : " --no-epilogue-fusion"));
+    ASSERT_EQ(c.code, 0) << c.err;
+    EXPECT_EQ(slurp(lib).find("@sextant_apply_epilogue_") != std::string::npos, fused);
+    Outcome opt = sh(tools + "/mlir-opt " + mlir + " --transform-preload-library=transform-library-paths=" + lib +
+                     " --transform-interpreter -o " + applied);
+    ASSERT_EQ(opt.code, 0) << opt.err;
+    const std::string text = slurp(applied);
+    EXPECT_EQ(inside(text, "conv_c1", "arith.maximumf"), fused);  // bias + Relu
+    EXPECT_EQ(inside(text, "conv_c3", "arith.minimumf"), fused);  // depthwise: bias + Clip
+    EXPECT_EQ(inside(text, "matmul_ds", "arith.addf"), fused);    // 1x1 stride 2: + c6 (residual)
+    std::filesystem::remove(applied);
+    std::filesystem::remove(lib);
+  }
+  std::filesystem::remove(mlir);
+  removeDb(db);
+}

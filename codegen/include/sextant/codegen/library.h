@@ -39,6 +39,13 @@ std::string matcherSignature(const GemmWorkload& w, int64_t batch = 0);
 // GPU entries (gpu_schedule.h) also need the GEMM's C initialised by a linalg.fill (it is fused
 // into the kernel) and the op alone in its function (the launch is built per function); the
 // matcher checks the first, a second scheduled GEMM in one function fails the transform loudly.
-Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title);
+// fuse_epilogues (tune compile's CPU libraries): each CPU schedule also gets a variant for its op
+// followed by an elementwise epilogue in place on its result (bias, activation, residual add, as
+// the ONNX importer writes them), which tiles the epilogue with the op's outermost tiles and fuses
+// the op into each tile; exported libraries keep the op-only form.
+Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
+                                         bool fuse_epilogues = false);
+// The actions of a CPU schedule rewritten for that variant (empty: it has none).
+std::string epilogueActions(const std::string& actions);
 
 }  // namespace sextant
