@@ -32,7 +32,7 @@ std::string cpuBufferization() {
   return "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
          // Buffers allocated in a loop (pack_b's panel, once per K chunk) are allocated once
          // before it instead; not out of the forall (one buffer per block and thread).
-         "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref";
+         "func.func(buffer-loop-hoisting),buffer-deallocation-pipeline,convert-bufferization-to-memref,cse";
 }
 
 // generic_alloc: memref.alloc / dealloc call _mlir_memref_to_llvm_alloc / free (a network's own
@@ -63,8 +63,13 @@ std::string cpuLowering(int threads, int64_t prefetch = 0, bool generic_alloc = 
 // memrefCopy" when loaded, issue #35): they become linalg.copy, lowered to loops below.
 // Contiguous copies stay (they become memcpy).
 void stridedCopiesToLoops(mlir::ModuleOp m) {
-  llvm::SmallVector<mlir::memref::CopyOp> strided;
+  llvm::SmallVector<mlir::memref::CopyOp> strided, self;
   m.walk([&](mlir::memref::CopyOp c) {
+    // A copy of a view onto itself (an in-place tile written back: CSE made the two views one).
+    if (c.getSource() == c.getTarget()) {
+      self.push_back(c);
+      return;
+    }
     auto src = llvm::dyn_cast<mlir::MemRefType>(c.getSource().getType());
     auto dst = llvm::dyn_cast<mlir::MemRefType>(c.getTarget().getType());
     if (!src || !dst) return;
@@ -72,6 +77,7 @@ void stridedCopiesToLoops(mlir::ModuleOp m) {
       return;
     strided.push_back(c);
   });
+  for (mlir::memref::CopyOp c : self) c.erase();
   for (mlir::memref::CopyOp c : strided) {
     mlir::OpBuilder b(c);
     mlir::linalg::CopyOp::create(b, c.getLoc(), mlir::ValueRange{c.getSource()}, mlir::ValueRange{c.getTarget()});

@@ -98,8 +98,10 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
     << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
-    << ind << "// The accumulators stay in registers across the reduction loops.\n"
-    << hoistAndLowerContractions(ind, "");
+    << ind << "// The accumulators stay in registers across the reduction loops; canonicalization then drops\n"
+    << ind << "// the loop arguments hoisting left unchanged (the register tile and its rank-reduced view:\n"
+    << ind << "// two arguments on one buffer, which bufferization would copy into a new buffer per tile).\n"
+    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.canonicalization\n");
   return o.str();
 }
 
