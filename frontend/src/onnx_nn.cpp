@@ -155,11 +155,9 @@ Status lowerConv(Importer& im) {
   const bool fused = group == 1 || (group == C && F == C);
   const Epilogue ep = fused && (bias || !im.has(2)) ? planEpilogue(im, {N, F, w->oh, w->ow}, 1, bias ? &*bias : nullptr)
                                                      : Epilogue{};
-  std::vector<Val> res;  // its tensors in NHWC, arguments of the function
-  for (const std::string& t : ep.tensors()) res.push_back(em.transpose(im.vals.at(t), kNHWC));
-  auto withRes = [&](const Val& in) {
+  auto withRes = [&](const Val& in) {  // the function's arguments: the input, the epilogue's tensors in NHWC
     std::vector<Val> a = {in};
-    if (!ep.steps.empty()) a.insert(a.end(), res.begin(), res.end());
+    for (const std::string& t : ep.tensors()) a.push_back(em.transpose(im.vals.at(t), kNHWC));
     return a;
   };
   auto epilogueOf = [&](const Val& acc, const std::vector<Val>& p) {
