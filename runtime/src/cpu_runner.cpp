@@ -293,6 +293,7 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
   auto co = runIsolated(
       [&]() -> std::string {
         limitChildAddressSpace(o.memory_limit_bytes == 0 ? defaultChildMemoryLimit() : o.memory_limit_bytes);
+        bindOpenMpThreads();
         void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) return nlohmann::json{{"status", "load_error"}, {"message", std::string(dlerror())}}.dump();
         void* sym = dlsym(h, "_mlir_ciface_sextant_gemm");

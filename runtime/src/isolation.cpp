@@ -299,6 +299,12 @@ bool limitChildAddressSpace(long long extra_bytes) {
   return setrlimit(RLIMIT_AS, &lim) == 0;
 }
 
+void bindOpenMpThreads() {
+  for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY"})
+    if (getenv(v)) return;
+  setenv("OMP_PROC_BIND", "true", 1);
+}
+
 long long defaultChildMemoryLimit() {
   long long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? pages * page / 2 : (8ll << 30);

@@ -34,6 +34,7 @@ std::string runLibref(const std::vector<std::string>& args) {
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    bindOpenMpThreads();  // the libraries' OpenMP threads placed as the candidates' are
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);

@@ -59,6 +59,7 @@ int64_t count(const std::vector<int64_t>& s) {
 
 // In the child: load, call, time; the result as JSON (or "error: ...").
 std::string runInChild(const ModelRunRequest& r, const std::string& outputs_path) {
+  bindOpenMpThreads();
   void* h = dlopen(r.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return std::string("error: cannot load the model: ") + dlerror();
   void* fn = dlsym(h, r.entry.c_str());

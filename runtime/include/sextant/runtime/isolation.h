@@ -38,6 +38,12 @@ ChildOutcome runIsolated(const IsolatedJob& job, double timeout_s);
 bool limitChildAddressSpace(long long extra_bytes);
 // Half the physical memory: the default cap on what a measuring child may map.
 long long defaultChildMemoryLimit();
+// Called in a measuring child before it loads OpenMP code (a kernel, a network, or sextant-libref
+// before its exec): OpenMP threads bound to cores (OMP_PROC_BIND=true), unless the environment
+// already places them (OMP_PROC_BIND, OMP_PLACES, KMP_AFFINITY, GOMP_CPU_AFFINITY). Left to the
+// scheduler, a 2-thread kernel of tens of microseconds measured either ~25 or ~80 us per call,
+// per process, depending on whether its two threads shared one vCPU (Zen 5 VM, 2026-11-25).
+void bindOpenMpThreads();
 
 // One measuring process per machine at a time (issue #35): a machine-wide lock on a file
 // ($SEXTANT_MACHINE_LOCK, default /tmp/sextant-machine.lock). Measuring holds it exclusively
