@@ -182,10 +182,6 @@ std::string epilogueActions(const std::string& actions) {
   const std::string ind = actions.substr(bol, at - bol);
   return actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
          actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind +
-         "%t1, %blocks = transform.structured.fuse_into_containing_op %mm into %blocks_ep : (" + H + ", " + H +
-         ") -> (" + H + ", " + H + ")" + actions.substr(eol);
-  return actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
-         actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind +
          "%t1, %blocks_op = transform.structured.fuse_into_containing_op %mm into %blocks_ep : (" + H + ", " + H +
          ") -> (" + H + ", " + H + ")\n" + ind +
          "%fill_tile, %blocks = transform.structured.fuse_into_containing_op %sx_fill into %blocks_op : (" + H + ", " +

@@ -212,13 +212,13 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     if (at == std::string::npos) return std::string();
     return text.substr(at, text.find("\n  }\n", at) - at);
   };
-  // Where `op` is in @NAME, relative to the end of its forall (in_parallel): < 0 inside.
+  // Whether the last `op` of @NAME is inside its forall (between scf.forall and its in_parallel).
   auto inside = [&](const std::string& applied, const std::string& name, const std::string& op) {
     const std::string f = function(applied, name);
-    const size_t end = f.find("scf.forall.in_parallel"), at = f.rfind(op);
+    const size_t begin = f.find("scf.forall"), end = f.find("scf.forall.in_parallel"), at = f.rfind(op);
     EXPECT_NE(end, std::string::npos) << name << ":\n" << f;
     EXPECT_NE(at, std::string::npos) << name << ":\n" << f;
-    return at < end;
+    return at > begin && at < end;
   };
   for (bool fused : {true, false}) {
     const std::string lib = tmp(fused ? "epi_lib.mlir" : "epi_lib_off.mlir"), applied = tmp("epi_applied.mlir");
@@ -231,6 +231,7 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     ASSERT_EQ(opt.code, 0) << opt.err;
     const std::string text = slurp(applied);
     EXPECT_EQ(inside(text, "conv_c1", "arith.maximumf"), fused);  // bias + Relu
+    EXPECT_EQ(inside(text, "conv_c1", "linalg.fill"), fused);     // the zero fill, per block too
     EXPECT_EQ(inside(text, "conv_c3", "arith.minimumf"), fused);  // depthwise: bias + Clip
     EXPECT_EQ(inside(text, "matmul_ds", "arith.addf"), fused);    // 1x1 stride 2: + c6 (residual)
     std::filesystem::remove(applied);

@@ -1,4 +1,5 @@
 #include <csignal>
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -46,4 +47,28 @@ TEST(Isolation, ParallelJobsKeepTheirOrder) {
   auto out = runIsolated(jobs, 3, 10);
   ASSERT_EQ(out.size(), 6u);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i].output, std::to_string(i));
+}
+
+// A measuring child binds OpenMP threads to cores unless the environment already places them
+// (docs/measurement.md): checked in isolated children, so the test process keeps its environment.
+TEST(Isolation, MeasuringChildrenBindOpenMpThreadsUnlessTheEnvironmentPlacesThem) {
+  ChildOutcome plain = runIsolated(
+      [] {
+        for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY"}) unsetenv(v);
+        bindOpenMpThreads();
+        const char* b = getenv("OMP_PROC_BIND");
+        return std::string(b ? b : "unset");
+      },
+      10);
+  EXPECT_EQ(plain.output, "true");
+  ChildOutcome placed = runIsolated(
+      [] {
+        unsetenv("OMP_PROC_BIND");
+        setenv("OMP_PLACES", "cores", 1);
+        bindOpenMpThreads();
+        const char* b = getenv("OMP_PROC_BIND");
+        return std::string(b ? b : "unset");
+      },
+      10);
+  EXPECT_EQ(placed.output, "unset");
 }
