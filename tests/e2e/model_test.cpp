@@ -231,9 +231,23 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     ASSERT_EQ(opt.code, 0) << opt.err;
     const std::string text = slurp(applied);
     EXPECT_EQ(inside(text, "conv_c1", "arith.maximumf"), fused);  // bias + Relu
-    EXPECT_EQ(inside(text, "conv_c1", "linalg.fill"), fused);     // the zero fill, per block too
+    EXPECT_EQ(inside(text, "conv_c1", "linalg.fill"), fused);     // the zero fill, per block too (2 threads)
     EXPECT_EQ(inside(text, "conv_c3", "arith.minimumf"), fused);  // depthwise: bias + Clip
     EXPECT_EQ(inside(text, "matmul_ds", "arith.addf"), fused);    // 1x1 stride 2: + c6 (residual)
+    std::filesystem::remove(applied);
+    std::filesystem::remove(lib);
+  }
+  // On one thread the op's zero fill stays one pass before its blocks; the epilogue is fused.
+  {
+    const std::string lib = tmp("epi_lib_t1.mlir"), applied = tmp("epi_applied_t1.mlir");
+    Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --emit-library " + lib);
+    ASSERT_EQ(c.code, 0) << c.err;
+    Outcome opt = sh(tools + "/mlir-opt " + mlir + " --transform-preload-library=transform-library-paths=" + lib +
+                     " --transform-interpreter -o " + applied);
+    ASSERT_EQ(opt.code, 0) << opt.err;
+    const std::string text = slurp(applied);
+    EXPECT_TRUE(inside(text, "conv_c1", "arith.maximumf"));
+    EXPECT_FALSE(inside(text, "conv_c1", "linalg.fill"));
     std::filesystem::remove(applied);
     std::filesystem::remove(lib);
   }
