@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,6 +80,9 @@ struct Epilogue {
   std::string out;         // the name its result defines
   std::vector<std::string> tensors() const;  // the kAddTensor operands, in order
 };
+// `c` as one value, or as one value per channel (shape {channels}) when it broadcasts to `shape`
+// along `channel` only (numpy rules); nothing otherwise.
+std::optional<Const> perChannel(const Const& c, const Shape& shape, int channel);
 // The epilogue of the current node's output 0, of logical shape `shape` with channels along
 // logical dim `channel`; `bias` (one value per channel), if any, is its first step.
 Epilogue planEpilogue(Importer& im, const Shape& shape, int channel, const Const* bias);

@@ -27,6 +27,8 @@ const Const* constNamed(Importer& im, const std::string& name) {
   return &(im.consts[name] = std::move(*c));
 }
 
+}  // namespace
+
 // `c` as one value, or as one value per channel (shape {channels}) when it broadcasts to `shape`
 // along `channel` only; nothing otherwise.
 std::optional<Const> perChannel(const Const& c, const Shape& shape, int channel) {
@@ -38,8 +40,6 @@ std::optional<Const> perChannel(const Const& c, const Shape& shape, int channel)
     if (c.shape[j] != (int(offset + j) == channel ? shape[size_t(channel)] : 1)) return std::nullopt;
   return Const{{shape[size_t(channel)]}, false, c.v};
 }
-
-}  // namespace
 
 std::vector<std::string> Epilogue::tensors() const {
   std::vector<std::string> t;
@@ -126,11 +126,10 @@ Val emitEpilogue(Emitter& em, const Val& acc, int channel, const Epilogue& ep, c
       bounds.push_back(em.f32(s.hi));
     }
   }
-  const std::vector<EpilogueStep> steps = ep.steps;
-  auto fn = [steps, bounds](Emitter& e, const std::vector<std::string>& a) {
+  auto fn = [&](Emitter& e, const std::vector<std::string>& a) {  // called by elementwise, below
     std::string x = a[0];
     size_t k = 1, b = 0;
-    for (const EpilogueStep& s : steps) {
+    for (const EpilogueStep& s : ep.steps) {
       if (s.kind == EpilogueStep::kAddConst || s.kind == EpilogueStep::kAddTensor) {
         x = e.scalarOp("arith.addf", {x, a[k++]});
       } else if (s.kind == EpilogueStep::kRelu) {

@@ -116,15 +116,6 @@ std::vector<Val> asRows(Importer& im, const Epilogue& ep, const Perm& order, int
   return out;
 }
 
-// A constant bias per output channel (`channels` values), for an epilogue; nothing when `c` is
-// not one (the caller adds it as before).
-std::optional<Const> channelBias(const Const& c, int64_t channels) {
-  if (c.is_int || int64_t(c.v.size()) != channels) return std::nullopt;
-  for (size_t i = 0; i + 1 < c.shape.size(); ++i)
-    if (c.shape[i] != 1) return std::nullopt;
-  return Const{{channels}, false, c.v};
-}
-
 }  // namespace
 
 Status lowerConv(Importer& im) {
@@ -150,11 +141,10 @@ Status lowerConv(Importer& im) {
   std::optional<Const> bias;
   if (im.has(2)) {
     if (!im.isConst(2)) return im.fail("a bias that is not a constant");
-    bias = channelBias(im.cst(2), F);
+    bias = perChannel(reshaped(im.cst(2), {1, F, 1, 1}), {N, F, w->oh, w->ow}, 1);
   }
-  const bool fused = group == 1 || (group == C && F == C);
-  const Epilogue ep = fused && (bias || !im.has(2)) ? planEpilogue(im, {N, F, w->oh, w->ow}, 1, bias ? &*bias : nullptr)
-                                                     : Epilogue{};
+  const bool with_epilogue = (group == 1 || (group == C && F == C)) && (bias || !im.has(2));
+  const Epilogue ep = with_epilogue ? planEpilogue(im, {N, F, w->oh, w->ow}, 1, bias ? &*bias : nullptr) : Epilogue{};
   auto withRes = [&](const Val& in) {  // the function's arguments: the input, the epilogue's tensors in NHWC
     std::vector<Val> a = {in};
     for (const std::string& t : ep.tensors()) a.push_back(em.transpose(im.vals.at(t), kNHWC));
@@ -213,7 +203,7 @@ Status lowerConv(Importer& im) {
     }
     y = em.insertSlices(out_phys, parts, {N, F, w->oh, w->ow}, kNHWC);
   }
-  if (!fused || (im.has(2) && !bias)) return addBias(im, y, 2, F);
+  if (!with_epilogue) return addBias(im, y, 2, F);
   defineEpilogue(im, ep, y);
   return okStatus();
 }
@@ -298,7 +288,7 @@ Status lowerGemm(Importer& im) {
     // C (times beta) as the epilogue's bias when it is one value per column.
     std::optional<Const> bias;
     if (im.has(2) && im.isConst(2)) {
-      bias = channelBias(im.cst(2), n);
+      bias = perChannel(im.cst(2), {M, n}, 1);
       if (bias)
         for (double& v : bias->v) v *= beta;
     }
