@@ -173,10 +173,11 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
 // before. The op's zero fill is fused into each block too when the forall runs on several threads
 // (the zeroing then runs on them all; ResNet-50 on 2 threads, Zen 5: 24.8 ms against 27.1-27.4
 // with one fill before the blocks), and stays one pass before the blocks on one thread
-// (MobileNetV2 on 1 thread: 4.4-4.6 ms against 5.3-5.5 with the fill in each block; ResNet-50 the
+// (MobileNetV2 on 1 thread: 4.4-4.9 ms against 5.3-5.5 with the fill in each block; ResNet-50 the
 // same either way). Empty when the actions do not begin their tiling with a forall over the op
-// (the transposed-B route tiles a packed op).
-std::string epilogueActions(const std::string& actions) {
+// (the transposed-B route tiles a packed op). `threaded`: the schedule's space has the threads knob
+// (its forall is annotated to run on several threads).
+std::string epilogueActions(const std::string& actions, bool threaded) {
   const std::string H = "!transform.any_op";
   const std::string forall = "%t1, %blocks = transform.structured.tile_using_forall %mm ";
   const size_t at = actions.find(forall);
@@ -184,7 +185,6 @@ std::string epilogueActions(const std::string& actions) {
   const size_t bol = actions.rfind('\n', at) == std::string::npos ? 0 : actions.rfind('\n', at) + 1;
   const size_t eol = actions.find('\n', at);
   const std::string ind = actions.substr(bol, at - bol);
-  const bool threaded = actions.find("\"sextant.num_threads\"") != std::string::npos;
   const std::string fuse = "transform.structured.fuse_into_containing_op ", types = " : (" + H + ", " + H + ") -> (" + H + ", " + H + ")";
   std::string out = actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
                     actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind;
@@ -239,7 +239,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
       << actions << "    transform.yield\n"
       << "  }\n";
-    const std::string fused = gpu || !fuse_epilogues ? std::string() : epilogueActions(actions);
+    const std::string fused = gpu || !fuse_epilogues ? std::string() : epilogueActions(actions, e.space.knobIndex("threads") >= 0);
     if (!fused.empty()) {
       epilogue.push_back(i);
       emitEpilogueMatcher(o, i, e.workload, e.batch);

@@ -45,7 +45,8 @@ std::string matcherSignature(const GemmWorkload& w, int64_t batch = 0);
 // the op into each tile; exported libraries keep the op-only form.
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
                                          bool fuse_epilogues = false);
-// The actions of a CPU schedule rewritten for that variant (empty: it has none).
-std::string epilogueActions(const std::string& actions);
+// The actions of a CPU schedule rewritten for that variant (empty: it has none); `threaded`: its
+// space has the threads knob (the op's zero fill then goes into each block too).
+std::string epilogueActions(const std::string& actions, bool threaded);
 
 }  // namespace sextant
