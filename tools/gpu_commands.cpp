@@ -385,7 +385,7 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
   std::map<std::string, double> peer;     // workload -> cuBLAS GFLOP/s
   for (const auto& r : res->references)
     if (r.status == "ok") peer[r.workload] = r.gflops;
-  int64_t imported = 0, skipped = 0, duplicates = 0;
+  int64_t imported = 0, skipped = 0, duplicates = 0, outside = 0;
   SpaceCache spaces;
   std::map<std::string, std::vector<RecordRow>> known;  // workload -> its records here (read once)
   printf("%-14s %-13s %10s %9s  %s\n", "kernel", "status", "GFLOP/s", "vs peer", "knobs");
@@ -403,8 +403,12 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
     std::map<std::string, int64_t> km;
     for (auto& [name, v] : k.knobs.items()) km[name] = v.get<int64_t>();
     auto cand = space.fromMap(km);
-    if (!cand || !space.isValid(*cand))
-      return fail(dir + ": kernel " + k.id + " has knobs that are not a valid point of this version's space");
+    if (!cand || !space.isValid(*cand)) {  // e.g. a schedule the space has since dropped: its record would
+      ++outside;                           // belong to no space; the rest of the run still counts
+      fprintf(stderr, "tune: note: %s: kernel %s (%s) is not a valid point of this version's space: not imported\n",
+              dir.c_str(), k.id.c_str(), kr.status.c_str());
+      continue;
+    }
     std::string key = space.keyOf(*cand);
     if (!known.count(w->key())) {
       auto recs = db->records(w->key(), target->key(), true);
@@ -500,8 +504,10 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
     if (auto s = db->insertBaseline(b); !s) return fail(s.error());
   }
   for (auto& [wk, id] : run_of) db->finishRun(id, "finished");
-  printf("\nimported %lld measurements from %s into %s (device: %s); %lld skipped by the runner, %lld already imported\n",
+  printf("\nimported %lld measurements from %s into %s (device: %s); %lld skipped by the runner, %lld already imported",
          (long long)imported, rp.c_str(), db_path.c_str(), device.c_str(), (long long)skipped, (long long)duplicates);
+  if (outside) printf(", %lld outside this version's space (not imported)", (long long)outside);
+  printf("\n");
   return 0;
 }
 

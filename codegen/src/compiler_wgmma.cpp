@@ -183,7 +183,13 @@ std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname) {
     o << J << "scf.yield %acc2 : " << acc << "\n"
       << C << "}\n"
       << C << "nvvm.wgmma.wait.group.sync.aligned 0\n"
-      << C << "%cm = arith.addi %m0, %aRow : index\n"
+      // MLIR 22's warpgroup.mma.store places a thread's rows from its warp index tid / 32 over the
+      // whole block (not within its warpgroup: NVGPUToNVVM assumes one warpgroup), which already
+      // adds 64 rows per warpgroup before it; the view starts that much higher up. (Found on the
+      // first GPU run, an H200, 2026-11-26: every multi-warpgroup kernel wrote rows beyond its own.)
+      << C << "%cWM64 = arith.constant " << p.wg_m - 64 << " : index\n"
+      << C << "%sRow = arith.muli %wg, %cWM64 : index\n"
+      << C << "%cm = arith.addi %m0, %sRow : index\n"
       << C << "%csub = memref.subview %C[%cm, %n0] [" << p.wg_m << ", " << p.block_n << "] [1, 1] : " << cT << " to "
       << cSub << "\n"
       << C << "nvgpu.warpgroup.mma.store %res, %csub : " << acc << " to " << cSub << "\n";
@@ -252,6 +258,8 @@ Status checkWgmmaParams(const WgmmaParams& p) {
   if (p.block_n < 64 || p.block_n > 256 || p.block_n % 64) return Error{"wgmma: block_n must be 64, 128, 192 or 256"};
   if ((p.wg_m != 64 && p.wg_m != 128) || p.block_m % p.wg_m || p.block_m / p.wg_m > 4)
     return Error{"wgmma: rows per warpgroup must be 64 or 128 and divide block_m into at most 4 warpgroups"};
+  if (p.wg_m == 128 && p.block_n != 128)  // see wgmmaShape (gpu_space.cpp): MLIR 22's store of the second fragment
+    return Error{"wgmma: 128-row warpgroups need block_n = 128 (MLIR 22 stores their second 64-row half elsewhere)"};
   // Step k refills the stage step k-1 read: with one stage, step k would wait for a tile never loaded.
   if (p.stages < 2 || p.stages > 8) return Error{"wgmma: 2 to 8 stages"};
   if (p.m % p.block_m || p.n % p.block_n || p.k % 64)

@@ -171,7 +171,9 @@ KernelArg argFromJson(const json& a, const std::string& where) {
       if (arr.size() != 2 || !arr[0].is_number_integer() || !arr[1].is_number_integer() || arr[0].get<int64_t>() <= 0 ||
           arr[1].get<int64_t>() <= 0)
         fail(sub(w, key), "expected two positive integers");
-      (std::string(key) == "dims" ? m.dims : m.box) = {arr[0].get<int64_t>(), arr[1].get<int64_t>()};
+      // An explicit array: GCC 13 (the GPU machines' compiler) rejects a braced list assigned through ?:.
+      const std::array<int64_t, 2> v{arr[0].get<int64_t>(), arr[1].get<int64_t>()};
+      (std::string(key) == "dims" ? m.dims : m.box) = v;
     }
     m.stride_bytes = getInt(t, "stride_bytes", w);
     m.swizzle = getInt(t, "swizzle", w);

@@ -82,6 +82,7 @@ TEST(Wgmma, SpaceHasTheRouteOnSm90ForF16AndBf16NNOnly) {
             // registers: the accumulators + about 30, within 255 and 64 Ki / threads (multiple of 8)
             int acc = wg_m * bn / 128, budget = std::min(255, 65536 / threads / 8 * 8);
             bool ok = bm / wg_m <= 4 && acc <= 128 && acc + 30 <= budget && st <= 256 / 64 &&
+                      (wg_m == 64 || bn == 128) &&  // MLIR 22 stores a 128-row accumulator right only at n = 128
                       st * (bm + bn) * 128 + 1024 <= h100.smem_per_block_bytes;
             if (ok) brute.insert(knobs(bm, bn, wm, st, ws));
           }

@@ -29,7 +29,10 @@ namespace {
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitNoDevice = 3, kExitInterrupted = 130;
 // Between the supervising process and its worker only: the worker stopped after a device fault.
 constexpr int kExitRestart = 4;
-constexpr int kMaxRestarts = 20;
+// Every restart records the kernel that faulted and resumes after it, so a bundle needs at most one
+// per kernel; the floor of 20 keeps the old allowance for small bundles. (The first GPU run, an H200,
+// 2026-11-26, had 21 faulting wgmma kernels in one 91-kernel bundle: a fixed 20 skipped the rest.)
+constexpr size_t kMinRestarts = 20;
 
 const char* kUsage = R"USAGE(usage: tune-runner BUNDLE_DIR [options]
 
@@ -469,8 +472,9 @@ int main(int argc, char** argv) {
   signal(SIGINT, onSignal);
   signal(SIGTERM, onSignal);
   bool resume = args.resume;
+  const int max_restarts = int(std::max(kMinRestarts, m.kernels.size()));
   for (int restarts = 0;; ++restarts) {
-    const bool last_try = restarts >= kMaxRestarts;
+    const bool last_try = restarts >= max_restarts;
     shared->current[0] = 0;
     fflush(nullptr);
     pid_t pid = fork();
@@ -508,7 +512,7 @@ int main(int argc, char** argv) {
     if (code != kExitRestart) return code;
     if (g_interrupts.load() > 0) return kExitInterrupted;
     fprintf(stderr, "tune-runner: continuing in a fresh process after a device fault (restart %d of at most %d)\n",
-            restarts + 1, kMaxRestarts);
+            restarts + 1, max_restarts);
     resume = true;
   }
 }
