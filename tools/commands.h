@@ -92,7 +92,8 @@ int cmdModelTrain(const ModelTrainArgs& a);
 // or "" -> the shipped model if usable, else "" with *warning set; a path -> it, or the error.
 std::string shippedPretrainedPath();
 Result<std::string> resolvePretrained(const std::string& option, std::string* warning);
-int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_commands.cpp
+int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_costmodel_eval.cpp
+int cmdModelEvalGpu(const ModelEvalArgs& a);          // gpu_costmodel_eval.cpp: across one GPU target's workloads
 
 int cmdHwList();
 int cmdHwShow(const std::string& name);

@@ -129,6 +129,7 @@ int cmdModelEval(const ModelEvalArgs& a) {
   if (!db) return fail(db.error());
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
+  if (target->isGpu()) return cmdModelEvalGpu(a);
   auto recs = db->allRecords(false);
   if (!recs) return fail(recs.error());
   std::map<std::string, std::vector<const RecordRow*>> by_workload;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gpu_samples.h"
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/common/strings.h"
@@ -41,71 +42,6 @@ std::string fmt1(double v) {
 
 Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
   return makeGemmWorkload(a.shape, a.dtype, a.layout);
-}
-
-// The GPU target a database target key ("h100:sm_90") names; nullopt for CPU or unknown targets.
-std::optional<GpuTargetInfo> gpuTargetOfKey(const std::string& key) {
-  auto t = resolveTarget(key.substr(0, key.find(':')));
-  if (!t || !t->isGpu()) return std::nullopt;
-  auto g = gpuTargetInfo(*t);
-  if (!g) return std::nullopt;
-  return *g;
-}
-
-// The Blueprint embedding of a target's device (zeros if the table lacks it); fitted once.
-const std::vector<double>& blueprintOf(const Target& t) {
-  static const Blueprint bp = fitBlueprint(builtinDeviceTable());
-  static std::map<std::string, std::vector<double>> cache;
-  auto it = cache.find(t.device);
-  if (it != cache.end()) return it->second;
-  const DeviceSpec* d = builtinDeviceTable().find(t.device);
-  return cache[t.device] = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
-}
-
-// GPU features of a candidate plus its target's Blueprint (zeros in its place when `blueprint`
-// is false: the cross-target comparison without it).
-std::vector<float> featuresWithBlueprint(const GemmWorkload& w, const Space& s, const Candidate& c,
-                                         const GpuTargetInfo& g, bool blueprint = true) {
-  auto x = gpuGemmFeatures(w, s, c, g);
-  for (double e : blueprintOf(g.target)) x.push_back(blueprint ? float(e) : 0.f);
-  return x;
-}
-
-// GPU schedule spaces by workload and target, each enumerated once.
-class SpaceCache {
- public:
-  const Space& get(const GemmWorkload& w, const GpuTargetInfo& g) {
-    auto key = w.key() + "@" + g.target.key();
-    auto it = spaces_.find(key);
-    if (it == spaces_.end()) it = spaces_.emplace(key, buildGpuGemmSpace(w, g)).first;
-    return it->second;
-  }
-
- private:
-  std::map<std::string, Space> spaces_;
-};
-
-// The measured GPU records that `keep` selects, as cost-model samples (features plus Blueprint),
-// grouped by workload and target ("workload@target").
-std::map<std::string, std::vector<Sample>> gpuSamples(const std::vector<RecordRow>& recs,
-                                                      const std::function<bool(const RecordRow&)>& keep,
-                                                      bool blueprint) {
-  std::map<std::string, std::vector<Sample>> out;
-  std::map<std::string, int> groups;
-  SpaceCache spaces;
-  for (const auto& r : recs) {
-    if (r.source != "measured" || !keep(r)) continue;
-    auto g = gpuTargetOfKey(r.target_key);
-    auto w = parseWorkloadKey(r.workload_key);
-    if (!g || !w) continue;
-    const Space& s = spaces.get(*w, *g);
-    auto c = s.fromKey(r.candidate);
-    if (!c || !s.isValid(*c)) continue;
-    const std::string key = r.workload_key + "@" + r.target_key;
-    const int group = int(groups.emplace(key, int(groups.size())).first->second);
-    out[key].push_back(Sample{featuresWithBlueprint(*w, s, *c, *g, blueprint), float(r.gflops), r.status != "ok", group});
-  }
-  return out;
 }
 
 std::string noDeviceHelp(const std::string& why, const Target& t) {
@@ -508,57 +444,6 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
          (long long)imported, rp.c_str(), db_path.c_str(), device.c_str(), (long long)skipped, (long long)duplicates);
   if (outside) printf(", %lld outside this version's space (not imported)", (long long)outside);
   printf("\n");
-  return 0;
-}
-
-}  // namespace sextant::cli
-
-namespace sextant::cli {
-
-// tune costmodel eval --train-target A --target B: a model trained on every measured record of GPU
-// target A ranks target B's records, once with the Blueprint of each record's device as input and
-// once without (zeros in its place).
-int cmdModelEvalCrossTarget(const ModelEvalArgs& a) {
-  auto ta = resolveTarget(a.train_target);
-  if (!ta) return fail(ta.error());
-  auto tb = resolveTarget(a.target);
-  if (!tb) return fail(tb.error());
-  if (!ta->isGpu() || !tb->isGpu()) return fail("--train-target compares GPU targets (both must be GPU targets)");
-  if (ta->key() == tb->key()) return fail("--train-target and --target name the same target");
-  auto db = Database::open(a.db, false);
-  if (!db) return fail(db.error());
-  auto recs = db->allRecords(false);
-  if (!recs) return fail(recs.error());
-  printf("Cross-target cost model (%s): trained on every measured record of %s, ranking %s's records.\n"
-         "pick = measured GFLOP/s of the model's top-1 / the best, per workload of %s.\n\n",
-         a.db.c_str(), ta->key().c_str(), tb->key().c_str(), tb->key().c_str());
-  printf("%-36s %-10s %7s %8s %8s %8s\n", "workload", "blueprint", "records", "tau", "top-1", "pick");
-  bool any = false;
-  for (bool blueprint : {true, false}) {
-    auto train_by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == ta->key(); }, blueprint);
-    auto test_by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == tb->key(); }, blueprint);
-    std::vector<Sample> train;
-    for (auto& [k, v] : train_by) train.insert(train.end(), v.begin(), v.end());
-    int ok = 0;
-    for (auto& smp : train) ok += !smp.failed;
-    if (ok < 16) return fail(a.db + ": fewer than 16 successful measured records of " + ta->key() + " to train on");
-    CostModel m(int(train.front().x.size()));
-    m.fit(train);
-    for (auto& [wkey, v] : test_by) {
-      std::vector<std::vector<float>> xs;
-      std::vector<double> truth, pred;
-      for (auto& smp : v)
-        if (!smp.failed) xs.push_back(smp.x), truth.push_back(smp.gflops);
-      if (truth.size() < 2) continue;
-      any = true;
-      for (auto& q : m.predict(xs)) pred.push_back(q.mean);
-      size_t best = size_t(std::max_element(truth.begin(), truth.end()) - truth.begin());
-      size_t top = size_t(std::max_element(pred.begin(), pred.end()) - pred.begin());
-      printf("%-36s %-10s %7zu %8.3f %8s %8.3f\n", wkey.substr(0, wkey.find('@')).c_str(), blueprint ? "with" : "without", truth.size(),
-             kendallTau(truth, pred), top == best ? "yes" : "no", truth[top] / truth[best]);
-    }
-  }
-  if (!any) return fail(a.db + ": no measured records of " + tb->key() + " to evaluate on");
   return 0;
 }
 

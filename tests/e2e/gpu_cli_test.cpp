@@ -545,3 +545,40 @@ TEST(GpuExport, H100DynamicSharedMemoryLibraryThroughSextantOptIsTuneCompile) {
   for (const std::string& f : {lib, out, lowered, proj, out + ".proj.ptx"}) std::filesystem::remove(f);
   removeDb(db);
 }
+
+// The committed GPU dataset (an H200's measurements) imports whole, and `tune costmodel eval` on a
+// GPU target holds each shape out in turn: every row's picks are ratios to the shape's best that can
+// only grow with k, and the 8192^3 shape (no other element type of it in the data) is evaluated.
+TEST(GpuCostModel, HeldOutShapesOfTheCommittedH200Dataset) {
+  const std::string db = tmp("gpu-eval.db"), jsonl = tmp("h200.jsonl");
+  removeDb(db);
+  ASSERT_EQ(sh("(gunzip -c " + std::string(SOURCE_DIR) + "/datasets/gpu/h200_cuda_2026-11-26.jsonl.gz > " + jsonl + ")").code, 0);
+  Outcome imp = tune("import " + jsonl + " --db " + db);
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  EXPECT_NE(imp.out.find("833 imported"), std::string::npos) << imp.out;
+  Outcome few = tune("costmodel eval --target h100 --db " + db);  // default: 100 records per workload
+  EXPECT_NE(few.code, 0);
+  EXPECT_NE(few.err.find("successful measured records to evaluate on"), std::string::npos) << few.err;
+  Outcome ev = tune("costmodel eval --target h100 --min-records 60 --db " + db);
+  ASSERT_EQ(ev.code, 0) << ev.err << ev.out;
+  std::regex row(R"((gemm:\S+)\s+(\d+)\s+(\d+)\s+(-?[0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+))");
+  int rows = 0;
+  bool big = false;
+  for (std::sregex_iterator it(ev.out.begin(), ev.out.end(), row), end; it != end; ++it, ++rows) {
+    const auto& m = *it;
+    const double p1 = std::stod(m[5]), p5 = std::stod(m[6]), p10 = std::stod(m[7]), r10 = std::stod(m[8]);
+    EXPECT_LE(p1, p5) << m[0];
+    EXPECT_LE(p5, p10) << m[0];
+    EXPECT_LE(p10, 1.0) << m[0];
+    EXPECT_GT(r10, 0.0) << m[0];
+    EXPECT_LE(r10, 1.0) << m[0];
+    if (m[1] == "gemm:NN:8192x8192x8192:f16*f16->f32") {
+      big = true;
+      EXPECT_EQ(m[2], "78");
+    }
+  }
+  EXPECT_EQ(rows, 10) << ev.out;  // 11 workloads; f32 2048^3 (21 records) is skipped
+  EXPECT_TRUE(big) << ev.out;
+  removeDb(db);
+  std::filesystem::remove(jsonl);
+}
