@@ -26,6 +26,10 @@ def fmt(v, spec="{:.1f}"):
     return "-" if v is None else spec.format(v)
 
 
+def known(v):
+    return None if v is None or v < 0 else v
+
+
 def rows_of(manifest, res):
     kernels = {k["id"]: k for k in manifest["kernels"]}
     refs = {r["workload"]: r for r in res.get("references", []) if r["status"] == "ok"}
@@ -44,8 +48,9 @@ def rows_of(manifest, res):
             "ratio": r["gflops"] / ref["gflops"] if ref and r["status"] == "ok" and ref["gflops"] > 0 else None,
             "max_abs_err": r["max_abs_err"] if r.get("checked_entries") else None,
             "cv": r["cv"] if r["status"] == "ok" else None,
-            "registers": drv.get("registers", pre.get("registers")),
-            "smem": drv.get("static_shared_bytes", pre.get("smem_bytes")),
+            # -1: not known (a Vulkan driver reports no registers or shared memory per pipeline)
+            "registers": known(drv.get("registers", pre.get("registers"))),
+            "smem": known(drv.get("static_shared_bytes", pre.get("smem_bytes"))),
             "spill": pre.get("spill_bytes"),
             "loaded": r.get("loaded", ""), "verified": r.get("verified", 0),
             "knobs": k.get("knobs", {}),

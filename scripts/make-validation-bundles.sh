@@ -3,12 +3,17 @@
 # scripts/gpu-validate.sh):
 #
 #   scripts/make-validation-bundles.sh OUT_DIR [--target h100] [--random N] [--shapes S,S,...]
+#                                      [--vulkan-shape S | --no-vulkan]
 #
 # For each dtype (f16, bf16) one bundle OUT_DIR/TARGET-DTYPE holding, for every shape (default
 # 4096^3, 2048^3 and the Llama-2-7B shapes 16x4096x4096 and 4096x11008x4096), the untuned default
 # schedule plus N (default 30) seeded random candidates of each route the target has for that
-# dtype (mma.sync, wgmma, fma). Kernels ship as the cubin that ptxas analysed plus its PTX. Also
-# writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
+# dtype (mma.sync, wgmma, fma). Kernels ship as the cubin that ptxas analysed plus its PTX.
+# Unless --no-vulkan: two Vulkan bundles OUT_DIR/vulkan-f32 and vulkan-f16 (the --vulkan-shape,
+# default 2048^3: the default plus N random SPIR-V kernels), the Vulkan headers the runner's
+# Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch it, Debian's
+# Vulkan loader (OUT_DIR/vulkan-loader/*.deb) for a GPU machine that lacks libvulkan.so.1.
+# Also writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: scripts/make-validation-bundles.sh OUT_DIR [--target T] [--random N] [--shapes S,...]}
@@ -17,8 +22,11 @@ target=h100
 random=30
 shapes=4096x4096x4096,2048x2048x2048,16x4096x4096,4096x11008x4096
 dtypes=f16,bf16
+vulkan_shape=2048x2048x2048
 while [ $# -gt 0 ]; do
   case "$1" in
+    --vulkan-shape) vulkan_shape=$2; shift 2 ;;
+    --no-vulkan) vulkan_shape=""; shift ;;
     --target) target=$2; shift 2 ;;
     --random) random=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
@@ -35,9 +43,25 @@ for dtype in ${dtypes//,/ }; do
       -o "$out/$target-$dtype"
   done
 done
+if [ -n "$vulkan_shape" ]; then
+  for dtype in f32 f16; do
+    "$tune" bundle --target vulkan --dtype "$dtype" --shape "$vulkan_shape" --random "$random" --seed 1 \
+      -o "$out/vulkan-$dtype"
+  done
+  if [ -f /usr/include/vulkan/vulkan.h ]; then
+    mkdir -p "$out/vulkan-include/vulkan"
+    cp /usr/include/vulkan/*.h "$out/vulkan-include/vulkan/"
+    [ -d /usr/include/vk_video ] && cp -r /usr/include/vk_video "$out/vulkan-include/"
+  else
+    echo "make-validation-bundles: no Vulkan headers here (libvulkan-dev): the GPU machine's runner needs its own" >&2
+  fi
+  mkdir -p "$out/vulkan-loader"
+  (cd "$out/vulkan-loader" && apt-get download libvulkan1 >/dev/null 2>&1) \
+    || echo "make-validation-bundles: could not fetch libvulkan1 (.deb): the GPU machine must have libvulkan.so.1" >&2
+fi
 cat >"$out/PROVENANCE.json" <<JSON
 {
-  "made_by": "scripts/make-validation-bundles.sh $out --target $target --random $random --shapes $shapes --dtypes $dtypes",
+  "made_by": "scripts/make-validation-bundles.sh $out --target $target --random $random --shapes $shapes --dtypes $dtypes --vulkan-shape '$vulkan_shape'",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "sextant_commit": "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)",
   "tool": "$("$tune" --version)",
