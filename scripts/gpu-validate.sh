@@ -52,7 +52,7 @@ addSet() {  # the set directory $1: its bundles, its Vulkan headers and loader
   inc=$(find "$1" -maxdepth 2 -type d -name vulkan-include | head -n 1)
   deb=$(find "$1" -maxdepth 3 -path '*vulkan-loader/libvulkan1_*.deb' | head -n 1)
   [ -n "$inc" ] && vk_include=$inc
-  [ -n "$deb" ] && vk_loader=$deb
+  [ -n "$deb" ] && vk_loader=$(dirname "$deb")
   return 0
 }
 for x in "${inputs[@]}"; do
@@ -111,12 +111,21 @@ if [ $cuda -eq 1 ] && [ -x "$build/tests/gpu_runner_tests" ]; then
   "$build/tests/gpu_runner_tests" --gtest_filter='GpuReal*' >>"$out/validate.log" 2>&1 || log "GpuReal tests FAILED (see validate.log)"
 fi
 
-# Vulkan: the machine's loader, else the set's (unpacked beside the results, not over /); the
-# NVIDIA driver's ICD where the environment names none.
+# Vulkan: the machine's loader and GL vendor-neutral libraries (NVIDIA's driver loads through
+# libGLX), else the set's, unpacked beside the results (not over /) and put on the library path;
+# the NVIDIA driver's ICD where the environment names none.
 vulkanSetup() {
-  if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' && [ -z "${SEXTANT_VULKAN_LIB:-}" ] && [ -n "$vk_loader" ]; then
-    dpkg -x "$vk_loader" "$out/vulkan-loader" && export SEXTANT_VULKAN_LIB=$(find "$out/vulkan-loader" -name 'libvulkan.so.1' | head -n 1)
-    log "Vulkan loader: ${SEXTANT_VULKAN_LIB:-none found in $vk_loader}"
+  local have=1
+  for lib in libvulkan.so.1 libGLX.so.0 libGLdispatch.so.0; do ldconfig -p 2>/dev/null | grep -q "$lib" || have=0; done
+  if [ $have -eq 0 ] && [ -n "$vk_loader" ]; then
+    for d in "$vk_loader"/*.deb; do dpkg -x "$d" "$out/vulkan-loader"; done
+    local lib
+    lib=$(dirname "$(find "$out/vulkan-loader" -name 'libvulkan.so.1' | head -n 1)")
+    if [ "$lib" != . ]; then
+      export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$lib"
+      ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 || export SEXTANT_VULKAN_LIB=${SEXTANT_VULKAN_LIB:-$lib/libvulkan.so.1}
+    fi
+    log "Vulkan loader and GL libraries from the set: ${lib}"
   fi
   local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ] && [ -f $icd ]; then export VK_DRIVER_FILES=$icd; log "Vulkan driver: $icd"; fi

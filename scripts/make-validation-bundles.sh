@@ -11,8 +11,9 @@
 # dtype (mma.sync, wgmma, fma). Kernels ship as the cubin that ptxas analysed plus its PTX.
 # Unless --no-vulkan: two Vulkan bundles OUT_DIR/vulkan-f32 and vulkan-f16 (the --vulkan-shape,
 # default 2048^3: the default plus N random SPIR-V kernels), the Vulkan headers the runner's
-# Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch it, Debian's
-# Vulkan loader (OUT_DIR/vulkan-loader/*.deb) for a GPU machine that lacks libvulkan.so.1.
+# Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch them, Debian's
+# Vulkan loader and GL vendor-neutral libraries (OUT_DIR/vulkan-loader/*.deb) for a GPU machine
+# that lacks them.
 # Also writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,8 +57,10 @@ if [ -n "$vulkan_shape" ]; then
     echo "make-validation-bundles: no Vulkan headers here (libvulkan-dev): the GPU machine's runner needs its own" >&2
   fi
   mkdir -p "$out/vulkan-loader"
-  (cd "$out/vulkan-loader" && apt-get download libvulkan1 >/dev/null 2>&1) \
-    || echo "make-validation-bundles: could not fetch libvulkan1 (.deb): the GPU machine must have libvulkan.so.1" >&2
+  # The loader and the GL vendor-neutral libraries NVIDIA's Vulkan driver loads through (without
+  # them the loader finds no driver: VK_ERROR_INCOMPATIBLE_DRIVER on an H200 machine, 2026-11-26).
+  (cd "$out/vulkan-loader" && apt-get download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null 2>&1) \
+    || echo "make-validation-bundles: could not fetch the Vulkan loader (.deb): the GPU machine must have libvulkan.so.1" >&2
 fi
 cat >"$out/PROVENANCE.json" <<JSON
 {
