@@ -193,6 +193,9 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   std::vector<std::string> link = {SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path};
   if (threads > 1) link.push_back(SEXTANT_LIBOMP);  // DT_NEEDED: the runner dlopens with RTLD_LOCAL
   if (own_heap) link.push_back(SEXTANT_MODEL_ALLOC_OBJ);
+  // libm where the code calls it (a network's expf, erff): a C program that dlopens the object
+  // may not have it loaded ("undefined symbol: expf").
+  if (std::string(SEXTANT_LIBM).size() > 0) link.insert(link.end(), {"--as-needed", SEXTANT_LIBM});
   int rc = runProgram(link, link_out);
   unlink(obj_path.c_str());
   if (rc != 0) return finish("link", "ld.lld failed: " + link_out);

@@ -112,6 +112,19 @@ TEST(Model, EncoderLayerMatchesNumPy) {
   auto [err, big] = compare(y, want);
   EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
   dlclose(h);
+
+  // A plain C program (no libm of its own) loads it: the object names libm where it calls it
+  // (its GELU's erff, its softmax's expf).
+  EXPECT_EQ(sh("(nm -D --undefined-only " + so + " | grep -qE ' (erff|expf)(@|$)')").code, 0) << "no libm call left to test";
+  const std::string c = tmp("dlopen_only.c"), exe = tmp("dlopen_only");
+  std::ofstream(c) << "#include <dlfcn.h>\n#include <stdio.h>\nint main(int argc, char** argv) {\n"
+                      "  void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
+                      "  if (!h) { puts(dlerror()); return 1; }\n  return 0;\n}\n";
+  ASSERT_EQ(sh("cc -O0 " + c + " -o " + exe + " -ldl").code, 0);
+  Outcome plain = sh(exe + " " + so);
+  EXPECT_EQ(plain.code, 0) << plain.out << plain.err;
+  std::filesystem::remove(c);
+  std::filesystem::remove(exe);
   removeDb(db);
 }
 
