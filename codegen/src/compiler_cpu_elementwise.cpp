@@ -30,8 +30,12 @@ int vectorizeElementwise(ModuleOp m) {
   // exp either: llvm.exp on a vector becomes one expf call per lane).
   {
     RewritePatternSet approx(m.getContext());
-    populateMathPolynomialApproximationPatterns(
-        approx, [](StringRef name) { return name == "erf" || name == "tanh" || name == "exp"; });
+    // The predicate sees the op's full name ("math.erf"): compared with "erf" alone, as it was until
+    // 2026-11-26, nothing was approximated and GELU's erf stayed one libm call per element.
+    populateMathPolynomialApproximationPatterns(approx, [](StringRef name) {
+      name.consume_front("math.");
+      return name == "erf" || name == "tanh" || name == "exp";
+    });
     (void)applyPatternsGreedily(m, std::move(approx));
   }
   IRRewriter rewriter(m.getContext());

@@ -113,18 +113,25 @@ TEST(Model, EncoderLayerMatchesNumPy) {
   EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
   dlclose(h);
 
-  // A plain C program (no libm of its own) loads it: the object names libm where it calls it
-  // (its GELU's erff, its softmax's expf).
-  EXPECT_EQ(sh("(nm -D --undefined-only " + so + " | grep -qE ' (erff|expf)(@|$)')").code, 0) << "no libm call left to test";
-  const std::string c = tmp("dlopen_only.c"), exe = tmp("dlopen_only");
+  // A plain C program (no libm of its own) loads it, and a module whose code calls libm (atanf:
+  // nothing approximates atan) names libm: such a program failed with "undefined symbol: expf"
+  // while the objects did not.
+  const std::string c = tmp("dlopen_only.c"), exe = tmp("dlopen_only"), atan_mlir = tmp("atan.mlir"),
+                    atan_so = tmp("atan.so");
   std::ofstream(c) << "#include <dlfcn.h>\n#include <stdio.h>\nint main(int argc, char** argv) {\n"
                       "  void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);\n"
                       "  if (!h) { puts(dlerror()); return 1; }\n  return 0;\n}\n";
   ASSERT_EQ(sh("cc -O0 " + c + " -o " + exe + " -ldl").code, 0);
   Outcome plain = sh(exe + " " + so);
   EXPECT_EQ(plain.code, 0) << plain.out << plain.err;
-  std::filesystem::remove(c);
-  std::filesystem::remove(exe);
+  // GELU's erf and softmax's exp are polynomials (vectorized), not one libm call per element.
+  EXPECT_NE(sh("(nm -D --undefined-only " + so + " | grep -qE ' (erff|expf|tanhf)(@|$)')").code, 0);
+  std::ofstream(atan_mlir) << "func.func @f(%x: f32) -> f32 {\n  %r = math.atan %x : f32\n  return %r : f32\n}\n";
+  ASSERT_EQ(tune("compile " + atan_mlir + " --db " + db + " -o " + atan_so).code, 0);
+  EXPECT_EQ(sh("(nm -D --undefined-only " + atan_so + " | grep -q ' atanf')").code, 0) << "no libm call left to test";
+  Outcome with_libm = sh(exe + " " + atan_so);
+  EXPECT_EQ(with_libm.code, 0) << with_libm.out << with_libm.err;
+  for (const auto& f : {c, exe, atan_mlir, atan_so}) std::filesystem::remove(f);
   removeDb(db);
 }
 
