@@ -7,7 +7,10 @@
 // (whichever divides it), every other loop by 1, and the tile vectorized. Ops whose last parallel
 // dimension is odd, and ops with math that only libm has, stay as they are; erf, tanh and exp become
 // MLIR's polynomial approximations first (the BERT layer's GELU output still matches PyTorch's
-// within tune model --check's 1e-3).
+// within tune model --check's 1e-3). On more than one thread, each op at a function's top level
+// with enough work is first split among the threads along its outermost parallel loop that the
+// thread count divides (an scf.forall, which becomes an OpenMP loop like the tuned ops' own);
+// reductions along the innermost dimension (softmax, layer norm) are split by rows that way too.
 #include "compiler_internal.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -24,7 +27,42 @@ namespace sextant::detail {
 
 using namespace mlir;
 
-int vectorizeElementwise(ModuleOp m) {
+namespace {
+
+// Below this many iterations an op stays on one thread: a parallel region costs a few
+// microseconds of fork and join.
+constexpr int64_t kMinParallelWork = 16384;
+
+// Splits g among `threads` along its outermost parallel loop that they divide (an scf.forall of
+// `threads` blocks); the op inside, or g itself when it is not split.
+linalg::GenericOp splitAmongThreads(IRRewriter& rewriter, linalg::GenericOp g, int threads) {
+  if (threads <= 1 || g->getParentOfType<LoopLikeOpInterface>()) return g;  // already in a loop
+  const SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  int64_t work = 1;
+  for (int64_t d : ranges) work *= d;
+  if (work < kMinParallelWork) return g;
+  const auto iters = g.getIteratorTypesArray();
+  int dim = -1;
+  for (size_t i = 0; i < iters.size() && dim < 0; ++i)
+    if (iters[i] == utils::IteratorType::parallel && ranges[i] >= threads && ranges[i] % threads == 0) dim = int(i);
+  if (dim < 0) return g;
+  SmallVector<OpFoldResult> sizes(ranges.size(), rewriter.getIndexAttr(0));
+  sizes[size_t(dim)] = rewriter.getIndexAttr(ranges[size_t(dim)] / threads);
+  scf::SCFTilingOptions opts;
+  opts.setTileSizes(sizes);
+  opts.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  rewriter.setInsertionPoint(g);
+  auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(g.getOperation()), opts);
+  if (failed(tiled) || tiled->tiledOps.size() != 1) return g;
+  auto inner = dyn_cast<linalg::GenericOp>(tiled->tiledOps.front());
+  if (!inner) return g;
+  rewriter.replaceOp(g, tiled->replacements);
+  return inner;
+}
+
+}  // namespace
+
+int vectorizeElementwise(ModuleOp m, int threads) {
   // erf, tanh and exp (GELU, activations, softmax) as MLIR's polynomial approximations (plain
   // arithmetic, which vectorizes) instead of libm calls, one element at a time (LLVM has no vector
   // exp either: llvm.exp on a vector becomes one expf call per lane).
@@ -66,6 +104,7 @@ int vectorizeElementwise(ModuleOp m) {
   });
   int done = 0;
   for (linalg::GenericOp g : ops) {
+    g = splitAmongThreads(rewriter, g, threads);
     const auto iters = g.getIteratorTypesArray();
     int last = -1;
     for (int i = int(iters.size()) - 1; i >= 0 && last < 0; --i)

@@ -272,3 +272,37 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
   std::filesystem::remove(mlir);
   removeDb(db);
 }
+
+// The untuned rest runs on the tuned ops' threads: with a two-thread schedule in the module, an
+// elementwise exp and a row sum (no tuned op at all here) become OpenMP regions of their own
+// function, and compute what they should.
+TEST(Model, TheUntunedRestIsSplitAmongTheThreads) {
+  const std::string db = tmp("rest.db"), so = tmp("rest.so");
+  removeDb(db);
+  const std::string empty = tmp("empty.jsonl");  // a schedule database with no records
+  std::ofstream(empty) << "{\"format\":\"sextant-records\",\"version\":2}\n";
+  ASSERT_EQ(tune("import " + empty + " --db " + db).code, 0);
+  std::filesystem::remove(empty);
+  Outcome c = tune("compile " + std::string(DATA_DIR) + "/rest_two_threads.mlir --db " + db + " -o " + so);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_EQ(sh("(nm " + so + " | grep -q 'rows..omp_par')").code, 0) << "no parallel region in @rows";
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*, MemRef<1>*)>(dlsym(h, "_mlir_ciface_rows"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x(256 * 256), e(256 * 256, NAN), y(256, NAN);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 97) - 48) / 32.0f;
+  MemRef<2> dx = rowMajor(x, 256, 256), de = rowMajor(e, 256, 256);
+  MemRef<1> dy = rowMajor(y, 256);
+  fn(&dx, &de, &dy);
+  double worst = 0;
+  for (int i = 0; i < 256; ++i) {
+    double want = 0;
+    for (int j = 0; j < 256; ++j) want += std::exp(double(x[size_t(i * 256 + j)]));
+    worst = std::max(worst, std::fabs(double(y[size_t(i)]) - want) / want);
+    worst = std::max(worst, std::fabs(double(e[size_t(i * 256)]) - std::exp(double(x[size_t(i * 256)]))));
+  }
+  EXPECT_LT(worst, 1e-5);
+  dlclose(h);
+  removeDb(db);
+}
