@@ -91,7 +91,12 @@ int cmdModelEvalGpu(const ModelEvalArgs& a) {
   if (!db) return fail(db.error());
   auto recs = db->allRecords(false);
   if (!recs) return fail(recs.error());
-  auto by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == t->key(); }, true);
+  SpaceCache spaces;  // gpuSamples builds each workload's space; the default schedule below reads it
+  auto by = gpuSamples(*recs, [&](const RecordRow& r) { return r.target_key == t->key(); }, true, &spaces);
+  const auto g = gpuTargetOfKey(t->key());
+  // Out of a workload's training set: every workload of the same op, layout and sizes (the other
+  // element types of this shape rank alike and would make the test easy).
+  auto shapeOf = [](const std::string& k) { return k.substr(0, k.find(':', k.find(':', k.find(':') + 1) + 1)); };
   printf("Cost model across shapes (%s, target %s, every machine's measurements): for each workload, a model\n"
          "trained on the records of the other shapes (any element type) ranks this one's. pick@k = the best measured GFLOP/s\n"
          "among the model's first k / the best of the workload; random@k = the same for k random picks\n"
@@ -99,7 +104,6 @@ int cmdModelEvalGpu(const ModelEvalArgs& a) {
          a.db.c_str(), t->key().c_str());
   printf("%-36s %7s %7s %7s %7s %7s %8s %8s %8s\n", "workload", "records", "train", "tau", "pick@1", "pick@5",
          "pick@10", "rand@10", "default");
-  SpaceCache spaces;
   bool any = false;
   for (auto& [key, test] : by) {
     const std::string wkey = key.substr(0, key.find('@'));
@@ -111,9 +115,6 @@ int cmdModelEvalGpu(const ModelEvalArgs& a) {
       printf("%-36s %7zu   (fewer than %d successful records: skipped)\n", wkey.c_str(), truth.size(), a.min_records);
       continue;
     }
-    // Out of the training set: every workload of the same op, layout and sizes (the other element
-    // types of this shape rank alike and would make the test easy).
-    auto shapeOf = [](const std::string& k) { return k.substr(0, k.find(':', k.find(':', k.find(':') + 1) + 1)); };
     std::vector<Sample> train;
     for (auto& [k2, v] : by)
       if (shapeOf(k2) != shapeOf(key)) train.insert(train.end(), v.begin(), v.end());
@@ -143,7 +144,6 @@ int cmdModelEvalGpu(const ModelEvalArgs& a) {
     };
     // The default schedule, where this workload's records have it measured.
     std::string def = "-";
-    auto g = gpuTargetOfKey(t->key());
     auto w = parseWorkloadKey(wkey);
     if (g && w) {
       const Space& s = spaces.get(*w, *g);

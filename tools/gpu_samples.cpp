@@ -42,14 +42,13 @@ const Space& SpaceCache::get(const GemmWorkload& w, const GpuTargetInfo& g) {
   return it->second;
 }
 
-// The measured GPU records that `keep` selects, as cost-model samples (features plus Blueprint),
-// grouped by workload and target ("workload@target").
 std::map<std::string, std::vector<Sample>> gpuSamples(const std::vector<RecordRow>& recs,
                                                       const std::function<bool(const RecordRow&)>& keep,
-                                                      bool blueprint) {
+                                                      bool blueprint, SpaceCache* shared) {
   std::map<std::string, std::vector<Sample>> out;
   std::map<std::string, int> groups;
-  SpaceCache spaces;
+  SpaceCache own;
+  SpaceCache& spaces = shared ? *shared : own;
   for (const auto& r : recs) {
     if (r.source != "measured" || !keep(r)) continue;
     auto g = gpuTargetOfKey(r.target_key);

@@ -36,9 +36,10 @@ class SpaceCache {
 
 // The measured GPU records that `keep` selects, as cost-model samples (features plus Blueprint),
 // grouped by workload and target ("workload@target"). Records whose candidate is not a valid point
-// of this version's space are left out.
+// of this version's space are left out. `spaces`: where the spaces are built (a caller that needs
+// them afterwards passes its own).
 std::map<std::string, std::vector<Sample>> gpuSamples(const std::vector<RecordRow>& recs,
                                                       const std::function<bool(const RecordRow&)>& keep,
-                                                      bool blueprint);
+                                                      bool blueprint, SpaceCache* spaces = nullptr);
 
 }  // namespace sextant::cli

@@ -126,8 +126,8 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))
       threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
   });
-  // The untuned rest runs on as many threads as the tuned ops (with libomp).
-  if (network) vectorizeElementwise(*payloadMod, std::string(SEXTANT_LIBOMP).empty() ? 1 : threads);
+  // The untuned rest runs on as many threads as the tuned ops (without libomp, below, neither does).
+  if (network) vectorizeElementwise(*payloadMod, threads);
   // A prefetch distance asked for by the schedule (the CPU space's "prefetch" knob annotates the
   // GEMM's function).
   int64_t prefetch = 0;
