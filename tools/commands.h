@@ -118,6 +118,7 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop);
 inline constexpr const char* kDefaultStrategy = "glimpse";
 
 struct GpuTuneArgs {
+  std::string op = "gemm";  // gemm, or batch_matmul (Vulkan)
   std::string shape, dtype, layout, target, db;
   std::string measure = "device";  // device | none | bundle
   std::string out;                 // bundle directory (--measure bundle)

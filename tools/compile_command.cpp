@@ -54,6 +54,11 @@ ReportLine reportLine(const FoundOp& op, const std::string& key, const LibraryEn
 }
 
 void printReport(const std::vector<ReportLine>& report, int op_w, int loc_w, int key_w, int source_w) {
+  for (const ReportLine& l : report) {  // columns as wide as their widest entry (the location is shortened)
+    op_w = std::max(op_w, int(l.op->op_name.size()));
+    key_w = std::max(key_w, int(l.key.size()));
+    source_w = std::max(source_w, int(l.source.size()));
+  }
   printf("%-*s %-*s %-*s %-*s %s\n", op_w, "op", loc_w, "location", key_w, "workload", source_w, "schedule",
          "expected");
   for (const auto& l : report) {
@@ -112,8 +117,8 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": " + op.reason);
       continue;
     }
-    if (op.batch > 0) {
-      problems.push_back(where + ": batched GEMMs have no GPU schedule yet");
+    if (op.batch > 0 && target.kind != TargetKind::Vulkan) {
+      problems.push_back(where + ": batched GEMMs have GPU schedules on the vulkan target only");
       continue;
     }
     if (!op.conv.empty()) {
@@ -151,7 +156,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
                              " (M, N and K must be multiples of 16)");
           continue;
         }
-        *entry = LibraryEntry{*w, space, c, "default", 0, gpuLibraryKind(target), {}, {}};
+        *entry = LibraryEntry{*w, space, c, "default", w->batched() ? w->batch : 0, gpuLibraryKind(target), {}, {}};
       }
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));

@@ -22,6 +22,7 @@
 #include "sextant/hwspec/devices.h"
 #include "sextant/runtime/bundle.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "sextant/codegen/ops.h"
 #include "sextant/runtime/gpu_runner.h"
 #include "sextant/search/gpu_evaluator.h"
 #include "sextant/search/strategy.h"
@@ -41,7 +42,9 @@ std::string fmt1(double v) {
 }
 
 Result<GemmWorkload> gpuWorkload(const GpuTuneArgs& a) {
-  return makeGemmWorkload(a.shape, a.dtype, a.layout);
+  auto op = findOp(a.op);
+  if (!op) return Error{op.error()};
+  return (*op)->make(a.shape, a.dtype, a.layout);
 }
 
 std::string noDeviceHelp(const std::string& why, const Target& t) {

@@ -81,8 +81,11 @@ Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
   if (!w) return w;
   if (!(*op)->gpu) {
     auto t = resolveTarget(a.target);
-    if (t && t->isGpu())
-      return Error{"--op " + a.op + " has no GPU schedules yet (targets for it: cpu); docs/ops.md says what is missing"};
+    // Batched matmul has GPU schedules on Vulkan only (one batch element per workgroup row, z).
+    const bool vulkan_bmm = t && t->kind == TargetKind::Vulkan && w->batched();
+    if (t && t->isGpu() && !vulkan_bmm)
+      return Error{"--op " + a.op + " has no GPU schedules yet (targets for it: cpu" +
+                   std::string(w->batched() ? ", vulkan" : "") + "); docs/ops.md says what is missing"};
   }
   return w;
 }

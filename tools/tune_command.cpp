@@ -139,7 +139,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     if (a.pretrained != "default" && a.pretrained != "none")
       return fail("--pretrained models are for the cpu target in this version (GPU tuning starts cold)");
     cli::GpuTuneArgs g;
-    g.shape = w->shapeString(), g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
+    g.op = a.w.op, g.shape = w->shapeString(), g.dtype = a.w.dtype, g.layout = a.w.layout, g.target = a.w.target, g.db = a.w.db;
     g.measure = a.measure, g.out = a.out, g.strategy = a.strategy, g.seed = a.seed, g.trials = a.trials;
     g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
     g.report = a.report, g.timeout = a.timeout > 0 ? a.timeout : 10.0, g.args_json = argv_json;

@@ -50,24 +50,40 @@ enum class Form { Script, Library };
 // the A and B tiles, their copies mapped to threads, warp or thread tiles. Reads %mm and %fill.
 void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload& w, const GpuPlan& p) {
   const std::string pa = ty(w.a_type), pb = ty(w.b_type), pc = ty(w.c_type);
+  // A batched matmul (Vulkan): one batch element per block (grid z), a leading 0 elsewhere.
+  const bool bt = p.batch > 0;
+  const std::string b1 = bt ? "1, " : "", b0 = bt ? "0, " : "", bz = bt ? "#gpu.block<z>, " : "";
   o << I << "// Block tiles, with the C initialisation fused in.\n"
-    << I << "%t1, %blk = transform.structured.tile_using_forall %mm tile_sizes [" << p.block_m << ", " << p.block_n
-    << "] (mapping = [#gpu.block<y>, #gpu.block<x>]) : (" << H << ") -> (" << H << ", " << H << ")\n"
+    << I << "%t1, %blk = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << p.block_m << ", " << p.block_n
+    << "] (mapping = [" << bz << "#gpu.block<y>, #gpu.block<x>]) : (" << H << ") -> (" << H << ", " << H << ")\n"
     << I << "%ff, %blk2 = transform.structured.fuse_into_containing_op %fill into %blk : (" << H << ", " << H
     << ") -> (" << H << ", " << H << ")\n"
-    << I << "%t2, %kl = transform.structured.tile_using_for %t1 tile_sizes [0, 0, " << p.block_k << "] : (" << H
-    << ") -> (" << H << ", " << H << ")\n"
-    << I << "// Promote the A and B tiles (nofold pads become shared-memory buffers below).\n"
-    << I << "%padded, %pad, %copy = transform.structured.pad %t2 {padding_values = [0.0 : " << pa << ", 0.0 : "
-    << pb << ", 0.0 : " << pc << "], padding_dimensions = [0, 1, 2], nofold_flags = [1, 1, 0], copy_back_op = \"none\"}"
-    << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
-    << I << "%pad_forall, %tiled_pad = transform.structured.gpu.map_copy_to_threads %pad total_num_threads = "
-    << p.threads << " desired_bit_alignment = " << p.copy_bits << " : (" << H << ") -> (" << H << ", " << H << ")\n"
-    << I << "%copy_a, %copy_b = transform.split_handle %tiled_pad : (" << H << ") -> (" << H << ", " << H << ")\n"
-    << I << "transform.structured.vectorize %copy_a vector_sizes [" << p.copy_tile_a[0] << ", " << p.copy_tile_a[1]
-    << "] : " << H << "\n"
-    << I << "transform.structured.vectorize %copy_b vector_sizes [" << p.copy_tile_b[0] << ", " << p.copy_tile_b[1]
-    << "] : " << H << "\n";
+    << I << "%t2, %kl = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, " << p.block_k << "] : (" << H
+    << ") -> (" << H << ", " << H << ")\n";
+  const bool promote = p.promote_a || p.promote_b;
+  if (promote) {
+    const std::string which = p.promote_a && p.promote_b ? "the A and B tiles" : p.promote_a ? "the A tile" : "the B tile";
+    o << I << "// Promote " << which << " (nofold pads become " << (p.vulkan ? "workgroup" : "shared") << "-memory buffers below).\n"
+      << I << "%padded, %pad, %copy = transform.structured.pad %t2 {padding_values = [0.0 : " << pa << ", 0.0 : "
+      << pb << ", 0.0 : " << pc << "], padding_dimensions = [" << (bt ? "0, 1, 2, 3" : "0, 1, 2") << "], nofold_flags = [" << (p.promote_a ? 1 : 0) << ", "
+      << (p.promote_b ? 1 : 0) << ", 0], copy_back_op = \"none\"}"
+      << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+      << I << "%pad_forall, %tiled_pad = transform.structured.gpu.map_copy_to_threads %pad total_num_threads = "
+      << p.threads << " desired_bit_alignment = " << p.copy_bits << " : (" << H << ") -> (" << H << ", " << H << ")\n";
+    if (p.promote_a && p.promote_b)
+      o << I << "%copy_a, %copy_b = transform.split_handle %tiled_pad : (" << H << ") -> (" << H << ", " << H << ")\n"
+        << I << "transform.structured.vectorize %copy_a vector_sizes [" << b1 << p.copy_tile_a[0] << ", " << p.copy_tile_a[1]
+        << "] : " << H << "\n"
+        << I << "transform.structured.vectorize %copy_b vector_sizes [" << b1 << p.copy_tile_b[0] << ", " << p.copy_tile_b[1]
+        << "] : " << H << "\n";
+    else {
+      const auto& t = p.promote_a ? p.copy_tile_a : p.copy_tile_b;
+      o << I << "transform.structured.vectorize %tiled_pad vector_sizes [" << b1 << t[0] << ", " << t[1] << "] : " << H << "\n";
+    }
+  } else {
+    o << I << "// No promotion: each thread reads its A and B elements from global memory.\n"
+      << I << "%padded = transform.merge_handles %t2 {deduplicate} : " << H << "\n";
+  }
   if (p.mma) {
     o << I << "// Warp tiles (linear warp ids), C initialisation over all threads.\n"
       << I << "%t3, %wf = transform.structured.tile_using_forall %padded tile_sizes [" << p.warp_m << ", " << p.warp_n
@@ -78,16 +94,17 @@ void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload
       << ") -> (" << H << ", " << H << ")\n";
   } else {
     o << I << "// Thread tiles: each thread computes thread_m x thread_n outputs.\n"
-      << I << "%t3, %thr = transform.structured.tile_using_forall %padded tile_sizes [" << p.thread_m << ", "
+      << I << "%t3, %thr = transform.structured.tile_using_forall %padded tile_sizes [" << b0 << p.thread_m << ", "
       << p.thread_n << "] (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (" << H << ") -> (" << H << ", " << H
       << ")\n"
-      << I << "%fillt, %fillthr = transform.structured.tile_using_forall %ff tile_sizes [" << p.thread_m << ", "
+      << I << "%fillt, %fillthr = transform.structured.tile_using_forall %ff tile_sizes [" << b0 << p.thread_m << ", "
       << p.thread_n << "] (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (" << H << ") -> (" << H << ", " << H
       << ")\n";
   }
   // Workgroup memory: MLIR 22's SPIR-V conversion cannot map #gpu.address_space<workgroup>; it
   // maps the integer memory space 3 to Workgroup (../shared/notes/vulkan.md).
-  o << I << "%buf, %newops = transform.structured.bufferize_to_allocation %pad_forall {memory_space = "
+  if (promote)
+    o << I << "%buf, %newops = transform.structured.bufferize_to_allocation %pad_forall {memory_space = "
     << (p.vulkan ? "3" : "#gpu.address_space<workgroup>") << ", bufferize_destination_only} : " << H << "\n";
 }
 
@@ -186,6 +203,14 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       // f16 inputs: the widening folded into the contraction, so that the outer products widen
       // 4-lane slices, not whole operand tiles (SPIR-V vectors have at most 4 lanes).
       o << I << "transform.apply_patterns to %f3 { transform.apply_patterns.vector.fold_arith_extension } : " << H << "\n";
+    if (p.batch > 0)
+      // Before the hoisting, so that the loop carries a 2-D C tile (a 1 x m x n one, extracted and
+      // broadcast in the loop, sends the lowering below into an endless rewrite loop).
+      o << I << "// Batched: the unit batch dimension of the thread's vectors dropped.\n"
+        << I << "transform.apply_patterns to %f3 {\n"
+        << I << "  transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n"
+        << I << "  transform.apply_patterns.canonicalization\n"
+        << I << "} : " << H << "\n";
     o << I << "%h = transform.structured.hoist_redundant_vector_transfers %f3 : (" << H << ") -> " << H << "\n";
     if (lib) sameFunc("f5", "h");
     else matchFunc("f5", "bufd");
@@ -260,7 +285,7 @@ std::string emitGpuGemmSchedule(const GemmWorkload& w, const Space& space, const
       << "}\n";
     return o.str();
   }
-  o << I << "%mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (" << H << ") -> " << H << "\n"
+  o << I << "%mm = transform.structured.match ops{[\"" << (w.batched() ? "linalg.batch_matmul" : "linalg.matmul") << "\"]} in %root : (" << H << ") -> " << H << "\n"
     << I << "%fill = transform.structured.match ops{[\"linalg.fill\"]} in %root : (" << H << ") -> " << H << "\n";
   emitOpStage(o, I, w, p);
   emitFunctionStage(o, I, p, Form::Script);

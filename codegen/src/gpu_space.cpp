@@ -12,10 +12,10 @@ namespace sextant {
 
 namespace {
 
-enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kNumKnobs };
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kNumKnobs };
 const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
                                  "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad",
-                                 "warp_specialize"};
+                                 "warp_specialize", "promote"};
 
 // wgmma: rows of C per consumer warpgroup, consumer warpgroups, threads (one more warpgroup, the
 // TMA producer, when warp-specialised) and whether the accumulators fit the registers: about 30
@@ -180,11 +180,17 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
             "wgmma: 1: warp-specialised, one more warpgroup issues the TMA loads against full/empty mbarriers and "
             "the consumer warpgroups never wait at a block barrier; 0: thread 0 of the consumers issues them",
             0};
+  // Vulkan: which operands are staged in workgroup memory. IREE's Mali and Adreno configurations
+  // read global memory directly (promotion is not always a win there); desktop GPUs promote both.
+  k[kProm] = {kNames[kProm], vulkan ? std::vector<int64_t>{3, 1, 2, 0} : std::vector<int64_t>{3},
+              "operands staged in workgroup (shared) memory: 3: A and B, 1: A only, 2: B only, 0: neither (the "
+              "threads read their A and B elements from global memory; Vulkan only)",
+              3};
   for (auto& kn : k)
     if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
 
   std::vector<Constraint> cons;
-  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs};
+  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm};
   cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
                   [w](const std::vector<int64_t>& v) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
@@ -245,6 +251,9 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                     int64_t most = amd && v[kMma] ? 8 * g.warp_size : std::min<int64_t>(g.max_threads_per_block, 1024);
                     return t >= g.warp_size && t <= most && t % g.warp_size == 0;
                   }});
+  if (vulkan)
+    cons.push_back({"the copy width only matters for a promoted operand", {kCopy, kProm},
+                    [](const std::vector<int64_t>& v) { return v[kProm] != 0 || v[kCopy] == 32; }});
   cons.push_back({"software pipeline no deeper than the K loop", {kBK, kPipe},
                   [w](const std::vector<int64_t>& v) { return v[kPipe] == 1 || w.k / v[kBK] >= v[kPipe]; }});
   cons.push_back({"copies, fill and shared memory map onto the block", all,
@@ -271,6 +280,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.copy_bits = v[kCopy], p.pipeline = v[kPipe], p.swizzle = v[kSwz] == 1;
   p.lds_k_major = v[kLds] == 1;
   p.lds_pad = v[kPad] == 1 ? 8 / dtypeBytes(w.a_type) : 0;
+  p.promote_a = (v[kProm] & 1) != 0, p.promote_b = (v[kProm] & 2) != 0;
   if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
   if (!amd && v[kMma] == 2) {
     // wgmma: warpgroups of warpgroup_m rows; `pipeline` stages of the A (block_m x 64) and B
@@ -313,21 +323,27 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
     p.fill_tile = {p.thread_m, p.thread_n};
   }
   const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
-  auto ca = gpuCopyTile(ta ? p.block_k : p.block_m, ta ? p.block_m : p.block_k, bitsOf(w.a_type), p.threads, p.copy_bits);
-  if (!ca) return Error{"A copy: " + ca.error()};
-  auto cb = gpuCopyTile(tb ? p.block_n : p.block_k, tb ? p.block_k : p.block_n, bitsOf(w.b_type), p.threads, p.copy_bits);
-  if (!cb) return Error{"B copy: " + cb.error()};
-  p.copy_tile_a = *ca, p.copy_tile_b = *cb;
+  if (p.promote_a) {
+    auto ca = gpuCopyTile(ta ? p.block_k : p.block_m, ta ? p.block_m : p.block_k, bitsOf(w.a_type), p.threads, p.copy_bits);
+    if (!ca) return Error{"A copy: " + ca.error()};
+    p.copy_tile_a = *ca;
+  }
+  if (p.promote_b) {
+    auto cb = gpuCopyTile(tb ? p.block_n : p.block_k, tb ? p.block_k : p.block_n, bitsOf(w.b_type), p.threads, p.copy_bits);
+    if (!cb) return Error{"B copy: " + cb.error()};
+    p.copy_tile_b = *cb;
+  }
   // LDS rows: K innermost for an operand stored K-major (its layout, or lds_k_major), else M / N;
   // lds_pad elements added to each row.
   const int64_t a_row = (!ta || p.lds_k_major) ? p.block_k : p.block_m, b_row = (tb || p.lds_k_major) ? p.block_k : p.block_n;
-  p.smem_bytes = ((p.block_m * p.block_k / a_row) * (a_row + p.lds_pad) * dtypeBytes(w.a_type) +
-                  (p.block_k * p.block_n / b_row) * (b_row + p.lds_pad) * dtypeBytes(w.b_type)) *
+  p.smem_bytes = ((p.promote_a ? (p.block_m * p.block_k / a_row) * (a_row + p.lds_pad) * dtypeBytes(w.a_type) : 0) +
+                  (p.promote_b ? (p.block_k * p.block_n / b_row) * (b_row + p.lds_pad) * dtypeBytes(w.b_type) : 0)) *
                  p.pipeline;
   // ptxas refuses more than 48 KiB of static shared memory on every NVIDIA architecture; beyond
   // that (up to the device's opt-in maximum, a space constraint) the tiles go to dynamic shared memory.
   p.dynamic_smem = f == Flavor::Nvidia && p.smem_bytes > 48 * 1024;
-  p.grid = {w.n / p.block_n, w.m / p.block_m, 1};
+  p.batch = w.batched() ? w.batch : 0;
+  p.grid = {w.n / p.block_n, w.m / p.block_m, w.batched() ? w.batch : 1};
   return p;
 }
 
@@ -362,14 +378,14 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
 
 Candidate defaultGpuCandidate(const Space& space) {
   // The nearest valid point to a common hand-written starting point.
-  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0};
+  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0, 3};
   const auto& k = space.knobs();
   // Where the space has wgmma (sm_90, f16/bf16 NN): 128x256 blocks in two 64-row warpgroups, 4
   // stages, no producer warpgroup: the schedule that was best or within 5% of it on every large
   // shape of the first GPU run (an H200, 2026-11-26: 0.76-0.83x cuBLAS on 4096^3, 2048^3 and
   // 4096x11008x4096, f16 and bf16; datasets/gpu/README.md), where the mma.sync default got 0.09-0.12x.
   for (int64_t v : k[kMma].values)
-    if (v == 2) want = {128, 256, 64, 2, 64, 8, 2, 1, 128, 4, 1, 0, 0, 0};
+    if (v == 2) want = {128, 256, 64, 2, 64, 8, 2, 1, 128, 4, 1, 0, 0, 0, 3};
   Candidate best;
   double best_d = 1e300;
   for (uint64_t i = 0; i < space.size(); ++i) {

@@ -217,7 +217,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
   for (size_t i = 0; i < entries.size(); ++i) {
     const LibraryEntry& e = entries[i];
     const bool gpu = e.kind != LibraryEntry::Kind::Cpu;
-    if (gpu && e.batch > 0) return Error{"batched GEMMs have no GPU schedule (" + e.workload.key() + ")"};
+    if (gpu && e.batch > 0 && e.kind != LibraryEntry::Kind::Vulkan)
+      return Error{"batched GEMMs have GPU schedules on the vulkan target only (" + e.workload.key() + ")"};
     emitMatcher(o, i, e.workload, e.batch, gpu);
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;

@@ -170,39 +170,45 @@ double dot(const float* x, const float* y, int64_t k) {
 
 }  // namespace
 
+// Rows of A and C are global: row r of batch element r / M (a batched matmul is a (B*M) x N C).
 float GemmHostProblem::a(int64_t i, int64_t k) const {
-  return elementAt(a_bytes_, w_.layout == Layout::TN ? k * w_.m + i : i * w_.k + k, w_.a_type);
+  const int64_t e = i / w_.m, r = i % w_.m;
+  return elementAt(a_bytes_, e * w_.m * w_.k + (w_.layout == Layout::TN ? k * w_.m + r : r * w_.k + k), w_.a_type);
 }
 
-float GemmHostProblem::b(int64_t k, int64_t j) const {
-  return elementAt(b_bytes_, w_.layout == Layout::NT ? j * w_.k + k : k * w_.n + j, w_.b_type);
+float GemmHostProblem::b(int64_t k, int64_t j) const { return bOf(0, k, j); }
+
+float GemmHostProblem::bOf(int64_t e, int64_t k, int64_t j) const {
+  return elementAt(b_bytes_, e * w_.k * w_.n + (w_.layout == Layout::NT ? j * w_.k + k : k * w_.n + j), w_.b_type);
 }
 
 double GemmHostProblem::referenceEntry(int64_t i, int64_t j) const {
   std::vector<float> x(size_t(w_.k)), y(size_t(w_.k));
   for (int64_t k = 0; k < w_.k; ++k) {
     x[size_t(k)] = a(i, k);
-    y[size_t(k)] = b(k, j);
+    y[size_t(k)] = bOf(i / w_.m, k, j);
   }
   return dot(x.data(), y.data(), w_.k);
 }
 
 void GemmHostProblem::computeReference(const CheckPolicy& policy) {
-  const int64_t M = w_.m, N = w_.n, K = w_.k;
+  const int64_t Bt = w_.batch, M = w_.m * Bt, N = w_.n, K = w_.k;
   const double mnk = double(M) * double(N) * double(K);
   full_ = mnk <= double(policy.full_limit) || M * N <= policy.samples + 4;
   idx_.clear();
   if (full_) {
-    // A as MxK and B transposed (NxK), both row-major, so every entry is a contiguous dot product.
-    std::vector<float> at(size_t(M * K)), bt(size_t(N * K));
+    // A as (B*M)xK and B transposed (B*N x K), both row-major, so every entry is a contiguous dot product.
+    std::vector<float> at(size_t(M * K)), bt(size_t(Bt * N * K));
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k) at[size_t(i * K + k)] = a(i, k);
-    for (int64_t j = 0; j < N; ++j)
-      for (int64_t k = 0; k < K; ++k) bt[size_t(j * K + k)] = b(k, j);
+    for (int64_t e = 0; e < Bt; ++e)
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k) bt[size_t((e * N + j) * K + k)] = bOf(e, k, j);
     ref_.assign(size_t(M * N), 0.0);
     parallelFor(M, std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(N * K, 1)), [&](int64_t b0, int64_t e0) {
       for (int64_t i = b0; i < e0; ++i)
-        for (int64_t j = 0; j < N; ++j) ref_[size_t(i * N + j)] = dot(&at[size_t(i * K)], &bt[size_t(j * K)], K);
+        for (int64_t j = 0; j < N; ++j)
+          ref_[size_t(i * N + j)] = dot(&at[size_t(i * K)], &bt[size_t(((i / w_.m) * N + j) * K)], K);
     });
     return;
   }
@@ -227,8 +233,9 @@ void GemmHostProblem::computeReference(const CheckPolicy& policy) {
 
 Result<GemmHostProblem> GemmHostProblem::fromValues(const GemmWorkload& w, const std::vector<float>& a,
                                                     const std::vector<float>& b, CheckPolicy policy) {
-  if (w.m <= 0 || w.n <= 0 || w.k <= 0) return Error{"GEMM sizes must be positive (got " + w.key() + ")"};
-  if (int64_t(a.size()) != w.m * w.k || int64_t(b.size()) != w.k * w.n)
+  if (w.m <= 0 || w.n <= 0 || w.k <= 0 || w.batch <= 0) return Error{"GEMM sizes must be positive (got " + w.key() + ")"};
+  if (w.isConv()) return Error{"not a (batched) GEMM: " + w.key()};
+  if (int64_t(a.size()) != w.batch * w.m * w.k || int64_t(b.size()) != w.batch * w.k * w.n)
     return Error{"input sizes do not match " + w.key()};
   GemmHostProblem p;
   p.w_ = w;
@@ -244,7 +251,7 @@ Result<GemmHostProblem> GemmHostProblem::create(const GemmWorkload& w, uint64_t 
   if (w.m <= 0 || w.n <= 0 || w.k <= 0) return Error{"GEMM sizes must be positive (got " + w.key() + ")"};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> a(size_t(w.m * w.k)), b(size_t(w.k * w.n));
+  std::vector<float> a(size_t(std::max<int64_t>(w.batch, 1) * w.m * w.k)), b(size_t(std::max<int64_t>(w.batch, 1) * w.k * w.n));
   for (auto& x : a) x = d(rng);
   for (auto& x : b) x = d(rng);
   auto p = fromValues(w, a, b, policy);
@@ -280,11 +287,15 @@ CheckResult checkGemmResult(const GemmHostProblem& p, const void* c, const Toler
   r.ok = r.failures == 0;
   if (!r.ok) {
     char msg[512];
+    const int64_t row = first_bad / w.n, col = first_bad % w.n;
+    const std::string at = w.batched() ? "[" + std::to_string(row / w.m) + "][" + std::to_string(row % w.m) + "][" +
+                                             std::to_string(col) + "]"
+                                       : "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
     snprintf(msg, sizeof msg,
-             "wrong result: C[%lld][%lld] = %.9g, expected %.9g (|error| %.3g > %.3g + %.3g*|expected|); "
+             "wrong result: C%s = %.9g, expected %.9g (|error| %.3g > %.3g + %.3g*|expected|); "
              "%lld of %lld checked entries wrong, max |error| %.3g",
-             (long long)(first_bad / w.n), (long long)(first_bad % w.n), first_c, first_ref, first_err, t.atol,
-             t.rtol, (long long)r.failures, (long long)r.checked, r.max_abs_err);
+             at.c_str(), first_c, first_ref, first_err, t.atol, t.rtol, (long long)r.failures, (long long)r.checked,
+             r.max_abs_err);
     r.message = msg;
   }
   return r;

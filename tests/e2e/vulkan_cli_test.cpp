@@ -150,3 +150,51 @@ TEST(VulkanEndToEnd, ExportedLibraryCompilesToTheTunersSpirv) {
   removeDb(db);
   removeDb(tmp("vk-export-b.db"));
 }
+
+// Batched matmul on Vulkan (attention's Q.K^T and P.V): tuned on the device, exported, applied by a
+// stock mlir-opt, and compiled by tune compile into one validated kernel per function, one batch
+// element per workgroup row of the grid (z); the tuned function's SPIR-V is the tuner's kernel.
+TEST(VulkanEndToEnd, BatchMatmulTunesExportsAndCompiles) {
+  std::string why;
+  if (!haveVulkanDevice(why)) GTEST_SKIP() << "no Vulkan device or no spirv-val: " << why;
+  if (sh("command -v spirv-dis").code != 0) GTEST_SKIP() << "spirv-dis (spirv-tools) is not installed";
+  const std::string db = tmp("vk-bmm.db"), dir = tmp("vk-bmm-bundle"), lib = tmp("vk-bmm-lib.mlir");
+  const std::string out = tmp("vk-bmm.mlir"), model = std::string(DATA_DIR) + "/vulkan_bmm.mlir";
+  removeDb(db);
+  std::filesystem::remove_all(dir);
+  const std::string shape = " --op batch_matmul --layout NT --target vulkan --shape 4x64x64x32 --trials 1 --batch 1 -q ";
+  Outcome r = tune(shape + "--db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  ASSERT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 1);
+  Outcome b = tune(shape + "--fresh --measure bundle --out " + dir + " --db " + tmp("vk-bmm-b.db"));
+  ASSERT_EQ(b.code, 0) << b.err;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  ASSERT_EQ(m["kernels"].size(), 1u);
+  EXPECT_EQ(m["kernels"][0]["grid"][2], 4);
+
+  Outcome ex = tune("export --db " + db + " --target vulkan --format transform -o " + lib);
+  ASSERT_EQ(ex.code, 0) << ex.err << ex.out;
+  Outcome opt = sh(std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt " + model +
+                   " --transform-preload-library=transform-library-paths=" + lib + " --transform-interpreter -o /dev/null");
+  EXPECT_EQ(opt.code, 0) << opt.err;
+  Outcome c = tune("compile " + model + " --db " + db + " --target vulkan -o " + out);
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("batch_matmul:NT:4x64x64x32:f32*f32->f32 tuned (record"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("batch_matmul:NN:4x64x32x64:f32*f32->f32 default"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("1x1x4"), std::string::npos) << c.out;  // grid: the batch on z
+  auto dis = [](const std::string& spv, const std::string& name) {
+    Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
+                   name + "//g)");
+    EXPECT_EQ(o.code, 0) << o.err;
+    return o.out;
+  };
+  const std::string ours = dis(out + ".scores.spv", "scores_kernel");
+  EXPECT_GT(ours.size(), 1000u);
+  EXPECT_TRUE(ours == dis(dir + "/" + m["kernels"][0]["file"].get<std::string>(), "sextant_gemm_kernel"))
+      << "tune compile's SPIR-V differs from the tuner's kernel";
+  EXPECT_GT(slurp(out + ".values.spv").size(), 1000u);
+  for (const std::string& f : {lib, out, out + ".scores.spv", out + ".values.spv"}) std::filesystem::remove(f);
+  std::filesystem::remove_all(dir);
+  removeDb(db);
+  removeDb(tmp("vk-bmm-b.db"));
+}

@@ -40,12 +40,14 @@ struct GpuPlan {
   int64_t warp_size = 32;                 // lanes per warp / wave
   int64_t warp_m = 0, warp_n = 0, thread_m = 0, thread_n = 0;
   int64_t copy_bits = 128, pipeline = 1;
+  bool promote_a = true, promote_b = true;  // staged in shared / workgroup memory (Vulkan: a knob)
   bool swizzle = false;
   bool lds_k_major = false;               // MFMA: LDS operands stored with K innermost
   int64_t lds_pad = 0;                    // MFMA: elements of padding per LDS operand row
   int64_t threads = 0;                    // per block
   std::array<int64_t, 3> block_dims{};    // as mapped (x, y, z)
-  std::array<int64_t, 3> grid{};          // blocks (x = N tiles, y = M tiles)
+  std::array<int64_t, 3> grid{};          // blocks (x = N tiles, y = M tiles, z = batch elements)
+  int64_t batch = 0;                      // a batched matmul's batch size (Vulkan); 0: a GEMM
   std::array<int64_t, 2> copy_tile_a{}, copy_tile_b{};  // per-thread copy tiles (vector sizes)
   std::array<int64_t, 2> fill_tile{};     // per-thread tile of the C initialisation
   int64_t smem_bytes = 0;                 // A + B tiles times pipeline depth

@@ -57,11 +57,13 @@ class GemmHostProblem {
   // Device representation of A and B (element type, storage layout).
   const std::vector<uint8_t>& aBytes() const { return a_bytes_; }
   const std::vector<uint8_t>& bBytes() const { return b_bytes_; }
-  int64_t cBytes() const { return w_.m * w_.n * dtypeBytes(w_.c_type); }
-  // Logical elements A[i][k] and B[k][j] (as stored, i.e. rounded), whatever the layout.
+  int64_t cBytes() const { return w_.batch * w_.m * w_.n * dtypeBytes(w_.c_type); }
+  // Logical elements A[i][k] and B[k][j] (as stored, i.e. rounded), whatever the layout. A batched
+  // matmul's rows are global (row i of batch element i / M: C is (B*M) x N); b() is element 0's.
   float a(int64_t i, int64_t k) const;
   float b(int64_t k, int64_t j) const;
-  // sum_k A[i][k] * B[k][j], accumulated in double.
+  float bOf(int64_t element, int64_t k, int64_t j) const;
+  // sum_k A[i][k] * B[k][j] (B of row i's batch element), accumulated in double.
   double referenceEntry(int64_t i, int64_t j) const;
 
   bool fullCheck() const { return full_; }
@@ -90,7 +92,7 @@ struct CheckResult {
   std::string message;     // empty when ok; else names the first wrong entry
 };
 
-// Compares C (device representation: MxN row-major, c_type) with the problem's reference.
+// Compares C (device representation: MxN row-major, batch elements one after another, c_type) with the problem's reference.
 CheckResult checkGemmResult(const GemmHostProblem& p, const void* c, const Tolerance& t);
 
 }  // namespace sextant
