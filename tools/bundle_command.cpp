@@ -82,7 +82,7 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   std::vector<std::string> role;
   std::set<uint64_t> taken;
   if (a.with_default) {
-    Candidate d = defaultGpuCandidate(space);
+    Candidate d = defaultGpuCandidate(*w, space, *g);
     batch.push_back(d);
     role.push_back("default");
     taken.insert(space.encode(d));

@@ -150,7 +150,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = buildGpuGemmSpace(*w, *g);
-        Candidate c = defaultGpuCandidate(space);
+        Candidate c = defaultGpuCandidate(*w, space, *g);
         if (space.size() == 0 || !planGpuGemm(*w, space, c)) {
           problems.push_back(where + ": no GPU schedule fits " + w->shapeString() +
                              " (M, N and K must be multiples of 16)");

@@ -158,7 +158,13 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.args_json = a.args_json;
   o.final_rounds = 0;  // GPU: the runner's repetitions are the measurement (no host-side re-check)
   o.measure_unmeasured = *mode == GpuMeasureMode::Device;
-  o.first_candidate = defaultGpuCandidate(space);  // the untuned default is one of the trials
+  o.first_candidate = defaultGpuCandidate(*w, space, *g);  // the untuned default is one of the trials
+  if (target->kind == TargetKind::Vulkan) {
+    // Then IREE's configurations of the other device classes (vulkan_configs.cpp).
+    auto seeds = vulkanVendorSeeds(*w, space, *g);
+    for (const Candidate& c : seeds)
+      if (c != *o.first_candidate) o.seeds.push_back(c);
+  }
   o.strategy_context.num_features = int(gpuGemmFeatureNames().size());
   o.strategy_context.features = [&](const Candidate& c) { return gpuGemmFeatures(*w, space, c, *g); };
   o.strategy_context.model_path = costModelPath(a.db, target->key(), w->key());

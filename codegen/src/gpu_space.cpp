@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -376,7 +377,34 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
   return r;
 }
 
+Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, int64_t>& want) {
+  // The nearest valid point: log2 distance per knob named in `want`; the matrix-unit route and the
+  // promotion are categories (any other value: 4).
+  const auto& k = space.knobs();
+  std::vector<int> idx(k.size(), -1);
+  std::vector<double> target(k.size(), 0);
+  for (size_t j = 0; j < k.size(); ++j)
+    if (auto it = want.find(k[j].name); it != want.end()) idx[j] = 1, target[j] = double(it->second);
+  Candidate best;
+  double best_d = 1e300;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    Candidate c = space.at(i);
+    double d = 0;
+    for (size_t j = 0; j < k.size(); ++j) {
+      if (idx[j] < 0) continue;
+      const double a = double(k[j].values[c[j]]), b = target[j];
+      if (k[j].name == "mma" || k[j].name == "promote") d += a == b ? 0 : 4;
+      else d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5)));
+    }
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
 Candidate defaultGpuCandidate(const Space& space) {
+  const std::string& n = space.name();
+  if (n.size() > 7 && n.compare(n.size() - 7, 7, "_vulkan") == 0)
+    return vulkanConfigCandidate(space, vulkanVendorConfig("cpu", DType::F32));
   // The nearest valid point to a common hand-written starting point.
   std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0, 3};
   const auto& k = space.knobs();
@@ -386,18 +414,15 @@ Candidate defaultGpuCandidate(const Space& space) {
   // 4096x11008x4096, f16 and bf16; datasets/gpu/README.md), where the mma.sync default got 0.09-0.12x.
   for (int64_t v : k[kMma].values)
     if (v == 2) want = {128, 256, 64, 2, 64, 8, 2, 1, 128, 4, 1, 0, 0, 0, 3};
-  Candidate best;
-  double best_d = 1e300;
-  for (uint64_t i = 0; i < space.size(); ++i) {
-    Candidate c = space.at(i);
-    double d = 0;
-    for (size_t j = 0; j < k.size(); ++j) {
-      double a = double(k[j].values[c[j]]), b = double(want[j]);
-      d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5))) * (j == kMma ? 4 : 1);
-    }
-    if (d < best_d) best_d = d, best = c;
-  }
-  return best;
+  std::map<std::string, int64_t> m;
+  for (size_t j = 0; j < k.size() && j < want.size(); ++j) m[k[j].name] = want[j];
+  return nearestGpuCandidate(space, m);
+}
+
+Candidate defaultGpuCandidate(const GemmWorkload& w, const Space& space, const GpuTargetInfo& g) {
+  if (g.target.kind == TargetKind::Vulkan)
+    return vulkanConfigCandidate(space, vulkanVendorConfig(g.vulkan_class.empty() ? "cpu" : g.vulkan_class, w.a_type));
+  return defaultGpuCandidate(space);
 }
 
 }  // namespace sextant

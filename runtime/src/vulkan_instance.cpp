@@ -173,6 +173,8 @@ VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
   d.driver_version = std::to_string(p.driverVersion);
   d.vendor_id = p.vendorID;
   d.limits.name = d.name;
+  d.limits.vendor_id = d.vendor_id;
+  d.limits.device_type = d.type;
   d.limits.max_invocations = p.limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) d.limits.max_size[i] = p.limits.maxComputeWorkGroupSize[i], d.max_groups[i] = p.limits.maxComputeWorkGroupCount[i];
   d.limits.shared_bytes = p.limits.maxComputeSharedMemorySize;

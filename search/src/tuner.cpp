@@ -364,6 +364,14 @@ Result<TuneSummary> tune(TuneContext& ctx, const TuneOptions& o, const std::vect
       tried.insert(ctx.space.encode(*o.first_candidate));  // not proposed again by the strategy
       --n;
     }
+    if (o.strategy != "exhaustive")
+      for (const Candidate& c : o.seeds) {
+        if (n == 0) break;
+        if (tried.count(ctx.space.encode(c)) || !ctx.space.isValid(c)) continue;
+        batch.push_back(c);
+        tried.insert(ctx.space.encode(c));
+        --n;
+      }
     if (n > 0) {
       auto proposed = (*strategy)->propose(ctx.space, tried, n);
       batch.insert(batch.end(), proposed.begin(), proposed.end());

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/gpu_schedule.h"
@@ -148,6 +149,74 @@ TEST(Vulkan, BatchMatmulRunsAndVerifies) {
       GpuMeasurement m = run(*dev, *w, k);
       EXPECT_TRUE(m.ok()) << key << " " << s.keyOf(c) << ": " << gpuStatusName(m.status) << ": " << m.message;
       EXPECT_EQ(m.checked_entries, w->batch * w->m * w->n) << key;  // every entry of every element
+    }
+  }
+}
+
+// IREE's per-vendor configurations: the device class from the vendor ID and type; each class's
+// configuration is a valid candidate at (or nearest to) IREE's tiles; the device's own class is
+// the default and the first seed; the seeds are distinct.
+TEST(Vulkan, VendorConfigurationsAreTheDefaultsAndSeeds) {
+  EXPECT_EQ(vulkanDeviceClass(0x10DE, "discrete-gpu"), "nvidia");
+  EXPECT_EQ(vulkanDeviceClass(0x1002, "discrete-gpu"), "amd");
+  EXPECT_EQ(vulkanDeviceClass(0x13B5, "integrated-gpu"), "mali");
+  EXPECT_EQ(vulkanDeviceClass(0x5143, "integrated-gpu"), "adreno");
+  EXPECT_EQ(vulkanDeviceClass(0x106B, "integrated-gpu"), "apple");
+  EXPECT_EQ(vulkanDeviceClass(0x8086, "integrated-gpu"), "other");
+  EXPECT_EQ(vulkanDeviceClass(0x10005, "cpu"), "cpu");  // lavapipe (Mesa)
+  GpuTargetInfo g = vulkanTarget();
+  EXPECT_EQ(g.vulkan_class, "cpu");  // lavapipe's limits until a device is opened
+  VulkanLimits nv;
+  nv.vendor_id = 0x10DE, nv.device_type = "discrete-gpu", nv.max_invocations = 1024, nv.max_size[0] = 1024;
+  nv.shared_bytes = 49152, nv.subgroup_size = 32;
+  GpuTargetInfo gn = g;
+  applyVulkanLimits(gn, nv);
+  EXPECT_EQ(gn.vulkan_class, "nvidia");
+  auto w = parseWorkloadKey("gemm:NN:1024x1024x1024:f32*f32->f32");
+  Space s = buildGpuGemmSpace(*w, gn);
+  // NVIDIA (32 x 8 invocations, 4x4x32 thread tiles, promoted): exactly representable.
+  Candidate d = defaultGpuCandidate(*w, s, gn);
+  ASSERT_TRUE(s.isValid(d));
+  GpuPlan p = *planGpuGemm(*w, s, d);
+  EXPECT_EQ(p.block_m, 32);
+  EXPECT_EQ(p.block_n, 128);
+  EXPECT_EQ(p.block_k, 32);
+  EXPECT_EQ(p.thread_m, 4);
+  EXPECT_EQ(p.thread_n, 4);
+  EXPECT_EQ(p.threads, 256);
+  EXPECT_TRUE(p.promote_a && p.promote_b);
+  // Mali and the fallback read global memory directly (no promotion).
+  for (const char* cls : {"mali", "adreno", "apple", "cpu", "other"}) {
+    Candidate c = vulkanConfigCandidate(s, vulkanVendorConfig(cls, DType::F32));
+    ASSERT_TRUE(s.isValid(c)) << cls;
+    GpuPlan q = *planGpuGemm(*w, s, c);
+    EXPECT_FALSE(q.promote_a || q.promote_b) << cls;
+  }
+  auto seeds = vulkanVendorSeeds(*w, s, gn);
+  ASSERT_GE(seeds.size(), 4u);
+  EXPECT_EQ(seeds.front(), d);
+  std::set<uint64_t> distinct;
+  for (const Candidate& c : seeds) distinct.insert(s.encode(c));
+  EXPECT_EQ(distinct.size(), seeds.size());
+  // The default of a lavapipe space is the fallback's (IREE gives CPU devices its fallback).
+  Space sl = buildGpuGemmSpace(*w, g);
+  EXPECT_EQ(defaultGpuCandidate(*w, sl, g), vulkanConfigCandidate(sl, vulkanVendorConfig("cpu", DType::F32)));
+  EXPECT_EQ(defaultGpuCandidate(sl), defaultGpuCandidate(*w, sl, g));
+}
+
+// Every class's configuration compiles, validates, runs and verifies on the device (f32, and f16
+// where the device has it), on a shape that is not a power of two.
+TEST(Vulkan, VendorConfigurationsRunAndVerify) {
+  REQUIRE_VULKAN(dev);
+  GpuTargetInfo g = vulkanTarget();
+  for (const char* key : {"gemm:NN:192x160x96:f32*f32->f32", "gemm:NN:128x128x64:f16*f16->f32"}) {
+    auto w = parseWorkloadKey(key);
+    Space s = buildGpuGemmSpace(*w, g);
+    for (const Candidate& c : vulkanVendorSeeds(*w, s, g)) {
+      Compiled k = compileVulkan(*w, s, c, g);
+      ASSERT_TRUE(k.out.ok) << key << " " << s.keyOf(c) << ": " << k.out.stage << ": " << k.out.message;
+      GpuMeasurement m = run(*dev, *w, k);
+      EXPECT_TRUE(m.ok()) << key << " " << s.keyOf(c) << ": " << gpuStatusName(m.status) << ": " << m.message;
     }
   }
 }

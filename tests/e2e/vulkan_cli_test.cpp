@@ -2,6 +2,7 @@
 // lavapipe, labelled CPU-emulated in every record), the bundle round trip through tune-runner and
 // import-results, and the runner's one line without libvulkan. Skipped where no Vulkan device is.
 #include <filesystem>
+#include <sstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -181,7 +182,14 @@ TEST(VulkanEndToEnd, BatchMatmulTunesExportsAndCompiles) {
   ASSERT_EQ(c.code, 0) << c.err << c.out;
   EXPECT_NE(c.out.find("batch_matmul:NT:4x64x64x32:f32*f32->f32 tuned (record"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("batch_matmul:NN:4x64x32x64:f32*f32->f32 default"), std::string::npos) << c.out;
-  EXPECT_NE(c.out.find("1x1x4"), std::string::npos) << c.out;  // grid: the batch on z
+  for (const char* f : {"scores", "values"}) {  // "FUNCTION KERNEL GRID BLOCK ...": the batch on z
+    const size_t at = c.out.find(std::string("\n") + f + " ");
+    ASSERT_NE(at, std::string::npos) << c.out;
+    std::istringstream line(c.out.substr(at + 1, c.out.find('\n', at + 1) - at - 1));
+    std::string fn, kernel, grid;
+    line >> fn >> kernel >> grid;
+    EXPECT_EQ(grid.substr(grid.rfind('x')), "x4") << f << ": " << grid;
+  }
   auto dis = [](const std::string& spv, const std::string& name) {
     Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
                    name + "//g)");

@@ -198,3 +198,27 @@ TEST_F(Tuner, TheDefaultIsAContenderForTheBest) {
   EXPECT_EQ(sum->best_confirmed->candidate, def_key);
   EXPECT_NEAR(sum->finalBestTuned()->gflops, 999.0, 1e-6);
 }
+
+// Seeds (Vulkan: IREE's per-vendor configurations) are measured right after the default, in the
+// first batch, before any proposal of the strategy, and never again.
+TEST_F(Tuner, SeedsAreMeasuredFirst) {
+  SyntheticEvaluator ev(space, w.flops());
+  TuneContext ctx{*db, w, *target, space, ev, "test", "Test CPU", "22", kHere};
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 8;
+  o.batch = 4;
+  o.final_top_k = 0;
+  o.first_candidate = defaultCpuCandidate(space, w);
+  for (uint64_t i = 0; o.seeds.size() < 3 && i < space.size(); i += space.size() / 7 + 1)
+    if (space.at(i) != *o.first_candidate) o.seeds.push_back(space.at(i));
+  ASSERT_EQ(o.seeds.size(), 3u);
+  std::atomic<bool> stop{false};
+  auto sum = tune(ctx, o, {}, nullptr, stop, nullptr);
+  ASSERT_TRUE(sum.ok()) << sum.error();
+  ASSERT_EQ(ev.measured.size(), 8u);
+  EXPECT_EQ(ev.measured[0], space.keyOf(*o.first_candidate));
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(ev.measured[1 + i], space.keyOf(o.seeds[i]));
+  for (size_t i = 4; i < ev.measured.size(); ++i)
+    for (const Candidate& s : o.seeds) EXPECT_NE(ev.measured[i], space.keyOf(s)) << "a seed measured twice";
+}

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 
 #include "sextant/codegen/compiler.h"
@@ -81,6 +82,31 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
 // Where the space has wgmma (sm_90, f16/bf16 NN): 128x256 blocks, two 64-row warpgroups, 4 stages
 // (the H200 measurements of 2026-11-26). Each: the space's nearest valid point to it.
 Candidate defaultGpuCandidate(const Space& space);
+// The default for the workload on the target: a Vulkan device's class's IREE configuration
+// (vulkan_configs.cpp), else the one above.
+Candidate defaultGpuCandidate(const GemmWorkload& w, const Space& space, const GpuTargetInfo& g);
+// The valid candidate nearest to `want` (knob name -> value; knobs not named are free).
+Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, int64_t>& want);
+
+// IREE's default SPIR-V matmul configurations per device class (its KernelConfig.cpp and
+// {Mali,Adreno,AMD,NVIDIA,Apple}Config.cpp): workgroup size, thread tile, and whether A and B go
+// through workgroup memory. Sextant's defaults and seeds on Vulkan (issue #33).
+struct VulkanVendorConfig {
+  std::string device_class;  // nvidia, amd, mali, adreno, apple, cpu, other
+  int64_t wg_x = 0, wg_y = 0;            // workgroup size (x: N, y: M)
+  int64_t thread_m = 0, thread_n = 0, thread_k = 0;
+  bool promote = false;                  // A and B staged in workgroup memory
+  int64_t blockM() const { return wg_y * thread_m; }
+  int64_t blockN() const { return wg_x * thread_n; }
+};
+// The class's configuration for inputs of `a_type` (f16 has its own; an unknown class: IREE's fallback).
+VulkanVendorConfig vulkanVendorConfig(const std::string& device_class, DType a_type);
+const std::vector<std::string>& vulkanDeviceClasses();
+// The space's nearest candidate to a configuration (block tile, K tile, thread tile, promotion).
+Candidate vulkanConfigCandidate(const Space& space, const VulkanVendorConfig& c);
+// Every class's configuration as candidates of the space, the device's own class first, without
+// duplicates: the seeds a Vulkan search measures first.
+std::vector<Candidate> vulkanVendorSeeds(const GemmWorkload& w, const Space& space, const GpuTargetInfo& g);
 
 // Stage 1: tiling, promotion, vectorisation, mapping to blocks/threads (entry @__transform_main,
 // consumes the root). Knob values are recorded as transform.tune.knob ops.

@@ -33,6 +33,10 @@ struct GpuTargetInfo {
   bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
   bool has_wgmma = false;       // NVIDIA sm_90 (as sm_90a): warpgroup MMA + TMA
   bool has_float16 = false;     // Vulkan: shaderFloat16 and storageBuffer16BitAccess (f16 GEMM inputs)
+  // Vulkan: the device class whose IREE default configuration is the default schedule and the
+  // first seed (vulkanDeviceClass): nvidia, amd, mali, adreno, apple, cpu (lavapipe, SwiftShader),
+  // other (Intel and the rest: IREE's fallback). "cpu" until a device is opened (lavapipe's limits).
+  std::string vulkan_class;
 };
 
 // Vulkan: the limits of Mesa's lavapipe (1,024 invocations, 32 KiB of workgroup memory, subgroups
@@ -47,7 +51,11 @@ struct VulkanLimits {
   int64_t shared_bytes = 0;            // maxComputeSharedMemorySize
   int64_t subgroup_size = 0;           // VkPhysicalDeviceSubgroupProperties::subgroupSize
   bool float16 = false;                // shaderFloat16 and storageBuffer16BitAccess
+  uint32_t vendor_id = 0;              // VkPhysicalDeviceProperties::vendorID (PCI vendor; Mesa 0x10005)
+  std::string device_type;             // "cpu", "discrete-gpu", "integrated-gpu", "virtual-gpu", "other"
 };
+// The device class of a Vulkan device from its vendor ID and type (GpuTargetInfo::vulkan_class).
+std::string vulkanDeviceClass(uint32_t vendor_id, const std::string& device_type);
 void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l);
 
 // Occupancy: resident blocks per SM/CU given a kernel's resources (0: it cannot run at all).

@@ -44,6 +44,10 @@ struct TuneOptions {
   // untuned default: the search's best is then never a schedule slower than the default it found).
   // Ignored by the exhaustive strategy, which keeps the space's order.
   std::optional<Candidate> first_candidate;
+  // Measured next (after first_candidate, before the strategy's proposals), those the database
+  // does not have for this workload: known-good starting points (Vulkan: IREE's per-vendor
+  // configurations). Ignored by the exhaustive strategy.
+  std::vector<Candidate> seeds;
   // Worker mode (issue #17; `worker` not empty): this run is one worker of study `study_id`, whose
   // `trials` count the records of every worker. Candidates are claimed before they are compiled
   // (leases of `lease_s`, renewed every `heartbeat_s` by a thread on its own connection to
