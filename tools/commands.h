@@ -131,6 +131,10 @@ struct GpuTuneArgs {
   std::string report = "text";
   double min_time = 0.5, timeout = 10;
   std::string args_json = "{}";
+  // One worker of a study (tune worker; Vulkan): as TuneArgs' study fields.
+  int64_t study = 0;
+  std::string worker_name;
+  double lease = 30, heartbeat = 5;
 };
 int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop);
 // Reads a bundle's results file (tune-runner) into the database as measured records.

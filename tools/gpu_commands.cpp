@@ -158,8 +158,13 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.args_json = a.args_json;
   o.final_rounds = 0;  // GPU: the runner's repetitions are the measurement (no host-side re-check)
   o.measure_unmeasured = *mode == GpuMeasureMode::Device;
-  o.first_candidate = defaultGpuCandidate(*w, space, *g);  // the untuned default is one of the trials
-  if (target->kind == TargetKind::Vulkan) {
+  if (a.study > 0) {  // one worker of a study (tune worker): claims, leases, no final comparison
+    o.study_id = a.study, o.worker = a.worker_name, o.db_path = a.db;
+    o.lease_s = a.lease, o.heartbeat_s = a.heartbeat;
+  } else {
+    o.first_candidate = defaultGpuCandidate(*w, space, *g);  // the untuned default is one of the trials
+  }
+  if (a.study == 0 && target->kind == TargetKind::Vulkan) {
     // Then IREE's configurations of the other device classes (vulkan_configs.cpp).
     auto seeds = vulkanVendorSeeds(*w, space, *g);
     for (const Candidate& c : seeds)
@@ -277,6 +282,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     std::cout << j.dump(2) << "\n";
     return sum->interrupted ? 130 : 0;
   }
+  if (a.study > 0 && a.quiet) return sum->interrupted ? 130 : 0;  // a quiet worker: the study's maker reports
   printf("\n%s on %s (%s), run %lld: %lld candidates\n", w->key().c_str(), target->name.c_str(), g->chip.c_str(),
          (long long)sum->run_id, (long long)sum->trials);
   for (const auto& [st, n] : by_status) {

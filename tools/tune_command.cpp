@@ -144,6 +144,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
     g.report = a.report, g.timeout = a.timeout > 0 ? a.timeout : 10.0, g.args_json = argv_json;
     g.min_time = a.min_time;
+    g.study = a.study, g.worker_name = a.worker_name, g.lease = a.lease, g.heartbeat = a.heartbeat;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     return cli::cmdTuneGpu(g, g_stop);

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/cpu_schedule.h"
+#include "sextant/codegen/gpu_schedule.h"
 #include "sextant/common/strings.h"
 #include "sextant/search/strategy.h"
 #include "sextant/hwspec/target.h"
@@ -53,11 +54,16 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
   if (!w) return fail(w.error());
   auto target = resolveTarget(a.w.target);
   if (!target) return fail(target.error());
-  if (target->isGpu())
-    return fail("studies tune the cpu target in this version (GPU workers would need a GPU each; use --measure "
-                "bundle and tune-runner for GPUs)");
-  const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
-  target->arch = cpuArchWithThreads(target->arch, threads);
+  // Vulkan: every worker measures on its own machine's Vulkan device (records carry its machine
+  // key). CUDA and HIP studies are not offered: use --measure bundle and tune-runner there.
+  const bool vulkan = target->kind == TargetKind::Vulkan;
+  if (target->isGpu() && !vulkan)
+    return fail("studies tune the cpu and vulkan targets in this version (for " + target->name +
+                ": --measure bundle, tune-runner on the GPU machine, tune import-results)");
+  if (vulkan && (a.threads != 1 || a.measure != "device"))
+    return fail("a vulkan study measures on each worker's device: --threads and --measure do not apply");
+  const int threads = vulkan ? 1 : a.threads == 0 ? hostCpu().logical_cores : a.threads;
+  if (!vulkan) target->arch = cpuArchWithThreads(target->arch, threads);
   {
     auto names = strategyNames();
     if (std::find(names.begin(), names.end(), a.strategy) == names.end())
@@ -65,8 +71,14 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
   }
   auto db = Database::open(a.w.db);
   if (!db) return fail(db.error());
-  if (auto s = registerWorkloadAndTarget(*db, *w, *target, llvmHostCpuName(), hostCpu().vector_isa); !s)
+  if (vulkan) {
+    auto g = gpuTargetInfo(*target);
+    if (!g) return fail(g.error());
+    if (!vulkanSupportsTypes(*w)) return fail("the vulkan target tunes f32 and f16 GEMMs with f32 results only");
+    if (auto s = registerWorkloadAndTarget(*db, *w, *target, g->display, g->chip); !s) return fail(s.error());
+  } else if (auto s = registerWorkloadAndTarget(*db, *w, *target, llvmHostCpuName(), hostCpu().vector_isa); !s) {
     return fail(s.error());
+  }
   json args{{"op", opKindName(w->op)}, {"shape", w->shapeString()},
             {"dtype", a.w.dtype}, {"layout", a.w.layout}, {"target", a.w.target}, {"strategy", a.strategy},
             {"trials", a.trials}, {"batch", a.batch}, {"min_time", a.min_time}, {"timeout", a.timeout},
@@ -140,7 +152,9 @@ int cmdWorker(const WorkerArgs& a) {
     t.jobs = a.jobs, t.quiet = a.quiet, t.fresh = true, t.final_rounds = 0;
     t.study = pick->id, t.worker_name = name, t.lease = a.lease, t.heartbeat = a.heartbeat;
     WorkerRow wr;
-    wr.name = name, wr.host = hostName(), wr.pid = getpid(), wr.device = llvmHostCpuName(), wr.study_id = pick->id;
+    wr.name = name, wr.host = hostName(), wr.pid = getpid(), wr.study_id = pick->id;
+    auto st = resolveTarget(t.w.target);
+    wr.device = st && st->isGpu() ? t.w.target : llvmHostCpuName();  // a GPU worker: its target (vulkan:N)
     if (auto s = db->registerWorker(wr); !s) return fail(s.error());
     const int64_t id = pick->id;
     int rc = cmdTune(t, json{{"worker", name}, {"study", id}}.dump());

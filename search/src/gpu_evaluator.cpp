@@ -306,6 +306,9 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     std::string results = bundle_dir + "/results.json";
     std::string cmd = shellQuote(o_.runner) + " " + shellQuote(bundle_dir) + " -o " + shellQuote(results);
     for (const auto& a : o_.runner_args) cmd += " " + shellQuote(a);
+    // One measuring process per machine (studies' workers, other tune runs): the device and, for a
+    // CPU-emulated one, the cores are the runner's alone while it measures.
+    MachineLock lock(MachineLock::Mode::Measure);
     auto child = runIsolated([cmd]() {
       int st = std::system((cmd + " >/dev/null 2>&1").c_str());
       return std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1);

@@ -206,3 +206,23 @@ TEST(VulkanEndToEnd, BatchMatmulTunesExportsAndCompiles) {
   removeDb(db);
   removeDb(tmp("vk-bmm-b.db"));
 }
+
+// A Vulkan study: two local workers tune one workload together on the device, every candidate
+// measured once, records labelled with the device's machine key; CUDA studies are refused in one line.
+TEST(VulkanEndToEnd, TwoWorkersTuneTogether) {
+  std::string why;
+  if (!haveVulkanDevice(why)) GTEST_SKIP() << "no Vulkan device or no spirv-val: " << why;
+  const std::string db = tmp("vk-study.db");
+  removeDb(db);
+  Outcome r = tune("--op gemm --target vulkan --shape 128x128x64 --trials 8 --batch 2 --workers 2 --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("study 1: 8 of 8 trials recorded by 2 workers"), std::string::npos) << r.out;
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE source='measured' AND status='ok'"), 8);
+  EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT candidate) FROM records WHERE source='measured'"), 8);
+  EXPECT_EQ(queryInt(db, "SELECT count(DISTINCT name) FROM workers WHERE device='vulkan'"), 2);
+  EXPECT_EQ(queryInt(db, "SELECT count(*) FROM records WHERE machine NOT LIKE 'gpu:%'"), 0);
+  Outcome cuda = tune("--op gemm --target h100 --dtype f16 --shape 256x256x256 --trials 4 --workers 0 --db " + db);
+  EXPECT_EQ(cuda.code, 2);
+  EXPECT_NE(cuda.err.find("studies tune the cpu and vulkan targets"), std::string::npos) << cuda.err;
+  removeDb(db);
+}
