@@ -340,8 +340,9 @@ int cmdHwList() {
   return 0;
 }
 
-int cmdHwShow(const std::string& name) {
-  if (name == "vulkan") return cmdHwShowVulkan();
+int cmdHwShow(const std::string& name, bool as_json) {
+  if (name == "vulkan") return cmdHwShowVulkan(as_json);
+  if (as_json) return fail("--json is for tune hw show vulkan (the description --vulkan-device reads)");
   if (name == "cpu" || name == "host") {
     const HostCpu& c = hostCpu();
     printf("host CPU (from /proc/cpuinfo and sysfs)\n");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sextant/common/result.h"
+#include "sextant/hwspec/gpu_target.h"
 
 namespace CLI {
 class App;
@@ -47,6 +48,7 @@ struct CompileArgs {
   std::string machine = "this";  // whose measurements (see ExportArgs)
   std::string input_shapes;      // ONNX inputs: "x=1,3,224,224;..." (dynamic dimensions)
   bool fuse_epilogues = true;    // cpu: the ops' epilogues fused into their tiles (--no-epilogue-fusion)
+  std::string vulkan_device;     // vulkan: compile for a described device (FILE[:N], tune hw show vulkan --json)
 };
 int cmdCompile(const CompileArgs& a);
 // A module to compile: MLIR text, or an ONNX model (FILE.onnx) imported as MLIR.
@@ -96,10 +98,14 @@ int cmdModelEvalCrossTarget(const ModelEvalArgs& a);  // gpu_costmodel_eval.cpp
 int cmdModelEvalGpu(const ModelEvalArgs& a);          // gpu_costmodel_eval.cpp: across one GPU target's workloads
 
 int cmdHwList();
-int cmdHwShow(const std::string& name);
+int cmdHwShow(const std::string& name, bool as_json = false);
 // The live GPUs (CUDA / HIP, opened at run time) against the device table.
 int cmdHwCheck();
-int cmdHwShowVulkan();  // every Vulkan device and its limits (hw_commands.cpp)
+// Every Vulkan device and its limits (hw_commands.cpp); as_json: the description that
+// --vulkan-device reads on another machine.
+int cmdHwShowVulkan(bool as_json = false);
+// A device of such a description (FILE or FILE:N): what the Vulkan space takes from it.
+Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec);
 
 // tune bundle (tools/bundle_command.cpp): chosen GPU candidates compiled into a kernel bundle.
 struct BundleArgs {
@@ -122,6 +128,7 @@ struct GpuTuneArgs {
   std::string shape, dtype, layout, target, db;
   std::string measure = "device";  // device | none | bundle
   std::string out;                 // bundle directory (--measure bundle)
+  std::string vulkan_device;       // FILE[:N]: a described Vulkan device's limits and class (none/bundle)
   std::string strategy = kDefaultStrategy;
   uint64_t seed = 1;
   int64_t trials = 200;

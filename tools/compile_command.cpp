@@ -106,6 +106,12 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
                   const std::vector<FoundOp>& ops, Database& db) {
   auto g = gpuTargetInfo(target);
   if (!g) return fail(g.error());
+  if (!a.vulkan_device.empty()) {
+    if (target.kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
+    auto l = readVulkanDeviceFile(a.vulkan_device);
+    if (!l) return fail(l.error());
+    applyVulkanLimits(*g, *l);  // its limits and class: untuned GEMMs get its class's default
+  }
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;       // workload key -> entry
   std::map<std::string, std::string> gemm_in;   // function -> location of its scheduled GEMM
@@ -270,6 +276,7 @@ int cmdCompile(const CompileArgs& a) {
   if (!ops) return fail(ops.error());
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
+  if (!a.vulkan_device.empty() && target->kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
   if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
   return compileCpuModule(a, *target, *text, *ops, *db, /*untuned=*/false, /*print=*/true);
 }

@@ -2,12 +2,18 @@
 // tune hw show vulkan (every Vulkan device with the limits the Vulkan schedule space takes from it).
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "sextant/codegen/gpu_schedule.h"
 #include "sextant/hwspec/devices.h"
 #include "sextant/runtime/gpu_runner.h"
 
 namespace sextant::cli {
+
+using json = nlohmann::json;
 
 // tune hw check: the GPUs this machine has (CUDA, then HIP), compared with the device table.
 int cmdHwCheck() {
@@ -51,12 +57,81 @@ int cmdHwCheck() {
   }
   if (!found) printf("no GPU on this machine: nothing to compare with the table\n");
   printf("\n");
-  cmdHwShowVulkan();
+  cmdHwShowVulkan(false);
   return 0;
 }
 
-int cmdHwShowVulkan() {
+namespace {
+
+json propsJson(const VulkanDeviceProps& d) {
+  return {{"index", d.index},
+          {"name", d.name},
+          {"type", d.type},
+          {"vendor_id", d.vendor_id},
+          {"class", vulkanDeviceClass(d.vendor_id, d.type)},
+          {"api_version", d.api_version},
+          {"driver_version", d.driver_version},
+          {"max_invocations", d.limits.max_invocations},
+          {"max_size", {d.limits.max_size[0], d.limits.max_size[1], d.limits.max_size[2]}},
+          {"max_groups", {d.max_groups[0], d.max_groups[1], d.max_groups[2]}},
+          {"shared_bytes", d.limits.shared_bytes},
+          {"subgroup_size", d.limits.subgroup_size},
+          {"timestamp_period_ns", d.timestamp_period_ns},
+          {"float16", d.float16},
+          {"cooperative_matrix", d.cooperative_matrix}};
+}
+
+}  // namespace
+
+Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
+  // FILE or FILE:N (the N-th device of the file; default the first).
+  std::string path = spec;
+  int index = -1;
+  if (auto colon = spec.rfind(':'); colon != std::string::npos && colon + 1 < spec.size() &&
+                                    spec.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    path = spec.substr(0, colon);
+    index = std::stoi(spec.substr(colon + 1));
+  }
+  std::ifstream f(path);
+  if (!f) return Error{"cannot read the Vulkan device description " + path + " (write one with tune hw show vulkan --json)"};
+  json j = json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
+    return Error{path + ": not a Vulkan device description (expected {\"format\": \"sextant-vulkan-devices\", \"devices\": [...]}, "
+                 "as tune hw show vulkan --json writes)"};
+  const json* pick = nullptr;
+  for (const auto& d : j["devices"])
+    if (index < 0 || d.value("index", -1) == index) {
+      pick = &d;
+      break;
+    }
+  if (!pick) return Error{path + ": no device " + std::to_string(index)};
+  try {
+    VulkanLimits l;
+    l.name = pick->at("name").get<std::string>();
+    l.max_invocations = pick->at("max_invocations").get<int64_t>();
+    for (int i = 0; i < 3; ++i) l.max_size[i] = pick->at("max_size").at(size_t(i)).get<int64_t>();
+    l.shared_bytes = pick->at("shared_bytes").get<int64_t>();
+    l.subgroup_size = pick->at("subgroup_size").get<int64_t>();
+    l.float16 = pick->at("float16").get<bool>();
+    l.vendor_id = pick->at("vendor_id").get<uint32_t>();
+    l.device_type = pick->at("type").get<std::string>();
+    if (l.max_invocations <= 0 || l.shared_bytes <= 0 || l.subgroup_size <= 0 || l.max_size[0] <= 0)
+      return Error{path + ": device '" + l.name + "' has a limit of 0 or less"};
+    return l;
+  } catch (const json::exception& e) {
+    return Error{path + ": a device lacks a field or has one of the wrong type (" + std::string(e.what()) + ")"};
+  }
+}
+
+int cmdHwShowVulkan(bool as_json) {
   auto list = listVulkanDevices();
+  if (as_json) {
+    if (!list) return fail(list.error());
+    json j{{"format", "sextant-vulkan-devices"}, {"version", 1}, {"devices", json::array()}};
+    for (const auto& d : *list) j["devices"].push_back(propsJson(d));
+    printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
   if (!list) {
     printf("vulkan: %s\n", list.error().c_str());
     return 0;
@@ -71,8 +146,15 @@ int cmdHwShowVulkan() {
            (long long)d.limits.max_size[2], (long long)(d.limits.shared_bytes >> 10));
     printf("  subgroup size    %lld\n", (long long)d.limits.subgroup_size);
     printf("  timestamps       %.3g ns per tick\n", double(d.timestamp_period_ns));
-    printf("  shaderFloat16    %s; VK_KHR_cooperative_matrix %s (neither is used by the space yet)\n",
+    printf("  shaderFloat16    %s (f16 GEMM inputs); VK_KHR_cooperative_matrix %s (not used by the space yet)\n",
            d.float16 ? "yes" : "no", d.cooperative_matrix ? "yes" : "no");
+    const std::string cls = vulkanDeviceClass(d.vendor_id, d.type);
+    const VulkanVendorConfig c = vulkanVendorConfig(cls, DType::F32);
+    printf("  device class     %s: the default schedule and first seed follow IREE's %s configuration (f32: %lldx%lld "
+           "invocations, %lldx%lldx%lld per invocation, %s)\n",
+           cls.c_str(), cls == "cpu" || cls == "other" ? "fallback" : cls.c_str(), (long long)c.wg_x, (long long)c.wg_y,
+           (long long)c.thread_m, (long long)c.thread_n, (long long)c.thread_k,
+           c.promote ? "A and B in workgroup memory" : "no workgroup memory");
   }
   return 0;
 }

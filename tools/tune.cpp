@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
                  "stored as predicted)")
       ->capture_default_str();
   app.add_option("--out", ta.out, "bundle directory for --measure bundle");
+  app.add_option("--vulkan-device", ta.vulkan_device,
+                 "vulkan with --measure bundle|none: compile for the device described in FILE[:N] (tune hw show vulkan "
+                 "--json on its machine): its limits, subgroup size, f16 support and class (IREE default) instead of "
+                 "lavapipe's");
   app.add_option("--suite", ta.suite,
                  "tune every workload of a suite file in turn (datasets/suites/*.json); --shape/--dtype/--layout "
                  "come from the suite");
@@ -257,6 +261,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--input-shape", ca.input_shapes,
                   "ONNX: static shapes for inputs with dynamic dimensions, NAME=D0,D1,... (';' between inputs)");
   cmp->add_option("--db", ca.db, "schedule database")->capture_default_str();
+  cmp->add_option("--vulkan-device", ca.vulkan_device,
+                  "vulkan: compile for the device described in FILE[:N] (tune hw show vulkan --json): its limits and "
+                  "its class's default for untuned GEMMs");
   cmp->add_option("--target", ca.target,
                   "target to compile for; GPU targets turn every GEMM into a kernel (one per function) and refuse "
                   "what cannot become one")
@@ -384,6 +391,9 @@ int main(int argc, char** argv) {
   auto* hw_check = hw->add_subcommand("check", "query this machine's GPUs (CUDA, HIP) and compare them with the table; list its Vulkan devices");
   std::string hw_name;
   hw_show->add_option("name", hw_name, "device name (tune hw list), cpu, or vulkan (every Vulkan device and its limits)")->required();
+  bool hw_json = false;
+  hw_show->add_flag("--json", hw_json,
+                    "vulkan: the devices as JSON, to compile for them on another machine (--vulkan-device FILE)");
   hw->require_subcommand(1);
 
   try {
@@ -426,7 +436,7 @@ int main(int argc, char** argv) {
     return cmdDatasetCollect(dw, ds_count, ds_seed, ds_min_time, ds_jobs, ds_out, args.dump());
   }
   if (*hw_list) return cli::cmdHwList();
-  if (*hw_show) return cli::cmdHwShow(hw_name);
+  if (*hw_show) return cli::cmdHwShow(hw_name, hw_json);
   if (*hw_check) return cli::cmdHwCheck();
   json args;  // stored with the run: never a password (issue #35)
   for (int i = 1; i < argc; ++i) args.push_back(maskSecrets(argv[i]));

@@ -144,12 +144,14 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     g.time_budget = a.time_budget, g.batch = a.batch, g.jobs = a.jobs, g.fresh = a.fresh, g.quiet = a.quiet;
     g.report = a.report, g.timeout = a.timeout > 0 ? a.timeout : 10.0, g.args_json = argv_json;
     g.min_time = a.min_time;
+    g.vulkan_device = a.vulkan_device;
     g.study = a.study, g.worker_name = a.worker_name, g.lease = a.lease, g.heartbeat = a.heartbeat;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     return cli::cmdTuneGpu(g, g_stop);
   }
   if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
+  if (!a.vulkan_device.empty()) return fail("--vulkan-device is for the vulkan target");
   const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
   if (threads < 1 || threads > hostCpu().logical_cores)
     return fail("--threads " + std::to_string(a.threads) + ": this machine has " + std::to_string(hostCpu().logical_cores) +

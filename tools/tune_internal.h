@@ -64,6 +64,7 @@ struct TuneArgs {
   int final_rounds = 3;
   int final_top_k = 3;
   std::string measure = "device";
+  std::string vulkan_device;  // --vulkan-device FILE[:N]: compile for a described Vulkan device
   std::string out;
   std::string suite;  // tune every workload of this suite file
   std::string pretrained = "default";  // --pretrained PATH|none|default

@@ -2,6 +2,7 @@
 // lavapipe, labelled CPU-emulated in every record), the bundle round trip through tune-runner and
 // import-results, and the runner's one line without libvulkan. Skipped where no Vulkan device is.
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -224,5 +225,55 @@ TEST(VulkanEndToEnd, TwoWorkersTuneTogether) {
   Outcome cuda = tune("--op gemm --target h100 --dtype f16 --shape 256x256x256 --trials 4 --workers 0 --db " + db);
   EXPECT_EQ(cuda.code, 2);
   EXPECT_NE(cuda.err.find("studies tune the cpu and vulkan targets"), std::string::npos) << cuda.err;
+  removeDb(db);
+}
+
+// Compiling for another machine's Vulkan device: tune hw show vulkan --json describes this one; a
+// described NVIDIA device's limits and class shape a bundle (its first kernel is IREE's NVIDIA
+// configuration); a missing or malformed description, a measured device or the cpu target say why.
+TEST(VulkanEndToEnd, BundlesForADescribedDevice) {
+  const std::string desc = tmp("vk-devices.json"), dir = tmp("vk-described"), db = tmp("vk-described.db");
+  std::filesystem::remove_all(dir);
+  removeDb(db);
+  std::string show = TUNE_BIN;  // (built up in steps: GCC 12 warns falsely about "(" + std::string(...))
+  show = "(" + show + " hw show vulkan --json > " + desc + ")";
+  Outcome here = sh(show);
+  if (here.code == 0) {  // this machine's devices, when it has any: a description --vulkan-device reads
+    json j = json::parse(slurp(desc));
+    EXPECT_EQ(j["format"], "sextant-vulkan-devices");
+    EXPECT_GE(j["devices"].size(), 1u);
+  }
+  std::ofstream(desc, std::ios::trunc)
+      << R"({"format": "sextant-vulkan-devices", "version": 1, "devices": [{"index": 0, "name": "NVIDIA H200",
+         "type": "discrete-gpu", "vendor_id": 4318, "api_version": "1.4.312", "driver_version": "1",
+         "max_invocations": 1024, "max_size": [1024, 1024, 64], "max_groups": [65535, 65535, 65535],
+         "shared_bytes": 49152, "subgroup_size": 32, "timestamp_period_ns": 1.0, "float16": true,
+         "cooperative_matrix": true}]})";
+  Outcome b = tune("--op gemm --target vulkan --shape 1024x1024x1024 --trials 3 --batch 3 --measure bundle --out " + dir +
+                   " --vulkan-device " + desc + " --db " + db);
+  ASSERT_EQ(b.code, 0) << b.err << b.out;
+  EXPECT_NE(b.err.find("compiling for NVIDIA H200 (discrete-gpu, class nvidia)"), std::string::npos) << b.err;
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  ASSERT_EQ(m["kernels"].size(), 3u);
+  const json& first = m["kernels"][0]["knobs"];  // the default: IREE's NVIDIA f32 configuration
+  EXPECT_EQ(first["block_m"], 32);
+  EXPECT_EQ(first["block_n"], 128);
+  EXPECT_EQ(first["block_k"], 32);
+  EXPECT_EQ(first["promote"], 3);
+  EXPECT_EQ(m["kernels"][0]["block"][0].get<int>() * m["kernels"][0]["block"][1].get<int>(), 256);
+  for (const auto& [args, why] : std::vector<std::pair<std::string, std::string>>{
+           {"--target vulkan --vulkan-device " + desc, "use it with --measure bundle or none"},
+           {"--target vulkan --measure none --vulkan-device " + desc + ".missing", "cannot read the Vulkan device description"},
+           {"--target cpu --vulkan-device " + desc, "--vulkan-device is for the vulkan target"}}) {
+    Outcome e = tune("--op gemm --shape 64x64x64 --trials 1 " + args + " --db " + db);
+    EXPECT_EQ(e.code, 2) << args;
+    EXPECT_NE(e.err.find(why), std::string::npos) << args << ": " << e.err;
+  }
+  std::ofstream(desc, std::ios::trunc) << R"({"devices": [{"name": "x"}]})";
+  Outcome bad = tune("--op gemm --shape 64x64x64 --trials 1 --target vulkan --measure none --vulkan-device " + desc + " --db " + db);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("lacks a field"), std::string::npos) << bad.err;
+  std::filesystem::remove(desc);
+  std::filesystem::remove_all(dir);
   removeDb(db);
 }
