@@ -13,7 +13,8 @@
 # 4. measures every given bundle against cuBLAS (verified results, all repetitions kept) within the
 #    time budget (default 400 s of measurement; kernels not started in time are "skipped"); Vulkan
 #    bundles on the machine's Vulkan device (its own loader, or the one the set carries; the NVIDIA
-#    driver's ICD when nothing else is named), also where no CUDA device was found,
+#    driver's ICD when nothing else is named), also where no CUDA device was found; the Vulkan
+#    devices are described in RESULTS_DIR/vulkan-devices.json (tune --vulkan-device compiles for them),
 # 5. prints one summary table (scripts/gpu_summary.py) and writes it to RESULTS_DIR/summary.txt,
 #    every kernel to RESULTS_DIR/kernels.tsv.
 # Bundles come from scripts/make-validation-bundles.sh (a .tar.gz of them is unpacked first); the
@@ -134,7 +135,13 @@ vk_ready=0
 for b in "${bundles[@]}"; do
   name=$(basename "$b")
   if isVulkan "$b"; then
-    [ $vk_ready -eq 1 ] || { vulkanSetup; vk_ready=1; }
+    if [ $vk_ready -eq 0 ]; then
+      vulkanSetup
+      vk_ready=1
+      # The machine's Vulkan devices, as the description tune --vulkan-device compiles for (next time).
+      "$runner" --describe-vulkan >"$out/vulkan-devices.json" 2>>"$out/validate.log" \
+        && log "Vulkan devices described in $out/vulkan-devices.json (tune --vulkan-device)"
+    fi
   elif [ $cuda -eq 0 ]; then
     continue
   fi

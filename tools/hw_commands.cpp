@@ -61,27 +61,6 @@ int cmdHwCheck() {
   return 0;
 }
 
-namespace {
-
-json propsJson(const VulkanDeviceProps& d) {
-  return {{"index", d.index},
-          {"name", d.name},
-          {"type", d.type},
-          {"vendor_id", d.vendor_id},
-          {"class", vulkanDeviceClass(d.vendor_id, d.type)},
-          {"api_version", d.api_version},
-          {"driver_version", d.driver_version},
-          {"max_invocations", d.limits.max_invocations},
-          {"max_size", {d.limits.max_size[0], d.limits.max_size[1], d.limits.max_size[2]}},
-          {"max_groups", {d.max_groups[0], d.max_groups[1], d.max_groups[2]}},
-          {"shared_bytes", d.limits.shared_bytes},
-          {"subgroup_size", d.limits.subgroup_size},
-          {"timestamp_period_ns", d.timestamp_period_ns},
-          {"float16", d.float16},
-          {"cooperative_matrix", d.cooperative_matrix}};
-}
-
-}  // namespace
 
 Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
   // FILE or FILE:N (the N-th device of the file; default the first).
@@ -127,9 +106,7 @@ int cmdHwShowVulkan(bool as_json) {
   auto list = listVulkanDevices();
   if (as_json) {
     if (!list) return fail(list.error());
-    json j{{"format", "sextant-vulkan-devices"}, {"version", 1}, {"devices", json::array()}};
-    for (const auto& d : *list) j["devices"].push_back(propsJson(d));
-    printf("%s\n", j.dump(2).c_str());
+    printf("%s\n", vulkanDevicesJson(*list).c_str());
     return 0;
   }
   if (!list) {

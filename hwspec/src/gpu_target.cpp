@@ -67,19 +67,6 @@ void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l) {
   if (l.vendor_id != 0 || !l.device_type.empty()) g.vulkan_class = vulkanDeviceClass(l.vendor_id, l.device_type);
 }
 
-std::string vulkanDeviceClass(uint32_t vendor_id, const std::string& device_type) {
-  // A CPU implementation first (lavapipe reports Mesa, SwiftShader Google): IREE gives them its fallback.
-  if (device_type == "cpu") return "cpu";
-  switch (vendor_id) {
-    case 0x10DE: return "nvidia";
-    case 0x1002: return "amd";
-    case 0x13B5: return "mali";    // ARM
-    case 0x5143: return "adreno";  // Qualcomm
-    case 0x106B: return "apple";
-    default: return "other";       // Intel (0x8086), ImgTec, Broadcom, ...: IREE's fallback
-  }
-}
-
 Occupancy estimateOccupancy(const GpuTargetInfo& g, int64_t threads, int64_t regs, int64_t smem) {
   Occupancy o;
   if (threads <= 0 || threads > g.max_threads_per_block) {

@@ -1,4 +1,5 @@
 #include "sextant/hwspec/target.h"
+#include "sextant/hwspec/gpu_target.h"
 
 #include <algorithm>
 #include <charconv>
@@ -225,6 +226,20 @@ Result<Target> resolveTarget(const std::string& raw) {
   }
   auto known = knownTargetNames();
   return Error{"unknown target '" + raw + "' (known: " + join(known, ", ") + ", vulkan:N)"};
+}
+
+// In this library (not with the device table): tune-runner, built alone, names device classes too.
+std::string vulkanDeviceClass(uint32_t vendor_id, const std::string& device_type) {
+  // A CPU implementation first (lavapipe reports Mesa, SwiftShader Google): IREE gives them its fallback.
+  if (device_type == "cpu") return "cpu";
+  switch (vendor_id) {
+    case 0x10DE: return "nvidia";
+    case 0x1002: return "amd";
+    case 0x13B5: return "mali";    // ARM
+    case 0x5143: return "adreno";  // Qualcomm
+    case 0x106B: return "apple";
+    default: return "other";       // Intel (0x8086), ImgTec, Broadcom, ...: IREE's fallback
+  }
 }
 
 }  // namespace sextant

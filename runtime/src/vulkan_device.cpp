@@ -18,7 +18,34 @@
 #include "sextant/runtime/gpu_runner.h"
 #include "vulkan_internal.h"
 
+// Vulkan structs are written `VkFoo f{VK_STRUCTURE_TYPE_FOO};`: the rest is value-initialised
+// (zero), as the API expects; GCC's -Wextra would name every member left out.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#include <nlohmann/json.hpp>
+
 namespace sextant {
+
+std::string vulkanDevicesJson(const std::vector<VulkanDeviceProps>& devices) {
+  nlohmann::json j{{"format", "sextant-vulkan-devices"}, {"version", 1}, {"devices", nlohmann::json::array()}};
+  for (const auto& d : devices)
+    j["devices"].push_back({{"index", d.index},
+                            {"name", d.name},
+                            {"type", d.type},
+                            {"vendor_id", d.vendor_id},
+                            {"class", vulkanDeviceClass(d.vendor_id, d.type)},
+                            {"api_version", d.api_version},
+                            {"driver_version", d.driver_version},
+                            {"max_invocations", d.limits.max_invocations},
+                            {"max_size", {d.limits.max_size[0], d.limits.max_size[1], d.limits.max_size[2]}},
+                            {"max_groups", {d.max_groups[0], d.max_groups[1], d.max_groups[2]}},
+                            {"shared_bytes", d.limits.shared_bytes},
+                            {"subgroup_size", d.limits.subgroup_size},
+                            {"timestamp_period_ns", d.timestamp_period_ns},
+                            {"float16", d.float16},
+                            {"cooperative_matrix", d.cooperative_matrix}});
+  return j.dump(2);
+}
 
 #ifndef SEXTANT_HAVE_VULKAN_HEADERS
 Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int) {

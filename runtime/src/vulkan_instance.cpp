@@ -2,6 +2,10 @@
 // itself is in vulkan_device.cpp.
 #include "vulkan_internal.h"
 
+// Vulkan structs are written `VkFoo f{VK_STRUCTURE_TYPE_FOO};`: the rest is value-initialised
+// (zero), as the API expects; GCC's -Wextra would name every member left out.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #ifdef SEXTANT_HAVE_VULKAN_HEADERS
 #include <algorithm>
 #include <cstdlib>

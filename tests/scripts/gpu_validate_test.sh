@@ -45,6 +45,8 @@ st = [k["status"] for k in r["results"]]
 assert len(st) == 3 and all(s == "ok" for s in st), st
 PY
   grep -q "gemm:NN:64x64x64:f32\*f32->f32" "$tmp/out/summary.txt"
+  # The machine's Vulkan devices described for tune --vulkan-device.
+  grep -q '"format": "sextant-vulkan-devices"' "$tmp/out/vulkan-devices.json"
   ! grep -q "h100.results.json" "$tmp/out/validate.log"   # no CUDA bundle was attempted
 fi
 [ -x "$tmp/build-runner/tools/runner/tune-runner" ]

@@ -63,6 +63,8 @@ options:
   --resume            keep the results already in the results file and measure the rest
   --device N          GPU ordinal (default 0)
   --list              print the bundle's kernels and exit (needs no GPU)
+  --describe-vulkan   print this machine's Vulkan devices as the description that
+                      tune --vulkan-device reads (no bundle needed) and exit
   -h, --help          this text
   --version           print the version
 
@@ -168,6 +170,14 @@ Args parseArgs(int argc, char** argv) {
       if (a.only.empty()) usageError("--only needs at least one kernel id");
     } else if (arg == "--device") {
       a.device = int(parseIntArg(arg, next(), 0, 1023));
+    } else if (arg == "--describe-vulkan") {
+      auto list = listVulkanDevices();
+      if (!list) {
+        fprintf(stderr, "tune-runner: %s\n", list.error().c_str());
+        exit(3);
+      }
+      printf("%s\n", vulkanDevicesJson(*list).c_str());
+      exit(0);
     } else if (arg == "--list") {
       flag();
       a.list = true;

@@ -121,6 +121,9 @@ struct VulkanDeviceProps {
   bool cooperative_matrix = false; // VK_KHR_cooperative_matrix
 };
 Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
+// The devices as a description (JSON, format "sextant-vulkan-devices") that tune --vulkan-device
+// reads on another machine: `tune hw show vulkan --json`, `tune-runner --describe-vulkan`.
+std::string vulkanDevicesJson(const std::vector<VulkanDeviceProps>& devices);
 // The properties of a device openVulkanDevice opened (nullptr for any other device).
 const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice& d);
 // vendor: "nvidia" (CUDA), "amd" (HIP) or "vulkan".
