@@ -3,7 +3,7 @@
 # scripts/gpu-validate.sh):
 #
 #   scripts/make-validation-bundles.sh OUT_DIR [--target h100] [--random N] [--shapes S,S,...]
-#                                      [--vulkan-shape S | --no-vulkan]
+#                                      [--vulkan-shape S | --no-vulkan] [--vulkan-device FILE[:N]]
 #
 # For each dtype (f16, bf16) one bundle OUT_DIR/TARGET-DTYPE holding, for every shape (default
 # 4096^3, 2048^3 and the Llama-2-7B shapes 16x4096x4096 and 4096x11008x4096), the untuned default
@@ -13,7 +13,8 @@
 # default 2048^3: the default plus N random SPIR-V kernels), the Vulkan headers the runner's
 # Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch them, Debian's
 # Vulkan loader and GL vendor-neutral libraries (OUT_DIR/vulkan-loader/*.deb) for a GPU machine
-# that lacks them.
+# that lacks them. The Vulkan space takes lavapipe's limits unless --vulkan-device names a device
+# description (RESULTS_DIR/vulkan-devices.json of an earlier gpu-validate.sh run on that machine).
 # Also writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,10 +25,12 @@ random=30
 shapes=4096x4096x4096,2048x2048x2048,16x4096x4096,4096x11008x4096
 dtypes=f16,bf16
 vulkan_shape=2048x2048x2048
+vulkan_device=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vulkan-shape) vulkan_shape=$2; shift 2 ;;
     --no-vulkan) vulkan_shape=""; shift ;;
+    --vulkan-device) vulkan_device=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --random) random=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
@@ -47,7 +50,7 @@ done
 if [ -n "$vulkan_shape" ]; then
   for dtype in f32 f16; do
     "$tune" bundle --target vulkan --dtype "$dtype" --shape "$vulkan_shape" --random "$random" --seed 1 \
-      -o "$out/vulkan-$dtype"
+      ${vulkan_device:+--vulkan-device "$vulkan_device"} -o "$out/vulkan-$dtype"
   done
   if [ -f /usr/include/vulkan/vulkan.h ]; then
     mkdir -p "$out/vulkan-include/vulkan"
@@ -64,7 +67,7 @@ if [ -n "$vulkan_shape" ]; then
 fi
 cat >"$out/PROVENANCE.json" <<JSON
 {
-  "made_by": "scripts/make-validation-bundles.sh $out --target $target --random $random --shapes $shapes --dtypes $dtypes --vulkan-shape '$vulkan_shape'",
+  "made_by": "scripts/make-validation-bundles.sh $out --target $target --random $random --shapes $shapes --dtypes $dtypes --vulkan-shape '$vulkan_shape' --vulkan-device '$vulkan_device'",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "sextant_commit": "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)",
   "tool": "$("$tune" --version)",

@@ -49,6 +49,9 @@ CLI::App* addBundleCommand(CLI::App& app, BundleArgs& a) {
   b->add_option("--random", a.random, "random candidates per route")->capture_default_str();
   b->add_flag("!--no-default", a.with_default, "leave out the untuned default schedule");
   b->add_option("--seed", a.seed, "sampling seed")->capture_default_str();
+  b->add_option("--vulkan-device", a.vulkan_device,
+                "vulkan: compile for the device described in FILE[:N] (tune hw show vulkan --json, tune-runner "
+                "--describe-vulkan): its limits, subgroup size, f16 and class");
   b->add_option("--jobs", a.jobs, "parallel compilations (0: one per core)")->capture_default_str();
   b->add_option("-o,--out", a.out, "bundle directory (created, or appended to if it is a bundle of this target)")
       ->required();
@@ -61,6 +64,12 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   if (!target->isGpu()) return fail("tune bundle is for GPU targets; '" + a.target + "' is not one");
   auto g = gpuTargetInfo(*target);
   if (!g) return fail(g.error());
+  if (!a.vulkan_device.empty()) {
+    if (target->kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
+    auto l = readVulkanDeviceFile(a.vulkan_device);
+    if (!l) return fail(l.error());
+    applyVulkanLimits(*g, *l);
+  }
   auto w = makeGemmWorkload(a.shape, a.dtype, a.layout);
   if (!w) return fail(w.error());
   if (a.random < 0) return fail("--random must be 0 or more");

@@ -110,6 +110,7 @@ Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec);
 // tune bundle (tools/bundle_command.cpp): chosen GPU candidates compiled into a kernel bundle.
 struct BundleArgs {
   std::string target, shape, dtype = "f16", layout = "NN", routes = "all", out;
+  std::string vulkan_device;  // vulkan: compile for a described device (FILE[:N])
   int64_t random = 30;
   bool with_default = true;
   uint64_t seed = 1;
