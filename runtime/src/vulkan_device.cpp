@@ -55,6 +55,7 @@ Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
   return Error{"Sextant was built without the Vulkan headers (libvulkan-dev)"};
 }
 const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice&) { return nullptr; }
+std::optional<VulkanPipelineCacheFile> vulkanPipelineCacheFile(const GpuDevice&) { return std::nullopt; }
 #else
 
 namespace {
@@ -75,6 +76,7 @@ class VulkanDevice : public GpuDevice {
       if (qpool_) api().vkDestroyQueryPool(dev_, qpool_, nullptr);
       if (fence_) api().vkDestroyFence(dev_, fence_, nullptr);
       if (cpool_) api().vkDestroyCommandPool(dev_, cpool_, nullptr);
+      pcache_.destroy(api(), dev_);
       api().vkDestroyDevice(dev_, nullptr);
     }
     destroyInstance(in_);
@@ -125,6 +127,7 @@ class VulkanDevice : public GpuDevice {
     SEXTANT_VK_DEVICE_FNS(X)
 #undef X
     api().vkGetDeviceQueue(dev_, qfam_, 0, &queue_);
+    pcache_.open(api(), dev_, pd_);
     api().vkGetPhysicalDeviceMemoryProperties(pd_, &mem_);
     VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pi.queueFamilyIndex = qfam_;
@@ -151,6 +154,7 @@ class VulkanDevice : public GpuDevice {
 
   const DeviceInfo& info() const override { return info_; }
   const VulkanDeviceProps& props() const { return props_; }
+  const PipelineCache& pipelineCache() const { return pcache_; }
 
   Result<DevicePtr> allocate(size_t bytes) override {
     auto b = makeBuffer(std::max<size_t>(bytes, 4), false);
@@ -216,7 +220,8 @@ class VulkanDevice : public GpuDevice {
     if (r == VK_SUCCESS) {
       ci.stage.module = k.shader;
       ci.layout = k.layout;
-      r = api().vkCreateComputePipelines(dev_, VK_NULL_HANDLE, 1, &ci, nullptr, &k.pipeline);
+      r = api().vkCreateComputePipelines(dev_, pcache_.cache, 1, &ci, nullptr, &k.pipeline);
+      if (r == VK_SUCCESS) pcache_.save(api(), dev_);  // now: a process given up on a timeout keeps it too
     }
     if (r == VK_SUCCESS) r = api().vkCreateDescriptorPool(dev_, &dpi, nullptr, &k.pool);
     if (r != VK_SUCCESS) {
@@ -517,6 +522,7 @@ class VulkanDevice : public GpuDevice {
   VkPhysicalDevice pd_ = VK_NULL_HANDLE;
   VkDevice dev_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
+  PipelineCache pcache_;
   uint32_t qfam_ = 0;
   VkPhysicalDeviceMemoryProperties mem_{};
   VkCommandPool cpool_ = VK_NULL_HANDLE;
@@ -554,6 +560,12 @@ Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
 const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice& d) {
   auto* v = dynamic_cast<const VulkanDevice*>(&d);
   return v ? &v->props() : nullptr;
+}
+
+std::optional<VulkanPipelineCacheFile> vulkanPipelineCacheFile(const GpuDevice& d) {
+  auto* v = dynamic_cast<const VulkanDevice*>(&d);
+  if (!v) return std::nullopt;
+  return VulkanPipelineCacheFile{v->pipelineCache().path, v->pipelineCache().loaded};
 }
 
 Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int ordinal) {

@@ -37,7 +37,8 @@ std::string vkName(VkResult r);
   X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                  \
   X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdFillBuffer) X(vkCmdCopyBuffer) X(vkCmdWriteTimestamp)          \
   X(vkCmdResetQueryPool) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkQueueSubmit)    \
-  X(vkCreateFence) X(vkDestroyFence) X(vkResetFences) X(vkGetFenceStatus) X(vkWaitForFences) X(vkDeviceWaitIdle)
+  X(vkCreateFence) X(vkDestroyFence) X(vkResetFences) X(vkGetFenceStatus) X(vkWaitForFences) X(vkDeviceWaitIdle)  \
+  X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData)
 
 struct VkApi {
   void* lib = nullptr;
@@ -86,6 +87,20 @@ struct Instance {
 Result<Instance> createInstance(Messages* messages);
 void destroyInstance(Instance& in);
 VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index);
+
+// The device's pipeline cache (vulkan_pipeline_cache.cpp), kept on disk between processes so that
+// a kernel's shader is compiled once per machine, driver and device (tune-runner measures each
+// batch in a fresh process): $SEXTANT_VULKAN_PIPELINE_CACHE (a directory; "off": none), else
+// $XDG_CACHE_HOME/sextant or ~/.cache/sextant. A file whose header is not this device's (vendor,
+// device, pipelineCacheUUID) is ignored and replaced.
+struct PipelineCache {
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  std::string path;          // empty: not kept on disk
+  bool loaded = false;       // the file's data seeded the cache
+  void open(const VkApi& api, VkDevice dev, VkPhysicalDevice pd);
+  void save(const VkApi& api, VkDevice dev) const;  // written to a temporary file, then renamed
+  void destroy(const VkApi& api, VkDevice dev);
+};
 
 }  // namespace sextant::vk
 

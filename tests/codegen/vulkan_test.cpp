@@ -372,6 +372,52 @@ TEST(Vulkan, DeviceLimitsShapeTheSpaceAndTheLaunch) {
   EXPECT_NE(dev->info().arch.find("vulkan-"), std::string::npos);
 }
 
+// The runner's pipeline cache on disk: written when a kernel is loaded (header of this device:
+// vendor ID, device ID), seeding the next process's device; another driver's or a damaged file is
+// ignored and replaced. (lavapipe's cache holds only the header: on a GPU driver it holds the
+// compiled pipelines.)
+TEST(Vulkan, PipelineCacheIsKeptOnDisk) {
+  REQUIRE_VULKAN(dev);
+  const std::string dir = tmpPath("pipeline-cache");
+  std::filesystem::remove_all(dir);
+  setenv("SEXTANT_VULKAN_PIPELINE_CACHE", dir.c_str(), 1);
+  GpuTargetInfo g = vulkanTarget();
+  auto w = parseWorkloadKey("gemm:NN:64x64x64:f32*f32->f32");
+  Space s = buildGpuGemmSpace(*w, g);
+  Compiled k = compileVulkan(*w, s, defaultGpuCandidate(s), g);
+  ASSERT_TRUE(k.out.ok) << k.out.message;
+  auto loadOnce = [&](bool expect_loaded) {
+    auto d = openVulkanDevice(0);
+    ASSERT_TRUE(d.ok()) << d.error();
+    auto pc = vulkanPipelineCacheFile(**d);
+    ASSERT_TRUE(pc.has_value());
+    EXPECT_EQ(pc->path.rfind(dir + "/vulkan-pipelines-", 0), 0u) << pc->path;
+    EXPECT_EQ(pc->loaded, expect_loaded);
+    auto lk = (*d)->load(k.spirv, KernelFormat::Spirv, k.info.name);
+    ASSERT_TRUE(lk.ok()) << lk.error();
+    const std::string data = slurp(pc->path);
+    ASSERT_GE(data.size(), 32u);
+    uint32_t header[4];
+    std::memcpy(header, data.data(), sizeof header);
+    EXPECT_EQ(header[1], 1u);  // VK_PIPELINE_CACHE_HEADER_VERSION_ONE
+    EXPECT_EQ(header[2], vulkanDeviceProps(**d)->vendor_id);
+    (*d)->unload(*lk);
+  };
+  loadOnce(false);  // no file yet
+  loadOnce(true);   // the first process's file
+  for (const auto& f : std::filesystem::directory_iterator(dir)) std::ofstream(f.path(), std::ios::trunc) << "not a cache";
+  loadOnce(false);  // damaged: ignored, then replaced
+  loadOnce(true);
+  setenv("SEXTANT_VULKAN_PIPELINE_CACHE", "off", 1);
+  {
+    auto d = openVulkanDevice(0);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(vulkanPipelineCacheFile(**d)->path, "");
+  }
+  unsetenv("SEXTANT_VULKAN_PIPELINE_CACHE");
+  std::filesystem::remove_all(dir);
+}
+
 // SEXTANT_VULKAN_KNOBS="shape|knobs": compiles and runs one candidate (a debugging aid; skipped
 // without it).
 TEST(Vulkan, OneCandidateFromTheEnvironment) {

@@ -126,6 +126,13 @@ Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
 std::string vulkanDevicesJson(const std::vector<VulkanDeviceProps>& devices);
 // The properties of a device openVulkanDevice opened (nullptr for any other device).
 const VulkanDeviceProps* vulkanDeviceProps(const GpuDevice& d);
+// Its pipeline cache on disk (runtime/src/vulkan_internal.h): the file ("" when not kept) and
+// whether an earlier process's data seeded it. nullopt for any other device.
+struct VulkanPipelineCacheFile {
+  std::string path;
+  bool loaded = false;
+};
+std::optional<VulkanPipelineCacheFile> vulkanPipelineCacheFile(const GpuDevice& d);
 // vendor: "nvidia" (CUDA), "amd" (HIP) or "vulkan".
 Result<std::unique_ptr<GpuDevice>> openGpuDevice(const std::string& vendor, int ordinal = 0);
 
