@@ -378,8 +378,8 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
 }
 
 Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, int64_t>& want) {
-  // The nearest valid point: log2 distance per knob named in `want`; the matrix-unit route and the
-  // promotion are categories (any other value: 4).
+  // The nearest valid point: log2 distance per knob named in `want`, the matrix-unit route's four
+  // times; the promotion is a category (any other value: 4).
   const auto& k = space.knobs();
   std::vector<int> idx(k.size(), -1);
   std::vector<double> target(k.size(), 0);
@@ -393,8 +393,8 @@ Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, in
     for (size_t j = 0; j < k.size(); ++j) {
       if (idx[j] < 0) continue;
       const double a = double(k[j].values[c[j]]), b = target[j];
-      if (k[j].name == "mma" || k[j].name == "promote") d += a == b ? 0 : 4;
-      else d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5)));
+      if (k[j].name == "promote") d += a == b ? 0 : 4;
+      else d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5))) * (k[j].name == "mma" ? 4 : 1);
     }
     if (d < best_d) best_d = d, best = c;
   }
