@@ -13,8 +13,9 @@
 # default 2048^3: the default plus N random SPIR-V kernels), the Vulkan headers the runner's
 # Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch them, Debian's
 # Vulkan loader and GL vendor-neutral libraries (OUT_DIR/vulkan-loader/*.deb) for a GPU machine
-# that lacks them. The Vulkan space takes lavapipe's limits unless --vulkan-device names a device
-# description (RESULTS_DIR/vulkan-devices.json of an earlier gpu-validate.sh run on that machine).
+# that lacks them. The Vulkan space takes the limits of --vulkan-device FILE (a device description:
+# RESULTS_DIR/vulkan-devices.json of an earlier gpu-validate.sh run on that machine); for NVIDIA
+# targets without one, datasets/gpu/vulkan-devices-nvidia-assumed.json (hand-written, labelled).
 # Also writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +39,11 @@ while [ $# -gt 0 ]; do
     *) echo "make-validation-bundles: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# NVIDIA targets: unless a description is named, the hand-written NVIDIA limits (labelled so in
+# the file), not lavapipe's.
+case "$target" in
+  h100|h200|a100|sm_*) [ -n "$vulkan_device" ] || vulkan_device=$root/datasets/gpu/vulkan-devices-nvidia-assumed.json ;;
+esac
 tune=${TUNE:-$root/build/tools/tune}
 [ -x "$tune" ] || "$root/scripts/build.sh"
 mkdir -p "$out"
