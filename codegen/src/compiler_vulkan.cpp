@@ -15,10 +15,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 
 #include "llvm/Support/FileSystem.h"
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -73,6 +76,180 @@ bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
   return true;
 }
 
+// vec4 memory accesses (the space's `vec4` knob: 1-D vector transfers). MLIR 22 lowers a vector
+// load of a scalar buffer to a pointer bitcast that Vulkan does not allow (llvm/llvm-project#213192),
+// so, as IREE's SPIRVVectorizeLoadStore does: a buffer (kernel argument or workgroup allocation) of
+// f32 whose every access is a vector load or store of 4k elements at an index known to be a
+// multiple of 4 in its innermost dimension, or a scalar load, is retyped to vector<4xf32> elements
+// (a scalar load becomes a vec4 load and a dynamic extract); the vector accesses of any other
+// buffer become scalar ones. Buffers without vector accesses are left alone.
+
+constexpr int64_t kAnyMultiple = int64_t(1) << 30;
+
+// The largest power of two known to divide an index value (arith on constants, loop induction
+// variables, GPU ids); 1 when nothing is known.
+int64_t knownDivisor(mlir::Value v, int depth = 0) {
+  if (depth > 24) return 1;
+  auto gcd = [](int64_t a, int64_t b) { return std::gcd(a, b); };
+  if (auto c = v.getDefiningOp<mlir::arith::ConstantOp>()) {
+    if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(c.getValue())) {
+      const int64_t x = i.getInt();
+      return x == 0 ? kAnyMultiple : gcd(std::abs(x), kAnyMultiple);
+    }
+    return 1;
+  }
+  if (auto a = v.getDefiningOp<mlir::arith::AddIOp>())
+    return gcd(knownDivisor(a.getLhs(), depth + 1), knownDivisor(a.getRhs(), depth + 1));
+  if (auto a = v.getDefiningOp<mlir::arith::SubIOp>())
+    return gcd(knownDivisor(a.getLhs(), depth + 1), knownDivisor(a.getRhs(), depth + 1));
+  if (auto m = v.getDefiningOp<mlir::arith::MulIOp>())
+    return std::min(kAnyMultiple, knownDivisor(m.getLhs(), depth + 1) * knownDivisor(m.getRhs(), depth + 1));
+  if (auto c = v.getDefiningOp<mlir::arith::IndexCastOp>()) return knownDivisor(c.getIn(), depth + 1);
+  if (auto ba = llvm::dyn_cast<mlir::BlockArgument>(v))
+    if (auto f = llvm::dyn_cast_or_null<mlir::scf::ForOp>(ba.getOwner()->getParentOp()))
+      if (ba == f.getInductionVar())
+        return gcd(knownDivisor(f.getLowerBound(), depth + 1), knownDivisor(f.getStep(), depth + 1));
+  return 1;
+}
+
+int64_t vectorWidth(mlir::Type t) {
+  auto v = llvm::dyn_cast<mlir::VectorType>(t);
+  return v && v.getRank() == 1 ? v.getDimSize(0) : -1;
+}
+
+// Whether buffer `mem` (static f32 memref, innermost size a multiple of 4) can hold vec4 elements.
+bool vec4Buffer(mlir::Value mem) {
+  auto t = llvm::dyn_cast<mlir::MemRefType>(mem.getType());
+  if (!t || !t.hasStaticShape() || t.getRank() < 1 || !t.getElementType().isF32() || !t.getLayout().isIdentity() ||
+      t.getShape().back() % 4 != 0)
+    return false;
+  bool any_vector = false;
+  for (mlir::Operation* u : mem.getUsers()) {
+    if (auto l = llvm::dyn_cast<mlir::vector::LoadOp>(u)) {
+      const int64_t w = vectorWidth(l.getType());
+      if (w <= 0 || w % 4 || knownDivisor(l.getIndices().back()) % 4) return false;
+      any_vector = true;
+    } else if (auto st = llvm::dyn_cast<mlir::vector::StoreOp>(u)) {
+      if (st.getBase() != mem || vectorWidth(st.getValueToStore().getType()) != 4 ||
+          knownDivisor(st.getIndices().back()) % 4)
+        return false;
+      any_vector = true;
+    } else if (!llvm::isa<mlir::memref::LoadOp>(u)) {
+      return false;
+    }
+  }
+  return any_vector;
+}
+
+void retypeToVec4(mlir::Value mem, mlir::OpBuilder& b) {
+  auto t = llvm::cast<mlir::MemRefType>(mem.getType());
+  llvm::SmallVector<int64_t> shape(t.getShape());
+  shape.back() /= 4;
+  auto v4 = mlir::VectorType::get({4}, t.getElementType());
+  mem.setType(mlir::MemRefType::get(shape, v4, mlir::MemRefLayoutAttrInterface(), t.getMemorySpace()));
+  llvm::SmallVector<mlir::Operation*> users(mem.getUsers().begin(), mem.getUsers().end());
+  for (mlir::Operation* u : users) {
+    b.setInsertionPoint(u);
+    const mlir::Location loc = u->getLoc();
+    auto quarter = [&](mlir::ValueRange idx, int64_t plus, mlir::Value* rem) {
+      llvm::SmallVector<mlir::Value> out(idx.begin(), idx.end());
+      mlir::Value four = mlir::arith::ConstantIndexOp::create(b, loc, 4);
+      mlir::Value j = out.back();
+      if (rem) *rem = mlir::arith::RemUIOp::create(b, loc, j, four);
+      out.back() = mlir::arith::DivUIOp::create(b, loc, j, four);
+      if (plus) out.back() = mlir::arith::AddIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, plus));
+      return out;
+    };
+    if (auto l = llvm::dyn_cast<mlir::vector::LoadOp>(u)) {
+      const int64_t w = vectorWidth(l.getType());
+      llvm::SmallVector<mlir::Value> elems;
+      mlir::Value result;
+      for (int64_t p = 0; p < w / 4; ++p) {
+        mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, quarter(l.getIndices(), p, nullptr));
+        if (w == 4) result = piece;
+        for (int64_t e = 0; e < 4 && w > 4; ++e) elems.push_back(mlir::vector::ExtractOp::create(b, loc, piece, e));
+      }
+      if (w > 4) result = mlir::vector::FromElementsOp::create(b, loc, l.getType(), elems);
+      l.replaceAllUsesWith(result);
+      l.erase();
+    } else if (auto st = llvm::dyn_cast<mlir::vector::StoreOp>(u)) {
+      mlir::memref::StoreOp::create(b, loc, st.getValueToStore(), mem, quarter(st.getIndices(), 0, nullptr));
+      st.erase();
+    } else if (auto l = llvm::dyn_cast<mlir::memref::LoadOp>(u)) {
+      mlir::Value rem;
+      auto idx = quarter(l.getIndices(), 0, &rem);
+      mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, idx);
+      mlir::Value x = mlir::vector::ExtractOp::create(b, loc, piece, llvm::ArrayRef<mlir::OpFoldResult>{rem});
+      l.replaceAllUsesWith(x);
+      l.erase();
+    }
+  }
+}
+
+// The vector accesses of a buffer that keeps scalar elements, as scalar loads and stores.
+void scalarizeAccesses(mlir::Value mem, mlir::OpBuilder& b) {
+  llvm::SmallVector<mlir::Operation*> users(mem.getUsers().begin(), mem.getUsers().end());
+  for (mlir::Operation* u : users) {
+    b.setInsertionPoint(u);
+    const mlir::Location loc = u->getLoc();
+    auto at = [&](mlir::ValueRange idx, int64_t plus) {
+      llvm::SmallVector<mlir::Value> out(idx.begin(), idx.end());
+      if (plus) out.back() = mlir::arith::AddIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, plus));
+      return out;
+    };
+    if (auto l = llvm::dyn_cast<mlir::vector::LoadOp>(u)) {
+      const int64_t w = vectorWidth(l.getType());
+      if (w <= 0) continue;
+      llvm::SmallVector<mlir::Value> elems;
+      for (int64_t e = 0; e < w; ++e) elems.push_back(mlir::memref::LoadOp::create(b, loc, mem, at(l.getIndices(), e)));
+      l.replaceAllUsesWith(mlir::vector::FromElementsOp::create(b, loc, l.getType(), elems).getResult());
+      l.erase();
+    } else if (auto st = llvm::dyn_cast<mlir::vector::StoreOp>(u); st && st.getBase() == mem) {
+      const int64_t w = vectorWidth(st.getValueToStore().getType());
+      if (w <= 0) continue;
+      for (int64_t e = 0; e < w; ++e)
+        mlir::memref::StoreOp::create(b, loc, mlir::vector::ExtractOp::create(b, loc, st.getValueToStore(), e), mem,
+                                      at(st.getIndices(), e));
+      st.erase();
+    }
+  }
+}
+
+// Per GPU module: kernel arguments and workgroup allocations; a retyped argument is cast on the host
+// side of its launches (builtin.unrealized_conversion_cast: the same buffer, viewed as vec4 elements).
+void vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
+  mlir::OpBuilder b(gm.getContext());
+  gm.walk([&](mlir::gpu::GPUFuncOp f) {
+    if (!f.isKernel()) return;
+    llvm::SmallVector<mlir::Value> roots(f.getArguments().begin(), f.getArguments().end());
+    f.walk([&](mlir::memref::AllocOp a) { roots.push_back(a.getResult()); });
+    bool retyped_arg = false;
+    for (mlir::Value r : roots) {
+      if (!llvm::isa<mlir::MemRefType>(r.getType())) continue;
+      if (vec4Buffer(r)) {
+        retypeToVec4(r, b);
+        retyped_arg |= llvm::isa<mlir::BlockArgument>(r);
+      } else {
+        scalarizeAccesses(r, b);
+      }
+    }
+    if (!retyped_arg) return;
+    llvm::SmallVector<mlir::Type> inputs;
+    for (mlir::Value a : f.getArguments()) inputs.push_back(a.getType());
+    f.setFunctionType(mlir::FunctionType::get(f.getContext(), inputs, {}));
+    mod.walk([&](mlir::gpu::LaunchFuncOp l) {
+      if (l.getKernelModuleName() != gm.getName() || l.getKernelName() != f.getName()) return;
+      b.setInsertionPoint(l);
+      for (unsigned i = 0; i < l.getNumKernelOperands(); ++i) {
+        mlir::Value v = l.getKernelOperand(i);
+        if (v.getType() == inputs[i]) continue;
+        auto cast = mlir::UnrealizedConversionCastOp::create(b, l.getLoc(), inputs[i], v);
+        l->setOperand(l.getNumOperands() - l.getNumKernelOperands() + i, cast.getResult(0));
+      }
+    });
+  });
+}
+
 // Every GPU module (outlined kernels, each with a constant workgroup size) converted to a SPIR-V
 // compute shader for `target_env` (a #spirv.target_env) and serialized: binaries[gpu module name].
 bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
@@ -115,10 +292,14 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std:
     }
   }
   // Inside the kernels: row extracts folded, affine index arithmetic, subviews folded into loads
-  // and stores; then the conversion (each spirv.module lands beside its gpu.module, named
-  // __spv__NAME), ABI lowering and the version, capabilities and extensions the module really needs.
+  // and stores; the buffers' vector accesses made valid (vec4 elements or scalars); then the
+  // conversion (each spirv.module lands beside its gpu.module, named __spv__NAME), ABI lowering and
+  // the version, capabilities and extensions the module really needs.
+  if (!runPipeline(mod, "builtin.module(gpu.module(canonicalize,fold-memref-alias-ops,lower-affine,cse))", err, diags))
+    return false;
+  for (auto gm : gms) vectorizeMemoryAccesses(mod, gm);
   if (!runPipeline(mod,
-                   "builtin.module(gpu.module(canonicalize,fold-memref-alias-ops,lower-affine,cse),"
+                   "builtin.module(gpu.module(canonicalize,cse),"
                    "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))",
                    err, diags))
     return false;

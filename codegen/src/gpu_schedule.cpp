@@ -223,7 +223,7 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "  transform.apply_patterns.vector.lower_broadcast\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
-      << lowerTransfers(I, "f5", "vector.lower_shape_cast", p.vulkan ? 0 : 1);
+      << lowerTransfers(I, "f5", "vector.lower_shape_cast", p.vulkan && !p.vec4 ? 0 : 1);
   }
   if (lib) sameFunc("f4", "h");
   else matchFunc("f4", "bufd");
@@ -242,7 +242,7 @@ void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPla
   // MFMA (AMD): no cp.async; its double buffering is a pass of our own, run afterwards
   // (sextant-lds-double-buffer, compiler_lds_pipeline.cpp).
   if (p.pipeline <= 1 || p.mfma.m != 0) {
-    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops", p.vulkan ? 0 : 1);
+    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops", p.vulkan && !p.vec4 ? 0 : 1);
     return;
   }
   o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"

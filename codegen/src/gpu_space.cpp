@@ -13,10 +13,10 @@ namespace sextant {
 
 namespace {
 
-enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kNumKnobs };
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kVec, kNumKnobs };
 const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
                                  "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad",
-                                 "warp_specialize", "promote"};
+                                 "warp_specialize", "promote", "vec4"};
 
 // wgmma: rows of C per consumer warpgroup, consumer warpgroups, threads (one more warpgroup, the
 // TMA producer, when warp-specialised) and whether the accumulators fit the registers: about 30
@@ -187,11 +187,17 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
               "operands staged in workgroup (shared) memory: 3: A and B, 1: A only, 2: B only, 0: neither (the "
               "threads read their A and B elements from global memory; Vulkan only)",
               3};
+  // Vulkan: memory accesses as 1-D vectors, made valid by retyping buffers to vec4 elements
+  // (compiler_vulkan.cpp, as IREE's SPIRVVectorizeLoadStore); 0: scalar loads and stores.
+  k[kVec] = {kNames[kVec], vulkan ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0},
+             "Vulkan: 1: vector (vec4) loads and stores of A, B, C and the workgroup tiles where the buffer allows "
+             "(f32, aligned), scalar elsewhere; 0: scalar loads and stores",
+             0};
   for (auto& kn : k)
     if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
 
   std::vector<Constraint> cons;
-  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm};
+  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kVec};
   cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
                   [w](const std::vector<int64_t>& v) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
@@ -282,6 +288,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.lds_k_major = v[kLds] == 1;
   p.lds_pad = v[kPad] == 1 ? 8 / dtypeBytes(w.a_type) : 0;
   p.promote_a = (v[kProm] & 1) != 0, p.promote_b = (v[kProm] & 2) != 0;
+  p.vec4 = v[kVec] == 1;
   if (w.m % p.block_m || w.n % p.block_n || w.k % p.block_k) return Error{"block tile does not divide the problem"};
   if (!amd && v[kMma] == 2) {
     // wgmma: warpgroups of warpgroup_m rows; `pipeline` stages of the A (block_m x 64) and B
@@ -406,14 +413,14 @@ Candidate defaultGpuCandidate(const Space& space) {
   if (n.size() > 7 && n.compare(n.size() - 7, 7, "_vulkan") == 0)
     return vulkanConfigCandidate(space, vulkanVendorConfig("cpu", DType::F32));
   // The nearest valid point to a common hand-written starting point.
-  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0, 3};
+  std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0, 3, 0};
   const auto& k = space.knobs();
   // Where the space has wgmma (sm_90, f16/bf16 NN): 128x256 blocks in two 64-row warpgroups, 4
   // stages, no producer warpgroup: the schedule that was best or within 5% of it on every large
   // shape of the first GPU run (an H200, 2026-11-26: 0.76-0.83x cuBLAS on 4096^3, 2048^3 and
   // 4096x11008x4096, f16 and bf16; datasets/gpu/README.md), where the mma.sync default got 0.09-0.12x.
   for (int64_t v : k[kMma].values)
-    if (v == 2) want = {128, 256, 64, 2, 64, 8, 2, 1, 128, 4, 1, 0, 0, 0, 3};
+    if (v == 2) want = {128, 256, 64, 2, 64, 8, 2, 1, 128, 4, 1, 0, 0, 0, 3, 0};
   std::map<std::string, int64_t> m;
   for (size_t j = 0; j < k.size() && j < want.size(); ++j) m[k[j].name] = want[j];
   return nearestGpuCandidate(space, m);

@@ -48,7 +48,8 @@ Candidate vulkanConfigCandidate(const Space& space, const VulkanVendorConfig& c)
                                      {"thread_n", c.thread_n},
                                      {"copy_bits", c.promote ? 128 : 32},
                                      {"pipeline", 1},
-                                     {"promote", c.promote ? 3 : 0}});
+                                     {"promote", c.promote ? 3 : 0},
+                                     {"vec4", 1}});  // IREE vectorizes the loads and stores (vec4)
 }
 
 std::vector<Candidate> vulkanVendorSeeds(const GemmWorkload& w, const Space& space, const GpuTargetInfo& g) {

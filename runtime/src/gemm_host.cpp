@@ -288,13 +288,15 @@ CheckResult checkGemmResult(const GemmHostProblem& p, const void* c, const Toler
   if (!r.ok) {
     char msg[512];
     const int64_t row = first_bad / w.n, col = first_bad % w.n;
-    const std::string at = w.batched() ? "[" + std::to_string(row / w.m) + "][" + std::to_string(row % w.m) + "][" +
-                                             std::to_string(col) + "]"
-                                       : "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
+    char at[96];
+    if (w.batched())
+      snprintf(at, sizeof at, "[%lld][%lld][%lld]", (long long)(row / w.m), (long long)(row % w.m), (long long)col);
+    else
+      snprintf(at, sizeof at, "[%lld][%lld]", (long long)row, (long long)col);
     snprintf(msg, sizeof msg,
              "wrong result: C%s = %.9g, expected %.9g (|error| %.3g > %.3g + %.3g*|expected|); "
              "%lld of %lld checked entries wrong, max |error| %.3g",
-             at.c_str(), first_c, first_ref, first_err, t.atol, t.rtol, (long long)r.failures, (long long)r.checked,
+             at, first_c, first_ref, first_err, t.atol, t.rtol, (long long)r.failures, (long long)r.checked,
              r.max_abs_err);
     r.message = msg;
   }

@@ -124,6 +124,67 @@ TEST(Vulkan, RandomCandidatesRunAndVerify) {
   }
 }
 
+// Arrays (OpTypeArray 28 / OpTypeRuntimeArray 29) whose element is a 4-lane float vector
+// (OpTypeVector 23 of an OpTypeFloat 22): buffers retyped to vec4 elements.
+int vec4Arrays(const std::string& spirv) {
+  std::vector<uint32_t> words(spirv.size() / 4);
+  std::memcpy(words.data(), spirv.data(), spirv.size());
+  std::set<uint32_t> floats, vec4s;
+  int n = 0;
+  for (size_t i = 5; i < words.size() && (words[i] >> 16) > 0; i += words[i] >> 16) {
+    const uint32_t op = words[i] & 0xffffu;
+    if (op == 22) floats.insert(words[i + 1]);
+    if (op == 23 && floats.count(words[i + 2]) && words[i + 3] == 4) vec4s.insert(words[i + 1]);
+    if ((op == 28 || op == 29) && vec4s.count(words[i + 2])) ++n;
+  }
+  return n;
+}
+
+// vec4 memory accesses: with the knob on, a kernel whose buffers allow it (f32, 4-wide aligned
+// accesses) holds vec4 arrays; every kernel, on or off, validates, runs under the validation layer
+// and computes the right C (NN, NT, TN, f16, batched).
+TEST(Vulkan, Vec4AccessesRunAndVerify) {
+  REQUIRE_VULKAN(dev);
+  GpuTargetInfo g = vulkanTarget();
+  {  // a candidate whose copies and C rows are 4 wide: vec4 buffers with the knob, none without
+    auto w = parseWorkloadKey("gemm:NN:128x128x64:f32*f32->f32");
+    Space s = buildGpuGemmSpace(*w, g);
+    const std::string knobs = "block_m=64,block_n=64,block_k=16,mma=0,warp_m=16,warp_n=8,thread_m=4,thread_n=4,"
+                              "copy_bits=128,pipeline=1,swizzle=0,lds_k_major=0,lds_pad=0,warp_specialize=0,promote=3,vec4=";
+    for (int v : {1, 0}) {
+      auto c = s.fromKey(knobs + std::to_string(v));
+      ASSERT_TRUE(c.ok()) << c.error();
+      Compiled k = compileVulkan(*w, s, *c, g);
+      ASSERT_TRUE(k.out.ok) << k.out.stage << ": " << k.out.message;
+      if (v) EXPECT_GE(vec4Arrays(k.spirv), 3) << "A, B and C (and the workgroup tiles) as vec4 arrays";
+      else EXPECT_EQ(vec4Arrays(k.spirv), 0);
+      GpuMeasurement m = run(*dev, *w, k);
+      EXPECT_TRUE(m.ok()) << "vec4=" << v << ": " << gpuStatusName(m.status) << ": " << m.message;
+    }
+  }
+  std::mt19937_64 rng(36);
+  for (const char* key : {"gemm:NN:96x80x48:f32*f32->f32", "gemm:NT:64x128x64:f32*f32->f32", "gemm:TN:64x64x32:f32*f32->f32",
+                          "gemm:NN:64x128x64:f16*f16->f32", "batch_matmul:NT:2x64x64x32:f32*f32->f32"}) {
+    auto w = parseWorkloadKey(key);
+    Space s = buildGpuGemmSpace(*w, g);
+    const int vk = s.knobIndex("vec4");
+    ASSERT_GE(vk, 0);
+    std::vector<Candidate> on;
+    for (uint64_t i = 0; i < s.size(); ++i)
+      if (s.values(s.at(i))[vk] == 1) on.push_back(s.at(i));
+    ASSERT_FALSE(on.empty()) << key;
+    const char* env = std::getenv("SEXTANT_VULKAN_SWEEP");
+    const int per_shape = env ? std::atoi(env) : 2;
+    for (int i = 0; i < per_shape; ++i) {
+      Candidate c = on[rng() % on.size()];
+      Compiled k = compileVulkan(*w, s, c, g);
+      ASSERT_TRUE(k.out.ok) << key << " " << s.keyOf(c) << ": " << k.out.stage << ": " << k.out.message;
+      GpuMeasurement m = run(*dev, *w, k);
+      EXPECT_TRUE(m.ok()) << key << " " << s.keyOf(c) << ": " << gpuStatusName(m.status) << ": " << m.message;
+    }
+  }
+}
+
 // Batched matmul (NN, NT as attention's Q.K^T, TN): one batch element per workgroup row of the
 // grid (z); the default and random candidates (SEXTANT_VULKAN_SWEEP=N per shape, default 3) compile,
 // validate, run and compute every batch element's C.

@@ -42,6 +42,7 @@ struct GpuPlan {
   int64_t warp_m = 0, warp_n = 0, thread_m = 0, thread_n = 0;
   int64_t copy_bits = 128, pipeline = 1;
   bool promote_a = true, promote_b = true;  // staged in shared / workgroup memory (Vulkan: a knob)
+  bool vec4 = false;                      // Vulkan: 1-D vector memory accesses (vec4 buffers where valid)
   bool swizzle = false;
   bool lds_k_major = false;               // MFMA: LDS operands stored with K innermost
   int64_t lds_pad = 0;                    // MFMA: elements of padding per LDS operand row
