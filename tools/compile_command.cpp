@@ -20,6 +20,7 @@
 #include "sextant/codegen/gpu_resources.h"
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/hwspec/gpu_target.h"
+#include "sextant/runtime/gpu_runner.h"
 #include "sextant/codegen/library.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
@@ -111,6 +112,11 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     auto l = readVulkanDeviceFile(a.vulkan_device);
     if (!l) return fail(l.error());
     applyVulkanLimits(*g, *l);  // its limits and class: untuned GEMMs get its class's default
+  } else if (target.kind == TargetKind::Vulkan) {
+    // This machine's device vulkan:N, where it has one (as tune measures it): its limits and class.
+    if (auto list = listVulkanDevices(); list)
+      for (const auto& d : *list)
+        if (std::to_string(d.index) == target.device) applyVulkanLimits(*g, d.limits);
   }
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;       // workload key -> entry
