@@ -125,6 +125,17 @@ int cmdHwShowVulkan(bool as_json) {
     printf("  timestamps       %.3g ns per tick\n", double(d.timestamp_period_ns));
     printf("  shaderFloat16    %s (f16 GEMM inputs); VK_KHR_cooperative_matrix %s (not used by the space yet)\n",
            d.float16 ? "yes" : "no", d.cooperative_matrix ? "yes" : "no");
+    // The Blueprint needs datasheet figures (TFLOP/s, bandwidth, L2) that Vulkan does not report:
+    // the table's entry for the device's name, where it has one.
+    if (const DeviceSpec* e = builtinDeviceTable().matchName(d.name)) {
+      static const Blueprint bp = fitBlueprint(builtinDeviceTable());
+      printf("  datasheet        %s (%s): Blueprint", e->name.c_str(), e->display.c_str());
+      for (double x : bp.embed(*e)) printf(" %+.3f", x);
+      printf(" (table v%d; tune hw show %s)\n", bp.table_version, e->name.c_str());
+    } else {
+      printf("  datasheet        none in the table for this name: no Blueprint (TFLOP/s and bandwidth are not "
+             "Vulkan properties)\n");
+    }
     const std::string cls = vulkanDeviceClass(d.vendor_id, d.type);
     const VulkanVendorConfig c = vulkanVendorConfig(cls, DType::F32);
     printf("  device class     %s: the default schedule and first seed follow IREE's %s configuration (f32: %lldx%lld "

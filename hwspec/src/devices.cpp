@@ -1,5 +1,6 @@
 #include "sextant/hwspec/devices.h"
 
+#include <cctype>
 #include <cmath>
 #include <regex>
 #include <set>
@@ -17,6 +18,29 @@ const DeviceSpec* DeviceTable::find(const std::string& name) const {
   for (const auto& d : devices)
     if (d.name == name) return &d;
   return nullptr;
+}
+
+const DeviceSpec* DeviceTable::matchName(const std::string& device_name) const {
+  // The name without spaces, dashes or case ("NVIDIA GeForce RTX 4090" -> "nvidiageforcertx4090");
+  // an entry matches when its model (the key up to its first dash: "h100", "rtx4090", "mi300x")
+  // is in it; the longest model wins ("l40s" over "l4"); among entries of one model, the one whose
+  // variant ("pcie", "sxm", "80gb") is in the name too, else the first.
+  std::string n;
+  for (char c : device_name)
+    if (std::isalnum(static_cast<unsigned char>(c))) n += char(std::tolower(static_cast<unsigned char>(c)));
+  const DeviceSpec* best = nullptr;
+  size_t best_len = 0;
+  bool best_variant = false;
+  for (const auto& d : devices) {
+    const size_t dash = d.name.find('-');
+    const std::string model = d.name.substr(0, dash);
+    if (n.find(model) == std::string::npos) continue;
+    const bool variant = dash != std::string::npos && n.find(d.name.substr(dash + 1)) != std::string::npos;
+    if (model.size() > best_len || (model.size() == best_len && variant && !best_variant)) {
+      best = &d, best_len = model.size(), best_variant = variant;
+    }
+  }
+  return best;
 }
 
 namespace {

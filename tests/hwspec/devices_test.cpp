@@ -79,6 +79,25 @@ TEST(DeviceTable, EachKindOfInvalidEntryIsNamed) {
   EXPECT_FALSE(parseDeviceTable("{ not json", "t.json").ok());
 }
 
+// A Vulkan device's reported name finds its datasheet entry (the Blueprint's figures), or none.
+TEST(DeviceTable, ReportedNamesFindTheirEntry) {
+  const DeviceTable& t = builtinDeviceTable();
+  auto name = [&](const std::string& n) {
+    const DeviceSpec* d = t.matchName(n);
+    return d ? d->name : std::string("none");
+  };
+  EXPECT_EQ(name("NVIDIA H200"), "h200");
+  EXPECT_EQ(name("NVIDIA H100 PCIe"), "h100-pcie");
+  EXPECT_EQ(name("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(name("NVIDIA GeForce RTX 4090"), "rtx4090");
+  EXPECT_EQ(name("NVIDIA L40S"), "l40s");
+  EXPECT_EQ(name("NVIDIA L4"), "l4");
+  EXPECT_EQ(name("AMD Instinct MI300X"), "mi300x");
+  EXPECT_EQ(name("NVIDIA A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(name("llvmpipe (LLVM 15.0.6, 256 bits)"), "none");
+  EXPECT_EQ(name("Intel(R) Arc(tm) A770 Graphics"), "none");
+}
+
 TEST(Blueprint, IsStableAndSeparatesDeviceFamilies) {
   const DeviceTable& t = builtinDeviceTable();
   Blueprint a = fitBlueprint(t), b = fitBlueprint(t);

@@ -29,6 +29,9 @@ struct DeviceTable {
   std::vector<std::string> assumptions;
   std::vector<DeviceSpec> devices;
   const DeviceSpec* find(const std::string& name) const;
+  // The entry a device's reported name (a Vulkan deviceName) names, if any: "NVIDIA H200" -> h200,
+  // "NVIDIA H100 PCIe" -> h100-pcie, "AMD Instinct MI300X" -> mi300x; llvmpipe -> none.
+  const DeviceSpec* matchName(const std::string& device_name) const;
 };
 
 // Validates every field: a missing, unknown or absurd value is an error naming the device and
