@@ -5,17 +5,19 @@
 # IREE (PyPI, experiments/models/setup_venv.sh; a peer that is not installed is skipped and named),
 # measured in the same run on the same threads; every output checked against PyTorch's.
 #
-#   experiments/models_vs_peers.sh [--threads T] [--per-task N] [--out PREFIX] [MODEL ...]
+#   experiments/models_vs_peers.sh [--threads T] [--per-task N] [--seed S] [--out PREFIX] [MODEL ...]
 #
 # Writes PREFIX.txt (table), PREFIX.json (every figure) and PREFIX.png (plot, if matplotlib).
 # Default PREFIX: experiments/results/models_vs_peers_t<T>. Databases in /tmp (fresh each run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-threads=1 per_task=32 out="" models=()
+threads=1 per_task=32 seed=1 out="" models=()
+args="$*"  # the command line, for the table's header
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --per-task) per_task=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;  # tune model's --seed (the search's; several seeds for a headline)
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) models+=("$1"); shift ;;
@@ -37,7 +39,7 @@ for m in "${models[@]}"; do
   [ -f "$zoo/$m.onnx" ] || /usr/bin/python3 "$root/experiments/models/make_zoo.py" "$zoo" "$m" 2>/dev/null
   echo "== $m: tune model (budget $per_task trials per task, $threads thread(s))" >&2
   start=$(date +%s)
-  "$tune" model "$zoo/$m.onnx" --db "$work/$m.db" -o "$work/$m.so" --per-task "$per_task" --threads "$threads" \
+  "$tune" model "$zoo/$m.onnx" --db "$work/$m.db" -o "$work/$m.so" --per-task "$per_task" --threads "$threads" --seed "$seed" \
     --check "$zoo/$m" --report json > "$work/$m.sextant.json"
   python3 - "$work/$m.sextant.json" "$m" "$(( $(date +%s) - start ))" >> "$jsonl" <<'PY'
 import json, sys
@@ -59,4 +61,4 @@ done
 py=python3
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null && py=/usr/bin/python3  # the plot
 cp "$jsonl" "$out.jsonl"
-$py "$root/experiments/models/summary.py" "$jsonl" "$out" "$*" "$(lscpu | sed -n 's/^Model name: *//p')"
+$py "$root/experiments/models/summary.py" "$jsonl" "$out" "$args" "$(lscpu | sed -n 's/^Model name: *//p')"
