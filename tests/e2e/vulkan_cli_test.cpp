@@ -20,6 +20,17 @@ bool haveVulkanDevice(std::string& why) {
   return o.code == 0 && o.out.find("vulkan:0") != std::string::npos && sh("command -v spirv-val").code == 0;
 }
 
+// A SPIR-V file as text without names (spirv-dis, the kernel's name `name` removed), to compare
+// two compilations of one kernel.
+std::string dis(const std::string& spv, const std::string& name) {
+  // In a subshell: sh() redirects the standard input of the whole command.
+  Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
+                 name + "//g)");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(o.out.empty()) << spv << ": " << o.err;
+  return o.out;
+}
+
 }  // namespace
 
 TEST(VulkanEndToEnd, TuneMeasuresOnTheDeviceAndLabelsAnEmulatedOne) {
@@ -126,14 +137,6 @@ TEST(VulkanEndToEnd, ExportedLibraryCompilesToTheTunersSpirv) {
   EXPECT_NE(c.out.find("spirv-val passed"), std::string::npos) << c.out;
   for (const char* f : {"proj", "small", "mlp"})
     EXPECT_EQ(slurp(out + "." + f + ".spv").substr(0, 4), std::string("\x03\x02\x23\x07", 4)) << f;
-  auto dis = [](const std::string& spv, const std::string& name) {
-    // In a subshell: sh() redirects the standard input of the whole command.
-    Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
-                   name + "//g)");
-    EXPECT_EQ(o.code, 0) << o.err;
-    EXPECT_FALSE(o.out.empty()) << spv << ": " << o.err;
-    return o.out;
-  };
   const std::string ours = dis(out + ".proj.spv", "proj_kernel"), tuners = dis(tuner_spv, "sextant_gemm_kernel");
   EXPECT_GT(ours.size(), 1000u);
   EXPECT_TRUE(ours == tuners) << "tune compile's SPIR-V differs from the tuner's kernel";
@@ -191,12 +194,6 @@ TEST(VulkanEndToEnd, BatchMatmulTunesExportsAndCompiles) {
     line >> fn >> kernel >> grid;
     EXPECT_EQ(grid.substr(grid.rfind('x')), "x4") << f << ": " << grid;
   }
-  auto dis = [](const std::string& spv, const std::string& name) {
-    Outcome o = sh("(spirv-dis --raw-id " + spv + " | grep -v -e OpName -e OpEntryPoint -e OpMemberName -e OpSource | sed s/" +
-                   name + "//g)");
-    EXPECT_EQ(o.code, 0) << o.err;
-    return o.out;
-  };
   const std::string ours = dis(out + ".scores.spv", "scores_kernel");
   EXPECT_GT(ours.size(), 1000u);
   EXPECT_TRUE(ours == dis(dir + "/" + m["kernels"][0]["file"].get<std::string>(), "sextant_gemm_kernel"))
