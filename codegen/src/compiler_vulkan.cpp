@@ -79,8 +79,8 @@ bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
 // vec4 memory accesses (the space's `vec4` knob: 1-D vector transfers). MLIR 22 lowers a vector
 // load of a scalar buffer to a pointer bitcast that Vulkan does not allow (llvm/llvm-project#213192),
 // so, as IREE's SPIRVVectorizeLoadStore does: a buffer (kernel argument or workgroup allocation) of
-// f32 whose every access is a vector load or store of 4k elements at an index known to be a
-// multiple of 4 in its innermost dimension, or a scalar load, is retyped to vector<4xf32> elements
+// f32 or f16 whose every access is a vector load or store of 4k elements at an index known to be a
+// multiple of 4 in its innermost dimension, or a scalar load, is retyped to vector<4 x T> elements
 // (a scalar load becomes a vec4 load and a dynamic extract); the vector accesses of any other
 // buffer become scalar ones. Buffers without vector accesses are left alone.
 
@@ -117,10 +117,10 @@ int64_t vectorWidth(mlir::Type t) {
   return v && v.getRank() == 1 ? v.getDimSize(0) : -1;
 }
 
-// Whether buffer `mem` (static f32 memref, innermost size a multiple of 4) can hold vec4 elements.
+// Whether buffer `mem` (static f32 or f16 memref, innermost size a multiple of 4) can hold vec4 elements.
 bool vec4Buffer(mlir::Value mem) {
   auto t = llvm::dyn_cast<mlir::MemRefType>(mem.getType());
-  if (!t || !t.hasStaticShape() || t.getRank() < 1 || !t.getElementType().isF32() || !t.getLayout().isIdentity() ||
+  if (!t || !t.hasStaticShape() || t.getRank() < 1 || !(t.getElementType().isF32() || t.getElementType().isF16()) || !t.getLayout().isIdentity() ||
       t.getShape().back() % 4 != 0)
     return false;
   bool any_vector = false;

@@ -124,16 +124,16 @@ TEST(Vulkan, RandomCandidatesRunAndVerify) {
   }
 }
 
-// Arrays (OpTypeArray 28 / OpTypeRuntimeArray 29) whose element is a 4-lane float vector
-// (OpTypeVector 23 of an OpTypeFloat 22): buffers retyped to vec4 elements.
-int vec4Arrays(const std::string& spirv) {
+// Arrays (OpTypeArray 28 / OpTypeRuntimeArray 29) whose element is a 4-lane vector (OpTypeVector 23)
+// of `bits`-bit floats (OpTypeFloat 22): buffers retyped to vec4 elements.
+int vec4Arrays(const std::string& spirv, uint32_t bits = 32) {
   std::vector<uint32_t> words(spirv.size() / 4);
   std::memcpy(words.data(), spirv.data(), spirv.size());
   std::set<uint32_t> floats, vec4s;
   int n = 0;
   for (size_t i = 5; i < words.size() && (words[i] >> 16) > 0; i += words[i] >> 16) {
     const uint32_t op = words[i] & 0xffffu;
-    if (op == 22) floats.insert(words[i + 1]);
+    if (op == 22 && words[i + 2] == bits) floats.insert(words[i + 1]);
     if (op == 23 && floats.count(words[i + 2]) && words[i + 3] == 4) vec4s.insert(words[i + 1]);
     if ((op == 28 || op == 29) && vec4s.count(words[i + 2])) ++n;
   }
@@ -161,6 +161,18 @@ TEST(Vulkan, Vec4AccessesRunAndVerify) {
       GpuMeasurement m = run(*dev, *w, k);
       EXPECT_TRUE(m.ok()) << "vec4=" << v << ": " << gpuStatusName(m.status) << ": " << m.message;
     }
+    // f16 inputs: A, B and their workgroup tiles as vec4 of f16 (64-bit copies).
+    auto wh = parseWorkloadKey("gemm:NN:128x128x64:f16*f16->f32");
+    Space sh = buildGpuGemmSpace(*wh, g);
+    auto ch = sh.fromKey("block_m=64,block_n=64,block_k=16,mma=0,warp_m=16,warp_n=8,thread_m=4,thread_n=4,copy_bits=64,"
+                         "pipeline=1,swizzle=0,lds_k_major=0,lds_pad=0,warp_specialize=0,promote=3,vec4=1");
+    ASSERT_TRUE(ch.ok()) << ch.error();
+    ASSERT_TRUE(sh.isValid(*ch));
+    Compiled kh = compileVulkan(*wh, sh, *ch, g);
+    ASSERT_TRUE(kh.out.ok) << kh.out.stage << ": " << kh.out.message;
+    EXPECT_GE(vec4Arrays(kh.spirv, 16), 2) << "A and B as vec4 of f16";
+    GpuMeasurement mh = run(*dev, *wh, kh);
+    EXPECT_TRUE(mh.ok()) << "f16 vec4: " << gpuStatusName(mh.status) << ": " << mh.message;
   }
   std::mt19937_64 rng(36);
   for (const char* key : {"gemm:NN:96x80x48:f32*f32->f32", "gemm:NT:64x128x64:f32*f32->f32", "gemm:TN:64x64x32:f32*f32->f32",
