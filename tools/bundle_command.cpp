@@ -64,12 +64,7 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   if (!target->isGpu()) return fail("tune bundle is for GPU targets; '" + a.target + "' is not one");
   auto g = gpuTargetInfo(*target);
   if (!g) return fail(g.error());
-  if (!a.vulkan_device.empty()) {
-    if (target->kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
-    auto l = readVulkanDeviceFile(a.vulkan_device);
-    if (!l) return fail(l.error());
-    applyVulkanLimits(*g, *l);
-  }
+  if (auto st = applyVulkanDeviceFile(*g, *target, a.vulkan_device); !st) return fail(st.error());
   auto w = makeGemmWorkload(a.shape, a.dtype, a.layout);
   if (!w) return fail(w.error());
   if (a.random < 0) return fail("--random must be 0 or more");

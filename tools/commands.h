@@ -106,6 +106,9 @@ int cmdHwCheck();
 int cmdHwShowVulkan(bool as_json = false);
 // A device of such a description (FILE or FILE:N): what the Vulkan space takes from it.
 Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec);
+// --vulkan-device SPEC for target t: the described device's limits and class applied to g (nothing
+// when SPEC is empty); an error for another target or an unreadable description.
+Status applyVulkanDeviceFile(GpuTargetInfo& g, const Target& t, const std::string& spec, VulkanLimits* applied = nullptr);
 
 // tune bundle (tools/bundle_command.cpp): chosen GPU candidates compiled into a kernel bundle.
 struct BundleArgs {

@@ -107,12 +107,9 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
                   const std::vector<FoundOp>& ops, Database& db) {
   auto g = gpuTargetInfo(target);
   if (!g) return fail(g.error());
-  if (!a.vulkan_device.empty()) {
-    if (target.kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
-    auto l = readVulkanDeviceFile(a.vulkan_device);
-    if (!l) return fail(l.error());
-    applyVulkanLimits(*g, *l);  // its limits and class: untuned GEMMs get its class's default
-  } else if (target.kind == TargetKind::Vulkan) {
+  // A described device's limits and class (untuned GEMMs get its class's default), else ...
+  if (auto st = applyVulkanDeviceFile(*g, target, a.vulkan_device); !st) return fail(st.error());
+  if (a.vulkan_device.empty() && target.kind == TargetKind::Vulkan) {
     // This machine's device vulkan:N, where it has one (as tune measures it): its limits and class.
     if (auto list = listVulkanDevices(); list)
       for (const auto& d : *list)

@@ -62,15 +62,13 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   if (!g) return fail(g.error());
   if (!a.vulkan_device.empty()) {
     // Compile for another machine's Vulkan device: its limits, subgroup size, f16 and class.
-    if (target->kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
-    if (a.measure == "device")
+    if (target->kind == TargetKind::Vulkan && a.measure == "device")
       return fail("--vulkan-device describes a device elsewhere: use it with --measure bundle or none (a device "
                   "measured here describes itself)");
-    auto l = readVulkanDeviceFile(a.vulkan_device);
-    if (!l) return fail(l.error());
-    applyVulkanLimits(*g, *l);
+    VulkanLimits l;
+    if (auto st = applyVulkanDeviceFile(*g, *target, a.vulkan_device, &l); !st) return fail(st.error());
     if (!a.quiet)
-      fprintf(stderr, "compiling for %s (%s, class %s) as described in %s\n", g->display.c_str(), l->device_type.c_str(),
+      fprintf(stderr, "compiling for %s (%s, class %s) as described in %s\n", g->display.c_str(), l.device_type.c_str(),
               g->vulkan_class.c_str(), a.vulkan_device.c_str());
   }
   auto w = gpuWorkload(a);

@@ -102,6 +102,16 @@ Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
   }
 }
 
+Status applyVulkanDeviceFile(GpuTargetInfo& g, const Target& t, const std::string& spec, VulkanLimits* applied) {
+  if (spec.empty()) return okStatus();
+  if (t.kind != TargetKind::Vulkan) return Error{"--vulkan-device is for the vulkan target"};
+  auto l = readVulkanDeviceFile(spec);
+  if (!l) return Error{l.error()};
+  applyVulkanLimits(g, *l);
+  if (applied) *applied = *l;
+  return okStatus();
+}
+
 int cmdHwShowVulkan(bool as_json) {
   auto list = listVulkanDevices();
   if (as_json) {

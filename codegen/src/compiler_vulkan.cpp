@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -86,30 +87,31 @@ bool splitLoopCarriedRows(mlir::Operation* root, std::string& err) {
 
 constexpr int64_t kAnyMultiple = int64_t(1) << 30;
 
-// The largest power of two known to divide an index value (arith on constants, loop induction
-// variables, GPU ids); 1 when nothing is known.
+// A number known to divide an index value (arith on constants, loop induction variables; GPU ids
+// and anything else: 1). kAnyMultiple for 0.
 int64_t knownDivisor(mlir::Value v, int depth = 0) {
   if (depth > 24) return 1;
-  auto gcd = [](int64_t a, int64_t b) { return std::gcd(a, b); };
-  if (auto c = v.getDefiningOp<mlir::arith::ConstantOp>()) {
-    if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(c.getValue())) {
-      const int64_t x = i.getInt();
-      return x == 0 ? kAnyMultiple : gcd(std::abs(x), kAnyMultiple);
-    }
-    return 1;
-  }
-  if (auto a = v.getDefiningOp<mlir::arith::AddIOp>())
-    return gcd(knownDivisor(a.getLhs(), depth + 1), knownDivisor(a.getRhs(), depth + 1));
-  if (auto a = v.getDefiningOp<mlir::arith::SubIOp>())
-    return gcd(knownDivisor(a.getLhs(), depth + 1), knownDivisor(a.getRhs(), depth + 1));
+  if (auto c = mlir::getConstantIntValue(v)) return *c == 0 ? kAnyMultiple : std::gcd(std::abs(*c), kAnyMultiple);
+  auto both = [&](mlir::Value a, mlir::Value b) { return std::gcd(knownDivisor(a, depth + 1), knownDivisor(b, depth + 1)); };
+  if (auto a = v.getDefiningOp<mlir::arith::AddIOp>()) return both(a.getLhs(), a.getRhs());
+  if (auto a = v.getDefiningOp<mlir::arith::SubIOp>()) return both(a.getLhs(), a.getRhs());
   if (auto m = v.getDefiningOp<mlir::arith::MulIOp>())
     return std::min(kAnyMultiple, knownDivisor(m.getLhs(), depth + 1) * knownDivisor(m.getRhs(), depth + 1));
   if (auto c = v.getDefiningOp<mlir::arith::IndexCastOp>()) return knownDivisor(c.getIn(), depth + 1);
   if (auto ba = llvm::dyn_cast<mlir::BlockArgument>(v))
     if (auto f = llvm::dyn_cast_or_null<mlir::scf::ForOp>(ba.getOwner()->getParentOp()))
-      if (ba == f.getInductionVar())
-        return gcd(knownDivisor(f.getLowerBound(), depth + 1), knownDivisor(f.getStep(), depth + 1));
+      if (ba == f.getInductionVar()) return both(f.getLowerBound(), f.getStep());
   return 1;
+}
+
+// `idx` with its innermost index divided by `divisor` (1: kept), then `plus` added.
+llvm::SmallVector<mlir::Value> innermostShifted(mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange idx,
+                                                int64_t divisor, int64_t plus) {
+  llvm::SmallVector<mlir::Value> out(idx.begin(), idx.end());
+  if (divisor != 1)
+    out.back() = mlir::arith::DivUIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, divisor));
+  if (plus) out.back() = mlir::arith::AddIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, plus));
+  return out;
 }
 
 int64_t vectorWidth(mlir::Type t) {
@@ -120,8 +122,8 @@ int64_t vectorWidth(mlir::Type t) {
 // Whether buffer `mem` (static f32 or f16 memref, innermost size a multiple of 4) can hold vec4 elements.
 bool vec4Buffer(mlir::Value mem) {
   auto t = llvm::dyn_cast<mlir::MemRefType>(mem.getType());
-  if (!t || !t.hasStaticShape() || t.getRank() < 1 || !(t.getElementType().isF32() || t.getElementType().isF16()) || !t.getLayout().isIdentity() ||
-      t.getShape().back() % 4 != 0)
+  if (!t || !t.hasStaticShape() || t.getRank() < 1 || !(t.getElementType().isF32() || t.getElementType().isF16()) ||
+      !t.getLayout().isIdentity() || t.getShape().back() % 4 != 0)
     return false;
   bool any_vector = false;
   for (mlir::Operation* u : mem.getUsers()) {
@@ -151,21 +153,13 @@ void retypeToVec4(mlir::Value mem, mlir::OpBuilder& b) {
   for (mlir::Operation* u : users) {
     b.setInsertionPoint(u);
     const mlir::Location loc = u->getLoc();
-    auto quarter = [&](mlir::ValueRange idx, int64_t plus, mlir::Value* rem) {
-      llvm::SmallVector<mlir::Value> out(idx.begin(), idx.end());
-      mlir::Value four = mlir::arith::ConstantIndexOp::create(b, loc, 4);
-      mlir::Value j = out.back();
-      if (rem) *rem = mlir::arith::RemUIOp::create(b, loc, j, four);
-      out.back() = mlir::arith::DivUIOp::create(b, loc, j, four);
-      if (plus) out.back() = mlir::arith::AddIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, plus));
-      return out;
-    };
+    auto quarter = [&](mlir::ValueRange idx, int64_t plus) { return innermostShifted(b, loc, idx, 4, plus); };
     if (auto l = llvm::dyn_cast<mlir::vector::LoadOp>(u)) {
       const int64_t w = vectorWidth(l.getType());
       llvm::SmallVector<mlir::Value> elems;
       mlir::Value result;
       for (int64_t p = 0; p < w / 4; ++p) {
-        mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, quarter(l.getIndices(), p, nullptr));
+        mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, quarter(l.getIndices(), p));
         if (w == 4) result = piece;
         for (int64_t e = 0; e < 4 && w > 4; ++e) elems.push_back(mlir::vector::ExtractOp::create(b, loc, piece, e));
       }
@@ -173,12 +167,12 @@ void retypeToVec4(mlir::Value mem, mlir::OpBuilder& b) {
       l.replaceAllUsesWith(result);
       l.erase();
     } else if (auto st = llvm::dyn_cast<mlir::vector::StoreOp>(u)) {
-      mlir::memref::StoreOp::create(b, loc, st.getValueToStore(), mem, quarter(st.getIndices(), 0, nullptr));
+      mlir::memref::StoreOp::create(b, loc, st.getValueToStore(), mem, quarter(st.getIndices(), 0));
       st.erase();
     } else if (auto l = llvm::dyn_cast<mlir::memref::LoadOp>(u)) {
-      mlir::Value rem;
-      auto idx = quarter(l.getIndices(), 0, &rem);
-      mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, idx);
+      mlir::Value rem = mlir::arith::RemUIOp::create(b, loc, l.getIndices().back(),
+                                                    mlir::arith::ConstantIndexOp::create(b, loc, 4));
+      mlir::Value piece = mlir::memref::LoadOp::create(b, loc, mem, quarter(l.getIndices(), 0));
       mlir::Value x = mlir::vector::ExtractOp::create(b, loc, piece, llvm::ArrayRef<mlir::OpFoldResult>{rem});
       l.replaceAllUsesWith(x);
       l.erase();
@@ -186,17 +180,15 @@ void retypeToVec4(mlir::Value mem, mlir::OpBuilder& b) {
   }
 }
 
-// The vector accesses of a buffer that keeps scalar elements, as scalar loads and stores.
-void scalarizeAccesses(mlir::Value mem, mlir::OpBuilder& b) {
+// The vector accesses of a buffer that keeps scalar elements, as scalar loads and stores; whether
+// there were any.
+bool scalarizeAccesses(mlir::Value mem, mlir::OpBuilder& b) {
+  bool changed = false;
   llvm::SmallVector<mlir::Operation*> users(mem.getUsers().begin(), mem.getUsers().end());
   for (mlir::Operation* u : users) {
     b.setInsertionPoint(u);
     const mlir::Location loc = u->getLoc();
-    auto at = [&](mlir::ValueRange idx, int64_t plus) {
-      llvm::SmallVector<mlir::Value> out(idx.begin(), idx.end());
-      if (plus) out.back() = mlir::arith::AddIOp::create(b, loc, out.back(), mlir::arith::ConstantIndexOp::create(b, loc, plus));
-      return out;
-    };
+    auto at = [&](mlir::ValueRange idx, int64_t plus) { return innermostShifted(b, loc, idx, 1, plus); };
     if (auto l = llvm::dyn_cast<mlir::vector::LoadOp>(u)) {
       const int64_t w = vectorWidth(l.getType());
       if (w <= 0) continue;
@@ -204,6 +196,7 @@ void scalarizeAccesses(mlir::Value mem, mlir::OpBuilder& b) {
       for (int64_t e = 0; e < w; ++e) elems.push_back(mlir::memref::LoadOp::create(b, loc, mem, at(l.getIndices(), e)));
       l.replaceAllUsesWith(mlir::vector::FromElementsOp::create(b, loc, l.getType(), elems).getResult());
       l.erase();
+      changed = true;
     } else if (auto st = llvm::dyn_cast<mlir::vector::StoreOp>(u); st && st.getBase() == mem) {
       const int64_t w = vectorWidth(st.getValueToStore().getType());
       if (w <= 0) continue;
@@ -211,14 +204,18 @@ void scalarizeAccesses(mlir::Value mem, mlir::OpBuilder& b) {
         mlir::memref::StoreOp::create(b, loc, mlir::vector::ExtractOp::create(b, loc, st.getValueToStore(), e), mem,
                                       at(st.getIndices(), e));
       st.erase();
+      changed = true;
     }
   }
+  return changed;
 }
 
 // Per GPU module: kernel arguments and workgroup allocations; a retyped argument is cast on the host
 // side of its launches (builtin.unrealized_conversion_cast: the same buffer, viewed as vec4 elements).
-void vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
+// Returns whether it rewrote anything.
+bool vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
   mlir::OpBuilder b(gm.getContext());
+  bool changed = false;
   gm.walk([&](mlir::gpu::GPUFuncOp f) {
     if (!f.isKernel()) return;
     llvm::SmallVector<mlir::Value> roots(f.getArguments().begin(), f.getArguments().end());
@@ -229,8 +226,9 @@ void vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
       if (vec4Buffer(r)) {
         retypeToVec4(r, b);
         retyped_arg |= llvm::isa<mlir::BlockArgument>(r);
+        changed = true;
       } else {
-        scalarizeAccesses(r, b);
+        changed |= scalarizeAccesses(r, b);
       }
     }
     if (!retyped_arg) return;
@@ -248,6 +246,7 @@ void vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
       }
     });
   });
+  return changed;
 }
 
 // Every GPU module (outlined kernels, each with a constant workgroup size) converted to a SPIR-V
@@ -297,11 +296,12 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std:
   // the version, capabilities and extensions the module really needs.
   if (!runPipeline(mod, "builtin.module(gpu.module(canonicalize,fold-memref-alias-ops,lower-affine,cse))", err, diags))
     return false;
-  for (auto gm : gms) vectorizeMemoryAccesses(mod, gm);
-  if (!runPipeline(mod,
-                   "builtin.module(gpu.module(canonicalize,cse),"
-                   "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))",
-                   err, diags))
+  bool rewritten = false;
+  for (auto gm : gms) rewritten |= vectorizeMemoryAccesses(mod, gm);
+  // The rewrite's extracts of freshly built vectors folded (vec4 kernels only).
+  if (rewritten && !runPipeline(mod, "builtin.module(gpu.module(canonicalize,cse))", err, diags)) return false;
+  if (!runPipeline(mod, "builtin.module(convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))", err,
+                   diags))
     return false;
   std::vector<mlir::spirv::ModuleOp> spv;
   mod.walk([&](mlir::spirv::ModuleOp m) { spv.push_back(m); });

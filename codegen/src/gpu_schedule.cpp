@@ -105,8 +105,12 @@ void emitOpStage(std::ostringstream& o, const std::string& I, const GemmWorkload
   // maps the integer memory space 3 to Workgroup (../shared/notes/vulkan.md).
   if (promote)
     o << I << "%buf, %newops = transform.structured.bufferize_to_allocation %pad_forall {memory_space = "
-    << (p.vulkan ? "3" : "#gpu.address_space<workgroup>") << ", bufferize_destination_only} : " << H << "\n";
+      << (p.vulkan ? "3" : "#gpu.address_space<workgroup>") << ", bufferize_destination_only} : " << H << "\n";
 }
+
+// The rank memory transfers are lowered to: 1 (1-D vectors), or 0 (scalars) for a Vulkan kernel
+// without vec4 accesses.
+int transferRank(const GpuPlan& p) { return p.vulkan && !p.vec4 ? 0 : 1; }
 
 // 2-D vector transfers of function %`f` lowered to 1-D (needed before cp.async groups and before
 // NVVM), with one more pattern set applied alongside (`also`).
@@ -223,7 +227,7 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
       << I << "  transform.apply_patterns.vector.lower_broadcast\n"
       << I << "  transform.apply_patterns.canonicalization\n"
       << I << "} : " << H << "\n"
-      << lowerTransfers(I, "f5", "vector.lower_shape_cast", p.vulkan && !p.vec4 ? 0 : 1);
+      << lowerTransfers(I, "f5", "vector.lower_shape_cast", transferRank(p));
   }
   if (lib) sameFunc("f4", "h");
   else matchFunc("f4", "bufd");
@@ -242,7 +246,7 @@ void emitPipelineStage(std::ostringstream& o, const std::string& I, const GpuPla
   // MFMA (AMD): no cp.async; its double buffering is a pass of our own, run afterwards
   // (sextant-lds-double-buffer, compiler_lds_pipeline.cpp).
   if (p.pipeline <= 1 || p.mfma.m != 0) {
-    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops", p.vulkan && !p.vec4 ? 0 : 1);
+    o << lowerTransfers(I, "f", "memref.fold_memref_alias_ops", transferRank(p));
     return;
   }
   o << I << "transform.bufferization.buffer_loop_hoisting %f : " << H << "\n"

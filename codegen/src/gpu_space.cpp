@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 namespace sextant {
@@ -114,6 +115,12 @@ Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t e
 // The vendor flavours of the one space: NVIDIA (PTX), AMD (HSACO) and Vulkan (SPIR-V, FMA only).
 enum class Flavor { Nvidia, Amd, Vulkan };
 static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<int64_t>& v, Flavor f);
+// The flavour a space was built for, from its name (gpu_gemm_v1_nvidia / _amd / _vulkan).
+static Flavor flavorOf(const Space& space) {
+  const std::string& n = space.name();
+  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  return ends("_amd") ? Flavor::Amd : ends("_vulkan") ? Flavor::Vulkan : Flavor::Nvidia;
+}
 
 Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   const bool nvidia = g.target.kind == TargetKind::Nvidia;
@@ -357,9 +364,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
 
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
   if (space.knobs().size() != kNumKnobs) return Error{"not a GPU GEMM space: " + space.name()};
-  const std::string& n = space.name();
-  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-  return planFromValues(w, space.values(c), ends("_amd") ? Flavor::Amd : ends("_vulkan") ? Flavor::Vulkan : Flavor::Nvidia);
+  return planFromValues(w, space.values(c), flavorOf(space));
 }
 
 GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c, const GpuPlan& p,
@@ -388,18 +393,17 @@ Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, in
   // The nearest valid point: log2 distance per knob named in `want`, the matrix-unit route's four
   // times; the promotion is a category (any other value: 4).
   const auto& k = space.knobs();
-  std::vector<int> idx(k.size(), -1);
-  std::vector<double> target(k.size(), 0);
+  std::vector<std::optional<double>> target(k.size());  // per knob; none: not named
   for (size_t j = 0; j < k.size(); ++j)
-    if (auto it = want.find(k[j].name); it != want.end()) idx[j] = 1, target[j] = double(it->second);
+    if (auto it = want.find(k[j].name); it != want.end()) target[j] = double(it->second);
   Candidate best;
   double best_d = 1e300;
   for (uint64_t i = 0; i < space.size(); ++i) {
     Candidate c = space.at(i);
     double d = 0;
     for (size_t j = 0; j < k.size(); ++j) {
-      if (idx[j] < 0) continue;
-      const double a = double(k[j].values[c[j]]), b = target[j];
+      if (!target[j]) continue;
+      const double a = double(k[j].values[c[j]]), b = *target[j];
       if (k[j].name == "promote") d += a == b ? 0 : 4;
       else d += std::abs(std::log2(std::max(a, 0.5)) - std::log2(std::max(b, 0.5))) * (k[j].name == "mma" ? 4 : 1);
     }
@@ -409,9 +413,7 @@ Candidate nearestGpuCandidate(const Space& space, const std::map<std::string, in
 }
 
 Candidate defaultGpuCandidate(const Space& space) {
-  const std::string& n = space.name();
-  if (n.size() > 7 && n.compare(n.size() - 7, 7, "_vulkan") == 0)
-    return vulkanConfigCandidate(space, vulkanVendorConfig("cpu", DType::F32));
+  if (flavorOf(space) == Flavor::Vulkan) return vulkanConfigCandidate(space, vulkanVendorConfig("cpu", DType::F32));
   // The nearest valid point to a common hand-written starting point.
   std::vector<int64_t> want = {64, 64, 32, 1, 32, 32, 4, 4, 128, 2, 0, 0, 0, 0, 3, 0};
   const auto& k = space.knobs();
