@@ -73,14 +73,16 @@ HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_c
 }
 
 // A direct-route convolution candidate read as the GEMM knobs of its implicit GEMM (issue #31): a
-// block of tile_oh x tile_ow output pixels (tile_m) by tile_f channels (tile_n) over the whole
-// reduction kh x kw x ic (tile_k), a register tile of reg_ow pixels (reg_m) by reg_f channels
+// block of tile_oh x tile_ow output pixels (tile_m) by tile_f channels (tile_n) over reduction
+// chunks of kh x kw x block_c (tile_k; block_c absent: the whole ic), a register tile of reg_ow pixels (reg_m) by reg_f channels
 // (reg_n), tile_kw x tile_c reduction elements per step (unroll_k). An approximation: the features
 // (and the pretrained model, trained on GEMMs) know nothing of strides, padding or the filter's
 // shape beyond K.
 static std::vector<int64_t> convAsGemmKnobs(const GemmWorkload& w, const Space& space, const Candidate& c) {
   auto k = [&](const char* n) { return space.valueOr(c, n, 1); };
-  return {k("tile_oh") * k("tile_ow"), k("tile_f"), w.k, k("reg_ow"), k("reg_f"), k("tile_kw") * k("tile_c"),
+  const int64_t block_c = space.valueOr(c, "block_c", 0);
+  const int64_t tile_k = block_c > 0 ? w.conv.kh * w.conv.kw * block_c : w.k;
+  return {k("tile_oh") * k("tile_ow"), k("tile_f"), tile_k, k("reg_ow"), k("reg_f"), k("tile_kw") * k("tile_c"),
           space.valueOr(c, "reg_loop_order", 0)};
 }
 

@@ -145,6 +145,42 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
 }
 
+// The reduction over channels in block-level chunks (block_c): each value compiles, verifies (a
+// strided and a padded layer, one and two threads), and only a chunk smaller than ic adds the loop;
+// depthwise layers have the one value. Old records (no block_c) read as the whole reduction.
+TEST(ConvCompile, ChannelChunksCompileAndVerify) {
+  for (const char* desc : {"ic64ih10oc32kh3sh2ph1", "ic32ih8oc32kh3ph1"}) {
+    GemmWorkload w = conv(desc);
+    for (int threads : {1, 2}) {
+      Space s = buildCpuGemmSpace(w, hostCpu(), threads);
+      const Knob& k = s.knobs()[size_t(s.knobIndex("block_c"))];
+      EXPECT_EQ(k.values.back(), w.conv.ic) << desc;
+      EXPECT_EQ(k.if_absent, std::optional<int64_t>(w.conv.ic));
+      EXPECT_GE(k.values.size(), 2u) << desc;
+      for (int64_t bc : k.values) {
+        std::map<std::string, int64_t> want = {{"tile_oh", 1}, {"tile_ow", w.conv.ow}, {"tile_f", 32}, {"reg_ow", 1},
+                                               {"reg_f", 16}, {"tile_c", 4}, {"tile_kw", 1}, {"reg_loop_order", 0},
+                                               {"block_c", bc}};
+        if (threads > 1) want["threads"] = threads;
+        auto c = s.fromMap(want);
+        ASSERT_TRUE(c.ok()) << c.error();
+        ASSERT_TRUE(s.isValid(*c)) << s.keyOf(*c);
+        const std::string sched = emitCpuGemmSchedule(w, s, *c);
+        EXPECT_EQ(sched.find("%t1c, %cl = transform.structured.tile_using_for") != std::string::npos, bc < w.conv.ic)
+            << desc << " block_c=" << bc;
+        Measurement m = compileAndMeasure(w, s, *c, threads, "convbc");
+        EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " " << s.keyOf(*c) << ": " << m.message;
+      }
+    }
+  }
+  Space dw = buildCpuGemmSpace(conv("g32ic32oc32ih14kh3ph1"), hostCpu());
+  EXPECT_EQ(dw.knobs()[size_t(dw.knobIndex("block_c"))].values, std::vector<int64_t>{32});
+  auto old = dw.fromMap({{"tile_oh", 1}, {"tile_ow", 14}, {"tile_f", 32}, {"reg_ow", 1}, {"reg_f", 16}, {"tile_c", 1},
+                         {"tile_kw", 1}, {"reg_loop_order", 0}});
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(dw.valueOr(*old, "block_c", 0), 32);
+}
+
 // The reference on a case small enough to compute by hand, and a kernel that ignores the
 // padding is caught, the message naming the output element.
 TEST(ConvReference, DepthwiseHandComputedCase) {
