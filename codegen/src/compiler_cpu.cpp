@@ -127,7 +127,9 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
       threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
   });
   // The untuned rest runs on as many threads as the tuned ops (without libomp, below, neither does).
-  if (network) vectorizeElementwise(*payloadMod, threads);
+  // A kernel's own padding (a convolution's tensor.pad) vectorized in every compile; the rest of a
+  // network only in networks.
+  vectorizeElementwise(*payloadMod, threads, network);
   // A prefetch distance asked for by the schedule (the CPU space's "prefetch" knob annotates the
   // GEMM's function).
   int64_t prefetch = 0;

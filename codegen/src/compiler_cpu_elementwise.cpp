@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
@@ -112,10 +113,62 @@ bool vectorizePoolByRows(IRRewriter& rewriter, linalg::LinalgOp p, int threads) 
   return true;  // tiled, and vectorized where MLIR could; correct either way
 }
 
+// A generic op vectorized along its last parallel loop: split among the threads first (see
+// splitAmongThreads); for a pool (`pool`), its window loops moved before that loop; then tiled by
+// 16, 8, 4 or 2 along it (whichever divides it), every other loop by 1, and the tile vectorized.
+// How many tiles were vectorized (0: the op is left as it was, or tiled but scalar).
+int vectorizeAlongLastLoop(IRRewriter& rewriter, linalg::GenericOp g, int threads, bool pool) {
+  g = splitAmongThreads(rewriter, g, threads);
+  const auto iters = g.getIteratorTypesArray();
+  int last = -1;
+  for (int i = int(iters.size()) - 1; i >= 0 && last < 0; --i)
+    if (iters[size_t(i)] == utils::IteratorType::parallel) last = i;
+  if (last != int(iters.size()) - 1) {  // the reductions before the vector loop
+    // Only for pools: a reduction along the innermost dimension (softmax, layer norm) would read
+    // its rows with a stride once vectorized across them.
+    if (!pool) return 0;
+    SmallVector<unsigned> order;
+    for (unsigned i = 0; i < iters.size(); ++i)
+      if (int(i) != last) order.push_back(i);
+    order.push_back(unsigned(last));
+    rewriter.setInsertionPoint(g);
+    auto swapped = linalg::interchangeGenericOp(rewriter, g, order);
+    if (failed(swapped)) return 0;
+    g = *swapped;
+  }
+  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  int64_t vec = 0;
+  for (int64_t v : {16, 8, 4, 2})
+    if (vec == 0 && ranges.back() % v == 0) vec = v;
+  if (vec == 0) return 0;
+  SmallVector<OpFoldResult> sizes(ranges.size(), rewriter.getIndexAttr(1));
+  sizes.back() = rewriter.getIndexAttr(vec);
+  scf::SCFTilingOptions opts;
+  opts.setTileSizes(sizes);
+  rewriter.setInsertionPoint(g);
+  auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(g.getOperation()), opts);
+  if (failed(tiled)) return 0;
+  rewriter.replaceOp(g, tiled->replacements);
+  int done = 0;
+  for (Operation* t : tiled->tiledOps) {
+    rewriter.setInsertionPoint(t);
+    auto v = linalg::vectorize(rewriter, t);
+    if (failed(v)) continue;
+    rewriter.replaceOp(t, v->replacements);
+    ++done;
+  }
+  return done;
+}
+
 // A linalg op as its generic form (which the loop below vectorizes), or as it is.
+// The parts of a decomposed pad (decomposePad) carry this attribute until they are vectorized.
+constexpr const char* kPadPart = "sextant.pad_part";
+
 Value generalized(IRRewriter& rewriter, Operation* op) {
   auto g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op));
-  return succeeded(g) ? g->getResult(0) : op->getResult(0);
+  if (failed(g)) return op->getResult(0);
+  (*g)->setAttr(kPadPart, rewriter.getUnitAttr());
+  return g->getResult(0);
 }
 
 // A constant pad as fills of its border only (one slab per padded side of each dimension, the
@@ -164,7 +217,31 @@ void decomposePad(IRRewriter& rewriter, tensor::PadOp p) {
 
 }  // namespace
 
-int vectorizeElementwise(ModuleOp m, int threads) {
+int vectorizeElementwise(ModuleOp m, int threads, bool network) {
+  IRRewriter rewriter(m.getContext());
+  // Pads with a constant (a convolution's zeros, a max pool's -inf): decomposePad. Kernels pad
+  // their input too (a tuned convolution's payload): for them only the pads' parts are vectorized
+  // (Zen 5, 1 thread, the default schedules: depthwise 3x3 32 channels at 112x112 48 -> 60
+  // GFLOP/s, its 3x3/2 96-channel layer 20.5 -> 23.7, the 3x3 64-channel layer at 56x56 244-255
+  // -> 259-262).
+  {
+    SmallVector<tensor::PadOp> pads;
+    m.walk([&](tensor::PadOp p) {
+      if (p.getConstantPaddingValue() && p.getSourceType().hasStaticShape() && p.getResultType().hasStaticShape() &&
+          !ShapedType::isDynamicShape(p.getStaticLow()) && !ShapedType::isDynamicShape(p.getStaticHigh()))
+        pads.push_back(p);
+    });
+    for (tensor::PadOp p : pads) decomposePad(rewriter, p);
+  }
+  if (!network) {
+    int done = 0;
+    SmallVector<linalg::GenericOp> parts;
+    m.walk([&](linalg::GenericOp g) {
+      if (g->hasAttr(kPadPart)) parts.push_back(g);
+    });
+    for (linalg::GenericOp g : parts) done += vectorizeAlongLastLoop(rewriter, g, threads, false);
+    return done;
+  }
   // erf, tanh and exp (GELU, activations, softmax) as MLIR's polynomial approximations (plain
   // arithmetic, which vectorizes) instead of libm calls, one element at a time (LLVM has no vector
   // exp either: llvm.exp on a vector becomes one expf call per lane).
@@ -178,16 +255,19 @@ int vectorizeElementwise(ModuleOp m, int threads) {
     });
     (void)applyPatternsGreedily(m, std::move(approx));
   }
-  IRRewriter rewriter(m.getContext());
-  // Pads with a constant (a convolution's zeros, a max pool's -inf): decomposePad.
+  // Fills with anything but zero (a max pool's -inf init) as generics, vectorized below; LLVM
+  // vectorized their loops with scatters across the rows. Zero fills stay: they become memset,
+  // whose full-line writes beat vector stores on an output not in the caches.
   {
-    SmallVector<tensor::PadOp> pads;
-    m.walk([&](tensor::PadOp p) {
-      if (p.getConstantPaddingValue() && p.getSourceType().hasStaticShape() && p.getResultType().hasStaticShape() &&
-          !ShapedType::isDynamicShape(p.getStaticLow()) && !ShapedType::isDynamicShape(p.getStaticHigh()))
-        pads.push_back(p);
+    SmallVector<linalg::FillOp> fills;
+    m.walk([&](linalg::FillOp f) {
+      if (f.hasPureTensorSemantics() && !matchPattern(f.value(), m_AnyZeroFloat()) && !matchPattern(f.value(), m_Zero()))
+        fills.push_back(f);
     });
-    for (tensor::PadOp p : pads) decomposePad(rewriter, p);
+    for (linalg::FillOp f : fills) {
+      rewriter.setInsertionPoint(f);
+      (void)linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(f.getOperation()));
+    }
   }
   SmallVector<linalg::LinalgOp> pools;
   m.walk([&](linalg::LinalgOp op) {
@@ -228,49 +308,7 @@ int vectorizeElementwise(ModuleOp m, int threads) {
     if (llvm::any_of(ranges, [](int64_t d) { return ShapedType::isDynamic(d); })) return;
     ops.push_back(g);
   });
-  for (linalg::GenericOp g : ops) {
-    g = splitAmongThreads(rewriter, g, threads);
-    const auto iters = g.getIteratorTypesArray();
-    int last = -1;
-    for (int i = int(iters.size()) - 1; i >= 0 && last < 0; --i)
-      if (iters[size_t(i)] == utils::IteratorType::parallel) last = i;
-    if (last != int(iters.size()) - 1) {  // the reductions before the vector loop
-      // Only for pools: a reduction along the innermost dimension (softmax, layer norm) would read
-      // its rows with a stride once vectorized across them.
-      if (!generalized.contains(g.getOperation())) continue;
-      SmallVector<unsigned> order;
-      for (unsigned i = 0; i < iters.size(); ++i)
-        if (int(i) != last) order.push_back(i);
-      order.push_back(unsigned(last));
-      rewriter.setInsertionPoint(g);
-      auto swapped = linalg::interchangeGenericOp(rewriter, g, order);
-      if (failed(swapped)) continue;
-      g = *swapped;
-    }
-    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-    int64_t vec = 0;
-    for (int64_t v : {16, 8, 4, 2})
-      if (ranges.back() % v == 0) {
-        vec = v;
-        break;
-      }
-    if (vec == 0) continue;
-    SmallVector<OpFoldResult> sizes(ranges.size(), rewriter.getIndexAttr(1));
-    sizes.back() = rewriter.getIndexAttr(vec);
-    scf::SCFTilingOptions opts;
-    opts.setTileSizes(sizes);
-    rewriter.setInsertionPoint(g);
-    auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(g.getOperation()), opts);
-    if (failed(tiled)) continue;
-    rewriter.replaceOp(g, tiled->replacements);
-    for (Operation* t : tiled->tiledOps) {
-      rewriter.setInsertionPoint(t);
-      auto v = linalg::vectorize(rewriter, t);
-      if (failed(v)) continue;
-      rewriter.replaceOp(t, v->replacements);
-      ++done;
-    }
-  }
+  for (linalg::GenericOp g : ops) done += vectorizeAlongLastLoop(rewriter, g, threads, generalized.contains(g.getOperation()));
   return done;
 }
 

@@ -134,8 +134,10 @@ int64_t insertCpuPrefetches(mlir::Operation* root, int64_t distance);
 void registerCpuPrefetchPass();
 // compiler_cpu_elementwise.cpp: tiles and vectorizes the elementwise linalg.generic ops on
 // tensors of a module (the untuned rest of an imported network); returns how many. threads > 1:
-// the ops at a function's top level are first split among the threads (an scf.forall).
-int vectorizeElementwise(mlir::ModuleOp m, int threads = 1);
+// the ops at a function's top level are first split among the threads (an scf.forall). Constant
+// pads become fills of their border and a copy into the interior, vectorized; network = false
+// (a kernel's payload): only those.
+int vectorizeElementwise(mlir::ModuleOp m, int threads = 1, bool network = true);
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
