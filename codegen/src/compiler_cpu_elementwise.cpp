@@ -1,16 +1,18 @@
 // The untuned rest of an imported network on the CPU (issue #32): every linalg.generic on tensors
 // that is left once the library has scheduled the tunable ops (bias, activation, residual add,
-// batch norm after linalg-fuse-elementwise-ops; global pools, reductions), and every pooling op
-// (generalized first), is vectorized along its last parallel loop instead of becoming scalar
-// loops: that loop is the innermost one (for a pool, its window loops are moved before it;
-// reductions along the innermost dimension stay scalar), tiled by 16, 8, 4 or 2 elements
-// (whichever divides it), every other loop by 1, and the tile vectorized. Ops whose last parallel
-// dimension is odd, and ops with math that only libm has, stay as they are; erf, tanh and exp become
-// MLIR's polynomial approximations first (the BERT layer's GELU output still matches PyTorch's
-// within tune model --check's 1e-3). On more than one thread, each op at a function's top level
-// with enough work is first split among the threads along its outermost parallel loop that the
-// thread count divides (an scf.forall, which becomes an OpenMP loop like the tuned ops' own);
-// reductions along the innermost dimension (softmax, layer norm) are split by rows that way too.
+// batch norm after linalg-fuse-elementwise-ops; global pools, reductions) is vectorized along its
+// last parallel loop instead of becoming scalar loops: that loop is the innermost one (reductions
+// along the innermost dimension stay scalar), tiled by 16, 8, 4 or 2 elements (whichever divides
+// it), every other loop by 1, and the tile vectorized. Ops whose last parallel dimension is odd,
+// and ops with math that only libm has, stay as they are; erf, tanh and exp become MLIR's
+// polynomial approximations first (the BERT layer's GELU output still matches PyTorch's within
+// tune model --check's 1e-3). NHWC pools go by output rows (decomposed to 1-D pools, vectorized as
+// the direct convolution route's are); constant pads become fills of their border and a copy into
+// the interior, and fills with anything but zero generics, vectorized the same way (a kernel's own
+// pad is, in every compile). On more than one thread, each op at a function's top level with
+// enough work is first split among the threads along its outermost parallel loop that the thread
+// count divides (an scf.forall, which becomes an OpenMP loop like the tuned ops' own); reductions
+// along the innermost dimension (softmax, layer norm) are split by rows that way too.
 #include "compiler_internal.h"
 
 #include <algorithm>
@@ -160,11 +162,12 @@ int vectorizeAlongLastLoop(IRRewriter& rewriter, linalg::GenericOp g, int thread
   return done;
 }
 
-// A linalg op as its generic form (which the loop below vectorizes), or as it is.
 // The parts of a decomposed pad (decomposePad) carry this attribute until they are vectorized.
 constexpr const char* kPadPart = "sextant.pad_part";
 
-Value generalized(IRRewriter& rewriter, Operation* op) {
+// A pad's fill or copy as a generic op marked as a pad part (which vectorizeAlongLastLoop then
+// vectorizes), or as it is when it cannot be generalized.
+Value asPadPart(IRRewriter& rewriter, Operation* op) {
   auto g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op));
   if (failed(g)) return op->getResult(0);
   (*g)->setAttr(kPadPart, rewriter.getUnitAttr());
@@ -202,7 +205,7 @@ void decomposePad(IRRewriter& rewriter, tensor::PadOp p) {
       if ((lowSide ? low : high)[size_t(d)] == 0) continue;
       auto [off, size] = slab(d, lowSide);
       Value part = tensor::ExtractSliceOp::create(rewriter, loc, padded, off, size, ones);
-      Value filled = generalized(rewriter, linalg::FillOp::create(rewriter, loc, p.getConstantPaddingValue(), part));
+      Value filled = asPadPart(rewriter, linalg::FillOp::create(rewriter, loc, p.getConstantPaddingValue(), part));
       padded = tensor::InsertSliceOp::create(rewriter, loc, filled, padded, off, size, ones);
     }
   SmallVector<OpFoldResult> off, size;
@@ -211,7 +214,7 @@ void decomposePad(IRRewriter& rewriter, tensor::PadOp p) {
     size.push_back(rewriter.getIndexAttr(src[size_t(j)]));
   }
   Value interior = tensor::ExtractSliceOp::create(rewriter, loc, padded, off, size, ones);
-  Value copied = generalized(rewriter, linalg::CopyOp::create(rewriter, loc, p.getSource(), interior));
+  Value copied = asPadPart(rewriter, linalg::CopyOp::create(rewriter, loc, p.getSource(), interior));
   rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(p, copied, padded, off, size, ones);
 }
 

@@ -47,7 +47,7 @@ Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
   // (ic: as before the knob, which old records read) streamed the block's whole filter slice
   // through each register tile: 2.4-9.4 MB on ResNet-50's 256- and 512-channel 3x3 layers.
   // Depthwise convolutions reduce over no channels: one value.
-  const bool depthwise = d.g > 1 && d.g == d.ic;
+  const bool depthwise = d.depthwise();
   std::vector<int64_t> bc = {d.ic};
   if (!depthwise)
     for (int64_t v : {16, 32, 64, 128, 256})
@@ -83,7 +83,7 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
   // on the 3x3/2 512-channel one and 195 -> 190 on the 7x7 3x3 512-channel one, where the tuner has
   // the whole reduction to try).
   const int64_t vw = space.knobs()[size_t(space.knobIndex("reg_f"))].values.front();
-  const bool depthwise = w.conv.g > 1 && w.conv.g == w.conv.ic;
+  const bool depthwise = w.conv.depthwise();
   return nearestValid(space, {{"tile_oh", 8}, {"tile_ow", w.conv.ow}, {"tile_f", 64}, {"reg_ow", 8}, {"reg_f", 2 * vw},
                               {"tile_c", 4}, {"tile_kw", 1}, {"reg_loop_order", 0},
                               {"block_c", !depthwise && w.conv.ic >= 256 ? 64 : w.conv.ic}});
