@@ -273,18 +273,27 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
   removeDb(db);
 }
 
+// `tune compile` of a module in tests/data against a schedule database with no records (every op
+// gets its default schedule); the shared object's path, empty when a step failed.
+static std::string compileWithoutRecords(const std::string& file, const std::string& name) {
+  const std::string db = tmp(name + ".db"), so = tmp(name + ".so"), empty = tmp(name + "_empty.jsonl");
+  removeDb(db);
+  std::ofstream(empty) << "{\"format\":\"sextant-records\",\"version\":2}\n";
+  const bool imported = tune("import " + empty + " --db " + db).code == 0;
+  std::filesystem::remove(empty);
+  Outcome c = tune("compile " + std::string(DATA_DIR) + "/" + file + " --db " + db + " -o " + so);
+  removeDb(db);
+  EXPECT_TRUE(imported);
+  EXPECT_EQ(c.code, 0) << c.err << c.out;
+  return imported && c.code == 0 ? so : std::string();
+}
+
 // The untuned rest runs on the tuned ops' threads: with a two-thread schedule in the module, an
 // elementwise exp and a row sum (no tuned op at all here) become OpenMP regions of their own
 // function, and compute what they should.
 TEST(Model, TheUntunedRestIsSplitAmongTheThreads) {
-  const std::string db = tmp("rest.db"), so = tmp("rest.so");
-  removeDb(db);
-  const std::string empty = tmp("empty.jsonl");  // a schedule database with no records
-  std::ofstream(empty) << "{\"format\":\"sextant-records\",\"version\":2}\n";
-  ASSERT_EQ(tune("import " + empty + " --db " + db).code, 0);
-  std::filesystem::remove(empty);
-  Outcome c = tune("compile " + std::string(DATA_DIR) + "/rest_two_threads.mlir --db " + db + " -o " + so);
-  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  const std::string so = compileWithoutRecords("rest_two_threads.mlir", "rest");
+  ASSERT_FALSE(so.empty());
   EXPECT_EQ(sh("(nm " + so + " | grep -q 'rows..omp_par')").code, 0) << "no parallel region in @rows";
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
@@ -304,21 +313,14 @@ TEST(Model, TheUntunedRestIsSplitAmongTheThreads) {
   }
   EXPECT_LT(worst, 1e-5);
   dlclose(h);
-  removeDb(db);
 }
 
 // The rest's pools and pads are vector code: a -inf padded 3x3/2 max pool compiles without one
 // scatter (before, the generalized pool failed to vectorize and LLVM vectorized its scalar loops
 // and the pad's copy with vscatterqps) and computes every output, border windows included.
 TEST(Model, PoolsAndPadsAreVectorized) {
-  const std::string db = tmp("pool.db"), so = tmp("pool.so");
-  removeDb(db);
-  const std::string empty = tmp("pool_empty.jsonl");
-  std::ofstream(empty) << "{\"format\":\"sextant-records\",\"version\":2}\n";
-  ASSERT_EQ(tune("import " + empty + " --db " + db).code, 0);
-  std::filesystem::remove(empty);
-  Outcome c = tune("compile " + std::string(DATA_DIR) + "/maxpool.mlir --db " + db + " -o " + so);
-  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  const std::string so = compileWithoutRecords("maxpool.mlir", "pool");
+  ASSERT_FALSE(so.empty());
   EXPECT_NE(sh("(objdump -d " + so + " | grep -q vscatter)").code, 0) << "scatters in the pool";
   EXPECT_EQ(sh("(objdump -d " + so + " | grep -q 'vmaxps.*[xyz]mm')").code, 0) << "no vector maxima";
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -343,5 +345,4 @@ TEST(Model, PoolsAndPadsAreVectorized) {
       }
   EXPECT_EQ(wrong, 0);
   dlclose(h);
-  removeDb(db);
 }
