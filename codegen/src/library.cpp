@@ -129,7 +129,7 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
     << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n";
   emitChecks(o, w, batch, "%op", false);
   if (needs_fill)
-    o << "    // The GPU schedule fuses the C initialisation into the kernel: it must be a linalg.fill.\n"
+    o << "    // The schedule fuses the C initialisation into its tiles: it must be a linalg.fill.\n"
       << "    %init = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
       << "    transform.match.operation_name %init [\"linalg.fill\"] : " << H << "\n";
   o << "    transform.yield %0 : " << H << "\n"
@@ -188,7 +188,9 @@ std::string epilogueActions(const std::string& actions, bool threaded) {
   const std::string fuse = "transform.structured.fuse_into_containing_op ", types = " : (" + H + ", " + H + ") -> (" + H + ", " + H + ")";
   std::string out = actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
                     actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind;
-  if (threaded)
+  // Actions that fuse the op's fill themselves (the direct convolution route's, into its register
+  // tiles) take it from the op's init whatever the thread count.
+  if (threaded && actions.find("%sx_init = ") == std::string::npos)
     out += "%t1, %blocks_op = " + fuse + "%mm into %blocks_ep" + types + "\n" + ind + "%fill_tile, %blocks = " + fuse +
            "%sx_fill into %blocks_op" + types;
   else
@@ -219,7 +221,14 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     const bool gpu = e.kind != LibraryEntry::Kind::Cpu;
     if (gpu && e.batch > 0 && e.kind != LibraryEntry::Kind::Vulkan)
       return Error{"batched GEMMs have GPU schedules on the vulkan target only (" + e.workload.key() + ")"};
-    emitMatcher(o, i, e.workload, e.batch, gpu);
+    const std::string actions =
+        gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+        : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
+        : !e.actions.empty() && e.batch == 0
+            ? e.actions
+            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout);
+    // GPU schedules and CPU ones that fuse the op's init into their tiles need it to be a fill.
+    emitMatcher(o, i, e.workload, e.batch, gpu || actions.find("%sx_init = ") != std::string::npos);
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";
@@ -229,12 +238,6 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     attrs << " attributes {sextant.workload = \"" << e.workload.key() << "\", sextant.source = \"" << e.source << "\"";
     for (const auto& [k, v] : e.provenance) attrs << ", sextant." << k << " = \"" << escape(v) << "\"";
     attrs << "}";
-    const std::string actions =
-        gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
-        : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
-        : !e.actions.empty() && e.batch == 0
-            ? e.actions
-            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout);
     o << "  transform.named_sequence @sextant_apply_" << i << "(%op: !transform.any_op {transform.readonly})"
       << attrs.str() << " {\n"
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"

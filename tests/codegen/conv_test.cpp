@@ -146,8 +146,9 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
 }
 
 // The reduction over channels in block-level chunks (block_c): each value compiles, verifies (a
-// strided and a padded layer, one and two threads), and only a chunk smaller than ic adds the loop;
-// depthwise layers have the one value. Old records (no block_c) read as the whole reduction.
+// strided and a padded layer, one and two threads), and only a chunk smaller than ic adds the loop
+// (the unchunked ones fuse the zero fill into their register tiles); depthwise layers have the one
+// value. Old records (no block_c) read as the whole reduction.
 TEST(ConvCompile, ChannelChunksCompileAndVerify) {
   for (const char* desc : {"ic64ih10oc32kh3sh2ph1", "ic32ih8oc32kh3ph1"}) {
     GemmWorkload w = conv(desc);
@@ -168,6 +169,8 @@ TEST(ConvCompile, ChannelChunksCompileAndVerify) {
         const std::string sched = emitCpuGemmSchedule(w, s, *c);
         EXPECT_EQ(sched.find("%t1c, %cl = transform.structured.tile_using_for") != std::string::npos, bc < w.conv.ic)
             << desc << " block_c=" << bc;
+        // The zero fill goes into the register tiles only when the whole reduction is there.
+        EXPECT_EQ(sched.find("%sx_init = ") != std::string::npos, bc == w.conv.ic) << desc << " block_c=" << bc;
         Measurement m = compileAndMeasure(w, s, *c, threads, "convbc");
         EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " " << s.keyOf(*c) << ": " << m.message;
       }
