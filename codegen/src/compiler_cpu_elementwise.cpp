@@ -39,9 +39,9 @@ namespace {
 // microseconds of fork and join.
 constexpr int64_t kMinParallelWork = 16384;
 
-// Splits g among `threads` along its outermost parallel loop that they divide (an scf.forall of
-// `threads` blocks); the op inside, or g itself when it is not split.
-linalg::GenericOp splitAmongThreads(IRRewriter& rewriter, linalg::GenericOp g, int threads) {
+// Splits g (a generic op or a pool) among `threads` along its outermost parallel loop that they
+// divide (an scf.forall of `threads` blocks); the op inside, or g itself when it is not split.
+linalg::LinalgOp splitAmongThreads(IRRewriter& rewriter, linalg::LinalgOp g, int threads) {
   if (threads <= 1 || g->getParentOfType<LoopLikeOpInterface>()) return g;  // already in a loop
   const SmallVector<int64_t> ranges = g.getStaticLoopRanges();
   int64_t work = 1;
@@ -60,7 +60,7 @@ linalg::GenericOp splitAmongThreads(IRRewriter& rewriter, linalg::GenericOp g, i
   rewriter.setInsertionPoint(g);
   auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(g.getOperation()), opts);
   if (failed(tiled) || tiled->tiledOps.size() != 1) return g;
-  auto inner = dyn_cast<linalg::GenericOp>(tiled->tiledOps.front());
+  auto inner = dyn_cast<linalg::LinalgOp>(tiled->tiledOps.front());
   if (!inner) return g;
   rewriter.replaceOp(g, tiled->replacements);
   return inner;
@@ -78,19 +78,8 @@ bool vectorizePoolByRows(IRRewriter& rewriter, linalg::LinalgOp p, int threads) 
   for (int64_t v : {8, 7, 4, 2})
     if (tw == 1 && r[2] % v == 0) tw = v;
   if (vc == 0) return false;
-  Operation* op = p.getOperation();
-  if (threads > 1 && r[0] * r[1] * r[2] * r[3] * r[4] * r[5] >= kMinParallelWork && r[1] % threads == 0) {
-    // The output rows shared among the threads first (an scf.forall, an OpenMP loop).
-    scf::SCFTilingOptions opts;
-    opts.setTileSizes({rewriter.getIndexAttr(0), rewriter.getIndexAttr(r[1] / threads), rewriter.getIndexAttr(0),
-                       rewriter.getIndexAttr(0), rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)});
-    opts.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-    rewriter.setInsertionPoint(op);
-    auto split = scf::tileUsingSCF(rewriter, cast<TilingInterface>(op), opts);
-    if (failed(split) || split->tiledOps.size() != 1) return false;
-    rewriter.replaceOp(op, split->replacements);
-    op = split->tiledOps.front();
-  }
+  // The batch or output rows shared among the threads first (an scf.forall, an OpenMP loop).
+  Operation* op = splitAmongThreads(rewriter, p, threads).getOperation();
   scf::SCFTilingOptions opts;
   opts.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1), rewriter.getIndexAttr(tw),
                      rewriter.getIndexAttr(vc), rewriter.getIndexAttr(1), rewriter.getIndexAttr(0)});
@@ -120,7 +109,7 @@ bool vectorizePoolByRows(IRRewriter& rewriter, linalg::LinalgOp p, int threads) 
 // 16, 8, 4 or 2 along it (whichever divides it), every other loop by 1, and the tile vectorized.
 // How many tiles were vectorized (0: the op is left as it was, or tiled but scalar).
 int vectorizeAlongLastLoop(IRRewriter& rewriter, linalg::GenericOp g, int threads, bool pool) {
-  g = splitAmongThreads(rewriter, g, threads);
+  g = cast<linalg::GenericOp>(splitAmongThreads(rewriter, g, threads).getOperation());
   const auto iters = g.getIteratorTypesArray();
   int last = -1;
   for (int i = int(iters.size()) - 1; i >= 0 && last < 0; --i)

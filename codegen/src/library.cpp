@@ -138,6 +138,11 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
 
 static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_string(i); }
 
+// Whether a schedule's actions fuse the op's init into their tiles themselves (the direct
+// convolution route's, into its register tiles): then the init must be a fill, whatever the thread
+// count, and the epilogue variant leaves it to them.
+static bool fusesOwnInit(const std::string& actions) { return actions.find("%sx_init = ") != std::string::npos; }
+
 // An op with its epilogue (tune compile's CPU libraries; the ONNX importer writes them so,
 // frontend/src/onnx_epilogue.cpp): an all-parallel linalg.generic of the op's output rank whose
 // init is the result of the workload's op (its only use), whose own init is a linalg.fill.
@@ -188,9 +193,7 @@ std::string epilogueActions(const std::string& actions, bool threaded) {
   const std::string fuse = "transform.structured.fuse_into_containing_op ", types = " : (" + H + ", " + H + ") -> (" + H + ", " + H + ")";
   std::string out = actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
                     actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind;
-  // Actions that fuse the op's fill themselves (the direct convolution route's, into its register
-  // tiles) take it from the op's init whatever the thread count.
-  if (threaded && actions.find("%sx_init = ") == std::string::npos)
+  if (threaded && !fusesOwnInit(actions))
     out += "%t1, %blocks_op = " + fuse + "%mm into %blocks_ep" + types + "\n" + ind + "%fill_tile, %blocks = " + fuse +
            "%sx_fill into %blocks_op" + types;
   else
@@ -228,7 +231,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
             ? e.actions
             : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout);
     // GPU schedules and CPU ones that fuse the op's init into their tiles need it to be a fill.
-    emitMatcher(o, i, e.workload, e.batch, gpu || actions.find("%sx_init = ") != std::string::npos);
+    emitMatcher(o, i, e.workload, e.batch, gpu || fusesOwnInit(actions));
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";
