@@ -312,8 +312,11 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
       report.push_back({&op, key, "default", "- (1x1: tuned as a GEMM, not applied to conv ops yet)"});
       continue;
     }
-    std::string key = w->key();
-    if (!entry_of.count(key)) {
+    const std::string key = w->key();
+    // An op that accumulates into its output (its init is not a fill) gets an entry of its own
+    // whose actions leave the init alone (schedules may fuse a zero fill into their tiles).
+    const std::string entry_key = op.init_is_fill ? key : key + " (accumulates)";
+    if (!entry_of.count(entry_key)) {
       Result<std::optional<LibraryEntry>> entry = std::optional<LibraryEntry>{};
       if (!untuned) entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
       if (!entry) return fail(entry.error());
@@ -322,11 +325,20 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
         *entry = LibraryEntry{*w, space, defaultCpuCandidate(space, *w), "default", w->batched() ? w->batch : 0,
                               LibraryEntry::Kind::Cpu, {}, {}};
       }
-      entry_of[key] = entries.size();
+      (*entry)->keeps_init = !op.init_is_fill;
+      entry_of[entry_key] = entries.size();
       entries.push_back(std::move(**entry));
     }
-    report.push_back(reportLine(op, key, entries[entry_of[key]]));
+    report.push_back(reportLine(op, key, entries[entry_of[entry_key]]));
   }
+  // The entries that keep their op's init last: their matchers (no fill required) would also take
+  // the ops of the same workload whose init is a fill.
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !entries[i].keeps_init; });
+  std::vector<LibraryEntry> ordered;
+  for (size_t i : order) ordered.push_back(entries[i]);
+  entries = std::move(ordered);
   auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
   const std::string& library = *lib;

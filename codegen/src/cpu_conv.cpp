@@ -89,7 +89,8 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
                               {"block_c", !depthwise && w.conv.ic >= 256 ? 64 : w.conv.ic}});
 }
 
-std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind, bool depthwise) {
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind, bool depthwise,
+                               bool fuse_init) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
@@ -115,7 +116,7 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
   // ms per call, the same tuned database compiled both ways; the kernels measured cold by the tuner
   // within the noise (a 56x56 3x3 layer +2%). Fused without the folding, the zero stores stayed
   // and MobileNetV2 went to 5.17 ms.
-  const bool fuse_fill = t1c == "%t1";
+  const bool fuse_fill = fuse_init && t1c == "%t1";
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   if (fuse_fill)

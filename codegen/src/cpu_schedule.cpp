@@ -322,11 +322,13 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
 // The loops of %f matched again (canonicalization replaced them), the loop-invariant register
 // tiles hoisted out of them (the accumulators stay in registers across the K loops), then the
 // contractions lowered to FMAs; `also`: more lowering patterns in that last set.
-std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const std::string& also) {
+std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const std::string& also,
+                                                  const std::string& before) {
   const std::string H = "!transform.any_op";
   return ind + "%loops = transform.structured.match ops{[\"scf.for\"]} in %f : (" + H +
          ") -> !transform.op<\"scf.for\">\n" + ind +
-         "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n" + ind +
+         "transform.loop.hoist_loop_invariant_subsets %loops : !transform.op<\"scf.for\">\n" +
+         (before.empty() ? std::string() : ind + "transform.apply_patterns to %f {\n" + before + ind + "} : " + H + "\n") + ind +
          "transform.apply_patterns to %f {\n" + ind +
          "  transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct\n" + ind +
          "  transform.apply_patterns.vector.lower_outerproduct\n" + also + ind + "} : " + H + "\n";
@@ -371,7 +373,7 @@ static std::string emitGemvActions(const Space& space, const Candidate& c, const
 }
 
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                               int64_t m, Layout layout) {
+                               int64_t m, Layout layout, int64_t k_dim) {
   if (!batched && space.valueOr(c, "gemv", 0) == 1) return emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
     return cpu_detail::emitTransposedBPackActions(space, c, ind, batched);
@@ -388,7 +390,15 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const bool pack_a = knob("pack_a") == 1 && !batched, pack_b = knob("pack_b") == 1 && !batched;
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
+  // The output's zero fill goes into the register tiles when each of them holds its whole
+  // reduction (tile_k = K: no K chunks) and no remainder is peeled: each register tile's
+  // accumulators start as zeros instead of being read back from a memset C, and folding drops the
+  // fill's own stores (C is written once, at the end), as on the direct convolution route
+  // (cpu_conv.cpp). Measured: docs/models.md (the GEMMs' fills).
+  const bool fuse_fill = !batched && k_dim > 0 && tile_k == k_dim && tile_m % v[3] == 0;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
+  if (fuse_fill)
+    o << ind << "%sx_init = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n";
   // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
   // tiled) in the other tile sizes, 1 in the vector sizes.
   const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
@@ -399,12 +409,14 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << " : (" << H << ", " << P << (order == 0 ? ", " + P : std::string()) << ") -> (" << H << ", " << H << ")\n"
     << (threaded ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
                  : std::string())
-    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" << b0 << "0, 0, %tile_k]"
-    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";
+    << (fuse_fill ? ind + "%sx_fill_blk, %sx_blocks_f = transform.structured.fuse_into_containing_op %sx_init into %blocks : (" +
+                        H + ", " + H + ") -> (" + H + ", " + H + ")\n"
+                  : ind + "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" + b0 + "0, 0, %tile_k] : (" + H +
+                        ", " + P + ") -> (" + H + ", " + H + ")\n");
   // Each operand is packed at the outermost level where its panel no longer changes: A above the
   // loop over n (order 1), B above the loop over m (order 2), otherwise in the K chunk's block.
   std::vector<PanelCopy> copies;
-  std::string cur = "%t2";
+  std::string cur = fuse_fill ? "%t1" : "%t2";
   auto pack = [&](int operand) {
     o << (operand == 0 ? packOperand(ind, cur, 0, "pa", tile_m, tile_k, copies)
                        : packOperand(ind, cur, 1, "pb", tile_k, tile_n, copies));
@@ -412,7 +424,12 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   };
   if (order == 1 && pack_a) pack(0);
   if (order == 2 && pack_b) pack(1);
-  if (order == 1 || order == 2) {
+  if ((order == 1 || order == 2) && fuse_fill) {  // (transform.structured.fuse takes sizes, not params)
+    o << ind << "%t2i, %inner = transform.structured.fuse " << cur << " tile_sizes ["
+      << (order == 1 ? "0, " + std::to_string(tile_n) : std::to_string(tile_m) + ", 0") << ", 0] : (" << H << ") -> (" << H
+      << ", " << H << ")\n";
+    cur = "%t2i";
+  } else if (order == 1 || order == 2) {
     o << ind << "%t2i, %inner = transform.structured.tile_using_for " << cur << " tile_sizes ["
       << (order == 1 ? "0, %tile_n" : "%tile_m, 0") << ", 0] : (" << H << ", " << P << ") -> (" << H << ", " << H
       << ")\n";
@@ -420,10 +437,16 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   }
   if (order != 1 && pack_a) pack(0);
   if (order != 2 && pack_b) pack(1);
-  o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
-    << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H
-    << ", " << H << ", " << H << ")\n"
-    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
+  if (fuse_fill)
+    o << ind << "%t3, %r1, %r2 = transform.structured.fuse " << cur << " tile_sizes [" << v[3] << ", " << v[4] << ", 0]"
+      << (n_outer ? " interchange [1, 0, 2]" : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+      << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" << H << ") -> " << H << "\n"
+      << ind << "transform.structured.vectorize %sx_fill_reg : " << H << "\n";
+  else
+    o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
+      << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ", " << H
+      << ")\n";
+  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
     << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 && !batched ? (n_outer ? "%r2" : "%r1") : "")
     << ind << "transform.apply_patterns to %f {\n"
@@ -435,7 +458,12 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ind << "} : " << H << "\n"
     << ind << "// Canonicalization replaced the loops: match them again, then keep the C register tile\n"
     << ind << "// in registers across the K loops.\n"
-    << hoistAndLowerContractions(ind, "");
+    // (Folded before the contractions are lowered: canonicalized after it, their chains of
+    // vector.insert become one vector.from_elements of every scalar.)
+    << hoistAndLowerContractions(ind, "",
+                                 fuse_fill ? ind + "  transform.apply_patterns.canonicalization\n" + ind +
+                                                 "  transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
+                                           : std::string());
   // Last: vectorized earlier, canonicalization would fold a copy back into a slice insertion,
   // which bufferizes to a memrefCopy call.
   for (const PanelCopy& p : copies)
@@ -483,7 +511,7 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
     << "    " << matchLine(payloadOp(w)) << "\n"
     << (direct_conv ? emitCpuConvActions(space, c, "    ", w.conv.depthwise())
-                    : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout))
+                    : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout, w.k))
     << "    transform.yield\n"
     << "  }\n"
     << "}\n";

@@ -17,8 +17,10 @@ std::vector<int64_t> dividing(const std::vector<int64_t>& options, int64_t dim, 
 // A transform.tune.knob op with `selected` filled.
 std::string knobOp(const Knob& k, int64_t selected);
 // The loops of %f matched again, the loop-invariant register tiles hoisted out of them, then the
-// contractions lowered to FMAs; `also`: more lowering patterns in that last set.
-std::string hoistAndLowerContractions(const std::string& ind, const std::string& also);
+// contractions lowered to FMAs; `also`: more lowering patterns in that last set; `before`: patterns
+// applied between the hoisting and the lowering (a set of their own).
+std::string hoistAndLowerContractions(const std::string& ind, const std::string& also,
+                                      const std::string& before = std::string());
 // The transposed-B packing route (layout NT, pack_b = 1): B (N x K, or B x N x K) packed once per
 // call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
 // micro-kernel of the NN route on the packed panels.

@@ -206,7 +206,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
   if (entries.empty()) return Error{"nothing to put in the library"};
   std::map<std::string, std::string> seen;
   for (const auto& e : entries) {
-    auto [it, fresh] = seen.emplace(matcherSignature(e.workload, e.batch), e.workload.key());
+    auto [it, fresh] = seen.emplace(matcherSignature(e.workload, e.batch) + (e.keeps_init ? " keeps its init" : ""),
+                                    e.workload.key());
     if (!fresh)
       return Error{"workloads " + it->second + " and " + e.workload.key() +
                    " differ only in layout or float format, which upstream Transform matchers cannot tell apart; "
@@ -224,12 +225,16 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     const bool gpu = e.kind != LibraryEntry::Kind::Cpu;
     if (gpu && e.batch > 0 && e.kind != LibraryEntry::Kind::Vulkan)
       return Error{"batched GEMMs have GPU schedules on the vulkan target only (" + e.workload.key() + ")"};
+    // (An op that accumulates into its output keeps its init: the actions do not fuse it; measured
+    // actions that did are emitted again from the knobs without it.)
     const std::string actions =
-        gpu                   ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
-        : e.workload.isConv() ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise())
-        : !e.actions.empty() && e.batch == 0
+        gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
+        : e.workload.isConv()
+            ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise(), !e.keeps_init)
+        : !e.actions.empty() && e.batch == 0 && !(e.keeps_init && fusesOwnInit(e.actions))
             ? e.actions
-            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout);
+            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout,
+                                 e.keeps_init ? 0 : e.workload.k);
     // GPU schedules and CPU ones that fuse the op's init into their tiles need it to be a fill.
     emitMatcher(o, i, e.workload, e.batch, gpu || fusesOwnInit(actions));
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
@@ -246,7 +251,10 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       << "    %mm = transform.merge_handles %op {deduplicate} : !transform.any_op\n"
       << actions << "    transform.yield\n"
       << "  }\n";
-    const std::string fused = gpu || !fuse_epilogues ? std::string() : epilogueActions(actions, e.space.knobIndex("threads") >= 0);
+    // (The epilogue matcher wants a fill: an op that keeps its init has no epilogue variant.)
+    const std::string fused = gpu || !fuse_epilogues || e.keeps_init
+                                  ? std::string()
+                                  : epilogueActions(actions, e.space.knobIndex("threads") >= 0);
     if (!fused.empty()) {
       epilogue.push_back(i);
       emitEpilogueMatcher(o, i, e.workload, e.batch);

@@ -274,6 +274,49 @@ TEST(Compiler, OuterOrdersAndPackedABlockCompileAndVerify) {
   }
 }
 
+// tile_k = K (no K chunks) and no peeled remainder: the zero fill of C goes into the register tiles
+// (the accumulators start as zeros; no memset of C before the kernel, no zero stores left), with
+// every loop order, packing and register order, on 1 and 2 threads; with K chunks or a peeled
+// remainder the fill stays a pass of its own. Every variant verified against the reference.
+TEST(Compiler, ZeroFillGoesIntoTheRegisterTilesWhenTheWholeKIsThere) {
+  struct Case {
+    int64_t tile_k, reg_m, order;
+    int pack_a, pack_b, reg_order, threads;
+    bool fused;
+  };
+  std::vector<Case> cases;
+  for (int64_t order : {0, 1, 2})
+    for (int p : {0, 1}) cases.push_back({96, 4, order, p, p, int(order == 1), 1, true});
+  cases.push_back({96, 4, 0, 0, 0, 0, 2, true});
+  cases.push_back({96, 4, 1, 1, 1, 1, 2, true});
+  cases.push_back({32, 4, 0, 0, 0, 0, 1, false});   // K in chunks
+  cases.push_back({96, 12, 0, 0, 0, 0, 1, false});  // 32 rows in tiles of 12: peeled
+  for (const auto& cs : cases) {
+    GemmWorkload w;
+    w.m = 64, w.n = 128, w.k = 96;
+    Space s = buildCpuGemmSpace(w, hostCpu(), cs.threads);
+    auto found = candidateOf(s,
+                             {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", cs.tile_k}, {"reg_m", cs.reg_m}, {"reg_n", 16},
+                              {"unroll_k", 2}, {"reg_loop_order", cs.reg_order}, {"pack_b", cs.pack_b},
+                              {"pack_a", cs.pack_a}, {"outer_order", cs.order}},
+                             cs.threads);
+    ASSERT_TRUE(found);
+    const std::string name = s.keyOf(*found) + " threads " + std::to_string(cs.threads);
+    const std::string script = emitCpuGemmSchedule(w, s, *found);
+    EXPECT_EQ(script.find("%sx_init = ") != std::string::npos, cs.fused) << name;
+    const std::string file = "fill-" + std::to_string(&cs - cases.data()) + ".so";
+    std::string so = tmpPath(file);
+    CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so, cs.threads);
+    ASSERT_TRUE(out.ok) << name << ": " << out.stage << ": " << out.message.substr(0, 3000);
+    // The fill of the whole of C is a memset call; fused, nothing of it is left.
+    EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-nm -D --undefined-only " + so + " | grep -c memset"),
+              cs.fused ? "0\n" : "1\n")
+        << name;
+    std::filesystem::remove(so);
+    expectCompilesAndVerifies(w, script, name, file);
+  }
+}
+
 // reg_m 6, 12 and 14 divide no power-of-two block: the register loop over M is peeled (full tiles,
 // then a masked remainder). Verified against the reference with rows outer and inner, K unrolled,
 // B packed, on 2 threads and with A transposed.

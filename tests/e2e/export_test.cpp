@@ -115,6 +115,54 @@ TEST_F(TunedDb, CompileProducesASharedObjectThatComputesTheRightResult) {
   std::filesystem::remove(so);
 }
 
+// The tuned 64x32x16 schedule (tile_k = K) fuses the zero fill of C into its register tiles; an
+// op of the same workload that accumulates into C gets the same knobs without that, and both are
+// scheduled (no linalg.matmul left for the plain lowering) and right.
+TEST_F(TunedDb, AccumulatingGemmKeepsItsInit) {
+  std::string so = tmp("accumulate.so"), lib = tmp("accumulate_lib.mlir");
+  Outcome run = tune("compile " + std::string(DATA_DIR) + "/accumulate.mlir --db " + *db_ + " -o " + so +
+                     " --emit-library " + lib);
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::string text = slurp(lib);
+  EXPECT_NE(text.find("%sx_init = "), std::string::npos) << "the fill-initialised op's schedule fuses its fill";
+  std::string tools = SEXTANT_LLVM_TOOLS, applied = tmp("accumulate_applied.mlir");
+  Outcome opt = sh(tools + "/mlir-opt " + std::string(DATA_DIR) + "/accumulate.mlir --transform-preload-library=transform-library-paths=" +
+                   lib + " --transform-interpreter -o " + applied);
+  ASSERT_EQ(opt.code, 0) << opt.err;
+  EXPECT_EQ(slurp(applied).find("linalg.matmul"), std::string::npos) << "an op was left unscheduled";
+  std::filesystem::remove(applied);
+  struct D {
+    float *alloc, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  };
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D*, D*, D*, D*)>(dlsym(h, "_mlir_ciface_accumulate"));
+  ASSERT_NE(fn, nullptr);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(64 * 16), b(16 * 32), c(64 * 32), d(64 * 32);
+  for (auto* v : {&a, &b, &c, &d})
+    for (auto& x : *v) x = u(rng);
+  const std::vector<float> d0 = d;
+  D da{a.data(), a.data(), 0, {64, 16}, {16, 1}}, db{b.data(), b.data(), 0, {16, 32}, {32, 1}},
+      dc{c.data(), c.data(), 0, {64, 32}, {32, 1}}, dd{d.data(), d.data(), 0, {64, 32}, {32, 1}};
+  fn(&da, &db, &dc, &dd);
+  double worst_fill = 0, worst_acc = 0;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 32; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 16; ++k) acc += double(a[size_t(i * 16 + k)]) * b[size_t(k * 32 + j)];
+      worst_fill = std::max(worst_fill, std::fabs(acc - c[size_t(i * 32 + j)]));
+      worst_acc = std::max(worst_acc, std::fabs(d0[size_t(i * 32 + j)] + acc - d[size_t(i * 32 + j)]));
+    }
+  EXPECT_LT(worst_fill, 1e-4);
+  EXPECT_LT(worst_acc, 1e-4) << "C += A * B lost its initial C";
+  dlclose(h);
+  std::filesystem::remove(so);
+  std::filesystem::remove(lib);
+}
+
 TEST_F(TunedDb, CompileSchedulesBatchedGemmWithTheDefault) {
   std::string so = tmp("batched.so"), lib = tmp("batched_lib.mlir");
   Outcome run = tune("compile " + std::string(DATA_DIR) + "/batched.mlir --db " + *db_ + " -o " + so +

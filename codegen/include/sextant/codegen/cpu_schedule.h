@@ -36,7 +36,10 @@ Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads =
 // Iterations of the direct route's forall: (tile_oh x tile_ow x tile_f) blocks of every image.
 int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_ow, int64_t tile_f);
 Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
-std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false);
+// fuse_init: the zero fill of the output goes into the register tiles where the schedule allows
+// (false: the op's init is left alone, for an op that accumulates into its output).
+std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false,
+                               bool fuse_init = true);
 // The largest M that has the GEMV route (gemv knob; layout NT).
 constexpr int64_t kGemvMaxM = 8;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
@@ -45,9 +48,10 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 // each line prefixed by `indent`. Shared by the standalone script and exported libraries.
 // `batched`: the op has a leading batch loop (linalg.batch_matmul), one batch element per block.
 // `m`: the workload's M (the GEMV route vectorizes all of its rows at once). `layout`: NT with
-// pack_b = 1 takes the transposed-B route (B packed by a transpose once per call).
+// pack_b = 1 takes the transposed-B route (B packed by a transpose once per call). `k`: the
+// workload's K (0: unknown); with tile_k = K the zero fill of C goes into the register tiles.
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
-                               bool batched = false, int64_t m = 1, Layout layout = Layout::NN);
+                               bool batched = false, int64_t m = 1, Layout layout = Layout::NN, int64_t k = 0);
 // The actions of a schedule in emitCpuGemmSchedule's form (the lines between the match of the
 // matmul and the sequence's yield, as emitCpuGemmActions wrote them with a 4-space indent); empty
 // if the script does not have that form. tune export / compile apply a record's measured actions.

@@ -31,6 +31,10 @@ struct LibraryEntry {
   // CPU, not batched: the measured script's actions, applied instead of the ones the generator
   // emits for `candidate` today (set when the generator has changed since the record was measured).
   std::string actions;
+  // CPU: the op's C is not initialised by a linalg.fill (it accumulates into C): actions that leave
+  // the init alone (no zero fill fused into the tiles), matched after the entries of its workload
+  // that fuse it.
+  bool keeps_init = false;
 };
 
 // What a matcher can tell apart: loop sizes (batch included) and operand bit widths.
