@@ -302,7 +302,8 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 // over M (that handle), whose last tile is partial, is peeled first (transform.loop.peel): the
 // main loop's tiles are full and vectorize unmasked, the remainder's masked (upstream:
 // mlir/test/Dialect/Linalg/transform-op-peel-and-vectorize.mlir).
-static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel) {
+static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
+                                          bool fill = false) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
   auto vectorize = [&](const std::string& h) {
     return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, %reg_n, %unroll_k] : " + H +
@@ -310,12 +311,22 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   };
   if (peel.empty()) return vectorize("%t4");
   std::ostringstream o;
+  // (With a fused fill in the register loop, the contraction alone: a GEMM is a linalg.matmul or a
+  // matmul-shaped linalg.generic.)
+  const std::string ops = fill ? "ops{[\"linalg.matmul\", \"linalg.generic\"]}" : "interface{LinalgOp}";
   o << ind << "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n"
     << ind << "%mloop = transform.cast " << peel << " : " << H << " to " << F << "\n"
     << ind << "%full, %partial = transform.loop.peel %mloop : (" << F << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t4_full = transform.structured.match interface{LinalgOp} in %full : (" << H << ") -> " << H << "\n"
-    << ind << "%t4_partial = transform.structured.match interface{LinalgOp} in %partial : (" << H << ") -> " << H << "\n"
+    << ind << "%t4_full = transform.structured.match " << ops << " in %full : (" << H << ") -> " << H << "\n"
+    << ind << "%t4_partial = transform.structured.match " << ops << " in %partial : (" << H << ") -> " << H << "\n"
     << vectorize("%t4_full") << vectorize("%t4_partial");
+  if (fill)  // each part's register tiles start with their own (fused) zero fill (sizes: the remainder's
+             // fill is not static)
+    for (const char* part : {"full", "partial"})
+      o << ind << "%sx_fill_" << part << " = transform.structured.match ops{[\"linalg.fill\"]} in %" << part << " : (" << H
+        << ") -> " << H << "\n"
+        << ind << "transform.structured.vectorize %sx_fill_" << part << " vector_sizes [%reg_m, %reg_n] : " << H << ", " << P
+        << ", " << P << "\n";
   return o.str();
 }
 
@@ -391,11 +402,12 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
   // The output's zero fill goes into the register tiles when each of them holds its whole
-  // reduction (tile_k = K: no K chunks) and no remainder is peeled: each register tile's
+  // reduction (tile_k = K: no K chunks): each register tile's
   // accumulators start as zeros instead of being read back from a memset C, and folding drops the
   // fill's own stores (C is written once, at the end), as on the direct convolution route
   // (cpu_conv.cpp). Measured: docs/models.md (the GEMMs' fills).
-  const bool fuse_fill = !batched && k_dim > 0 && tile_k == k_dim && tile_m % v[3] == 0;
+  const bool fuse_fill = !batched && k_dim > 0 && tile_k == k_dim;
+  const bool peeled = tile_m % v[3] != 0 && !batched;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   if (fuse_fill)
     o << ind << "%sx_init = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n";
@@ -440,15 +452,16 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   if (fuse_fill)
     o << ind << "%t3, %r1, %r2 = transform.structured.fuse " << cur << " tile_sizes [" << v[3] << ", " << v[4] << ", 0]"
       << (n_outer ? " interchange [1, 0, 2]" : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
-      << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" << H << ") -> " << H << "\n"
-      << ind << "transform.structured.vectorize %sx_fill_reg : " << H << "\n";
+      << (peeled ? std::string()  // (vectorized with each part of the peeled loop, below)
+                 : ind + "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" + H + ") -> " + H +
+                       "\n" + ind + "transform.structured.vectorize %sx_fill_reg : " + H + "\n");
   else
     o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
       << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ", " << H
       << ")\n";
   o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << vectorizeRegisterTiles(ind, b1, tile_m % v[3] != 0 && !batched ? (n_outer ? "%r2" : "%r1") : "")
+    << vectorizeRegisterTiles(ind, b1, peeled ? (n_outer ? "%r2" : "%r1") : "", fuse_fill)
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"

@@ -274,10 +274,10 @@ TEST(Compiler, OuterOrdersAndPackedABlockCompileAndVerify) {
   }
 }
 
-// tile_k = K (no K chunks) and no peeled remainder: the zero fill of C goes into the register tiles
-// (the accumulators start as zeros; no memset of C before the kernel, no zero stores left), with
-// every loop order, packing and register order, on 1 and 2 threads; with K chunks or a peeled
-// remainder the fill stays a pass of its own. Every variant verified against the reference.
+// tile_k = K (no K chunks): the zero fill of C goes into the register tiles (the accumulators start
+// as zeros; no memset of C before the kernel, no zero stores left), with every loop order, packing
+// and register order, a peeled remainder (full tiles and the masked rest), on 1 and 2 threads;
+// with K chunks the fill stays a pass of its own. Every variant verified against the reference.
 TEST(Compiler, ZeroFillGoesIntoTheRegisterTilesWhenTheWholeKIsThere) {
   struct Case {
     int64_t tile_k, reg_m, order;
@@ -289,8 +289,11 @@ TEST(Compiler, ZeroFillGoesIntoTheRegisterTilesWhenTheWholeKIsThere) {
     for (int p : {0, 1}) cases.push_back({96, 4, order, p, p, int(order == 1), 1, true});
   cases.push_back({96, 4, 0, 0, 0, 0, 2, true});
   cases.push_back({96, 4, 1, 1, 1, 1, 2, true});
-  cases.push_back({32, 4, 0, 0, 0, 0, 1, false});   // K in chunks
-  cases.push_back({96, 12, 0, 0, 0, 0, 1, false});  // 32 rows in tiles of 12: peeled
+  cases.push_back({96, 12, 0, 0, 0, 0, 1, true});  // 32 rows in tiles of 12: peeled
+  cases.push_back({96, 12, 1, 1, 1, 1, 1, true});
+  cases.push_back({96, 12, 2, 0, 1, 0, 2, true});
+  cases.push_back({32, 4, 0, 0, 0, 0, 1, false});  // K in chunks
+  cases.push_back({32, 12, 0, 0, 0, 0, 1, false});
   for (const auto& cs : cases) {
     GemmWorkload w;
     w.m = 64, w.n = 128, w.k = 96;
