@@ -1,5 +1,6 @@
 // sextant-opt: mlir-opt (MLIR 22, every upstream dialect, extension and pass) plus Sextant's own
-// passes (sextant-vector-to-mfma, sextant-lds-double-buffer, sextant-bf16-mma-as-f16, sextant-nvvm-mma-bf16, sextant-dynamic-shared-memory). Exported Transform libraries whose MI300 schedules use the
+// passes (sextant-vector-to-mfma, sextant-lds-double-buffer, sextant-bf16-mma-as-f16, sextant-nvvm-mma-bf16, sextant-dynamic-shared-memory,
+// sextant-cpu-prefetch, sextant-skip-padding-rows, sextant-pack-constant-blocks). Exported Transform libraries whose MI300 schedules use the
 // matrix cores name that pass (transform.apply_registered_pass "sextant-vector-to-mfma"), which a
 // stock mlir-opt lacks; everything else in them runs on a stock mlir-opt as well.
 #include "mlir/IR/DialectRegistry.h"

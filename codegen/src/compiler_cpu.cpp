@@ -126,6 +126,10 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     if (auto n = op->getAttrOfType<mlir::IntegerAttr>("sextant.num_threads"))
       threads = std::max(threads, int(std::min<int64_t>(n.getInt(), 1024)));
   });
+  // Convolutions skip the filter rows on their input's zero padding (before the pads are lowered);
+  // constant weights read in blocks are packed at compile time, each block contiguous.
+  skipPaddingRows(*payloadMod);
+  packConstantBlocks(*payloadMod);
   // The untuned rest runs on as many threads as the tuned ops (without libomp, below, neither does).
   // A kernel's own padding (a convolution's tensor.pad) vectorized in every compile; the rest of a
   // network only in networks.

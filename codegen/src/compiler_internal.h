@@ -139,6 +139,20 @@ void registerCpuPrefetchPass();
 // (a kernel's payload): only those.
 int vectorizeElementwise(mlir::ModuleOp m, int threads = 1, bool network = true);
 
+// compiler_cpu_conv_rows.cpp: the loops over a convolution's filter rows that the schedule marked
+// (sextant.filter_rows) skip the rows that fall on the input's zero padding; how many loops were
+// narrowed. After the schedule, before the pads are lowered. Also the pass
+// "sextant-skip-padding-rows" (registerSkipPaddingRowsPass).
+int skipPaddingRows(mlir::Operation* root);
+void registerSkipPaddingRowsPass();
+
+// compiler_cpu_pack_weights.cpp: slices of dense f32 constants that cut them into blocks along
+// their last dimension (a network's filters and weights, by the schedule's tiles) read the
+// constant packed at compile time with each block contiguous; how many slices were rewritten.
+// Also the pass "sextant-pack-constant-blocks" (registerPackConstantBlocksPass).
+int packConstantBlocks(mlir::Operation* root);
+void registerPackConstantBlocksPass();
+
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();
 

@@ -473,6 +473,8 @@ void sextant::registerSextantPasses() {
     detail::registerDynamicSmemPass();
     detail::registerWgmmaPass();
     detail::registerCpuPrefetchPass();
+    detail::registerSkipPaddingRowsPass();
+    detail::registerPackConstantBlocksPass();
     return true;
   }();
   (void)done;

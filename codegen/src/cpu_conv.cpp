@@ -145,6 +145,9 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
     << ind << "%t3, %s:" << (depthwise ? 2 : 3) << " = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, 1, "
     << val("tile_kw") << (depthwise ? "" : ", " + val("tile_c")) << "] : (" << H << ") -> (" << H << ", " << H << ", " << H
     << (depthwise ? "" : ", " + H) << ")\n"
+    << ind << "// (The loop over the filter's rows skips the rows on the input's zero padding after the\n"
+    << ind << "// schedule: compiler_cpu_conv_rows.cpp.)\n"
+    << ind << "transform.annotate %s#0 \"sextant.filter_rows\" : " << H << "\n"
     << ind << "%d = transform.structured.decompose %t3 : (" << H << ") -> " << H << "\n"
     << ind << "transform.structured.vectorize %d : " << H << "\n"
     << ind << "transform.apply_patterns to %f {\n"

@@ -1,8 +1,10 @@
 // The conv2d op (issue #31): benchdnn descriptors, the direct route's space against a brute force,
 // both routes (direct; 1x1 stride 1 as a GEMM) compiled and verified on small shapes with strides,
 // dilation, padding, odd sizes and two threads, and the reference itself on a hand-computed case.
+#include <array>
 #include <cmath>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -251,5 +253,86 @@ TEST(ConvCompile, RegisterTilesAllocateNothing) {
     size_t allocs = 0;
     for (size_t at = text.find("memref.alloc"); at != std::string::npos; at = text.find("memref.alloc", at + 1)) ++allocs;
     EXPECT_EQ(allocs, w.conv.ph > 0 ? 1u : 0u) << desc << ":\n" << text;
+  }
+}
+
+// The loop over the filter's rows skips the rows that fall on the input's zero padding
+// (compiler_cpu_conv_rows.cpp): with +inf in the filter's first and last rows, a product with the
+// pad would make the top and bottom output rows NaN (0 x inf); skipped, they are the finite sums
+// over the rows inside the input. Strides 1 and 2, depthwise, both register-tile forms (the
+// unchunked one folds its slices into the reads), and the stem's wide padding.
+TEST(ConvCompile, PaddedFilterRowsAreSkipped) {
+  struct D {
+    float *alloc, *aligned;
+    int64_t offset, sizes[4], strides[4];
+  };
+  auto rowMajor = [](std::vector<float>& v, std::array<int64_t, 4> s) {
+    D d{v.data(), v.data(), 0, {s[0], s[1], s[2], s[3]}, {}};
+    for (int i = 3, st = 1; i >= 0; --i) d.strides[i] = st, st *= int(s[size_t(i)]);
+    return d;
+  };
+  for (const char* desc : {"ic16ih14oc32kh3ph1", "ic32ih14oc32kh3ph1", "ic16ih14oc32kh3sh2ph1", "g32ic32oc32ih14kh3ph1",
+                           "ic3ih20oc32kh7sh2ph3"}) {
+    GemmWorkload w = conv(desc);
+    const ConvDesc& d = w.conv;
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
+    if (s.knobIndex("block_c") >= 0 && s.knobs()[size_t(s.knobIndex("block_c"))].values.size() > 1) {
+      auto m = s.knobMap(cands[0]);
+      m["block_c"] = 16;  // chunked: the reads go through slices
+      if (auto c = s.fromMap(m); c.ok() && s.isValid(*c)) cands.push_back(*c);
+    }
+    for (const Candidate& c : cands) {
+      const std::string name = std::string(desc) + " " + s.keyOf(c);
+      const std::string so = ::testing::TempDir() + "/conv_rows.so";
+      CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so);
+      ASSERT_TRUE(out.ok) << name << ": " << out.message.substr(0, 2000);
+      void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+      ASSERT_NE(h, nullptr) << dlerror();
+      auto fn = reinterpret_cast<void (*)(D*, D*, D*)>(dlsym(h, "_mlir_ciface_sextant_gemm"));
+      ASSERT_NE(fn, nullptr);
+      const bool dw = d.depthwise();
+      const int64_t F = dw ? 1 : d.oc;  // filter HWCF, or HWC when depthwise
+      int checked = 0, wrong = 0;
+      for (const bool top : {true, false}) {
+        // The infinite filter rows: the first ph, or the last ph; the output row they all miss.
+        const int64_t oh = top ? 0 : d.oh - 1;
+        auto infinite = [&](int64_t r) { return top ? r < d.ph : r >= d.kh - d.ph; };
+        bool only_pad = true;
+        for (int64_t r = 0; r < d.kh; ++r)
+          if (infinite(r) && oh * d.sh + r - d.ph >= 0 && oh * d.sh + r - d.ph < d.ih) only_pad = false;
+        if (!only_pad) continue;  // (stride 2: the last output row may not reach the bottom pad)
+        std::vector<float> x(size_t(d.ih * d.iw * d.ic)), f(size_t(d.kh * d.kw * d.ic * F)),
+            y(size_t(d.oh * d.ow * d.oc), NAN);
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<float> u(-1, 1);
+        for (auto& v : x) v = u(rng);
+        for (int64_t r = 0; r < d.kh; ++r)
+          for (int64_t i = 0; i < d.kw * d.ic * F; ++i) f[size_t(r * d.kw * d.ic * F + i)] = infinite(r) ? INFINITY : u(rng);
+        D dx = rowMajor(x, {1, d.ih, d.iw, d.ic}), dy = rowMajor(y, {1, d.oh, d.ow, d.oc});
+        D df = dw ? D{f.data(), f.data(), 0, {d.kh, d.kw, d.ic, 0}, {d.kw * d.ic, d.ic, 1, 0}}
+                  : rowMajor(f, {d.kh, d.kw, d.ic, d.oc});
+        fn(&dx, &df, &dy);
+        for (int64_t ow = 0; ow < d.ow; ++ow)
+          for (int64_t o = 0; o < d.oc; ++o) {
+            double want = 0;
+            for (int64_t r = 0; r < d.kh; ++r)
+              for (int64_t q = 0; q < d.kw; ++q) {
+                const int64_t ih = oh * d.sh + r - d.ph, iw = ow * d.sw + q - d.pw;
+                if (ih < 0 || ih >= d.ih || iw < 0 || iw >= d.iw) continue;
+                for (int64_t ci = dw ? o : 0; ci < (dw ? o + 1 : d.ic); ++ci)
+                  want += double(x[size_t((ih * d.iw + iw) * d.ic + ci)]) *
+                          f[size_t(((r * d.kw + q) * d.ic + ci) * F + (dw ? 0 : o))];
+              }
+            const float got = y[size_t((oh * d.ow + ow) * d.oc + o)];
+            ++checked;
+            wrong += !(std::fabs(got - want) <= 1e-3 * (1 + std::fabs(want)));
+          }
+      }
+      EXPECT_GT(checked, 0) << name;
+      EXPECT_EQ(wrong, 0) << name << ": output rows on the padding are not the sums over the input's rows";
+      dlclose(h);
+      std::filesystem::remove(so);
+    }
   }
 }
