@@ -9,7 +9,8 @@
 // tune model --check's 1e-3). NHWC pools go by output rows (decomposed to 1-D pools, vectorized as
 // the direct convolution route's are); constant pads become fills of their border and a copy into
 // the interior, and fills with anything but zero generics, vectorized the same way (a kernel's own
-// pad is, in every compile). On more than one thread, each op at a function's top level with
+// pad is, in every compile); strided slices outside the tuned ops become vectorized copies. On
+// more than one thread, each op at a function's top level with
 // enough work is first split among the threads along its outermost parallel loop that the thread
 // count divides (an scf.forall, which becomes an OpenMP loop like the tuned ops' own); reductions
 // along the innermost dimension (softmax, layer norm) are split by rows that way too.
@@ -245,7 +246,16 @@ int vectorizeElementwise(ModuleOp m, int threads, bool network) {
       name.consume_front("math.");
       return name == "erf" || name == "tanh" || name == "exp";
     });
-    (void)applyPatternsGreedily(m, std::move(approx));
+    // Only these patterns: the greedy driver's own folding and region simplification would also
+    // fold the schedules' vectorized panel copies (pack_a / pack_b: a transfer_read written into
+    // the panel) back into slice insertions, which bufferize to strided memref copies lowered to
+    // scalar loops. Until 2026-11-26 every packed panel of a network's GEMMs was copied one float
+    // at a time so (the tuner's kernels, compiled without this step, were not).
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    config.enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    (void)applyPatternsGreedily(m, std::move(approx), config);
   }
   // Fills with anything but zero (a max pool's -inf init) as generics, vectorized below; LLVM
   // vectorized their loops with scatters across the rows. Zero fills stay: they become memset,
@@ -259,6 +269,28 @@ int vectorizeElementwise(ModuleOp m, int threads, bool network) {
     for (linalg::FillOp f : fills) {
       rewriter.setInsertionPoint(f);
       (void)linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(f.getOperation()));
+    }
+  }
+  // Strided slices outside the tuned ops' loops (a strided 1x1 convolution's pixels, gathered by
+  // the importer before its GEMM reads them as a matrix) become copies, vectorized below along
+  // their last dimension: bufferization made them strided memref copies, lowered to scalar loops
+  // (ResNet-50's layer4 downsample spent a quarter of its time in one).
+  {
+    SmallVector<tensor::ExtractSliceOp> strided;
+    m.walk([&](tensor::ExtractSliceOp s) {
+      auto strides = s.getStaticStrides();
+      if (!s->getParentOfType<LoopLikeOpInterface>() && s.getResultType().hasStaticShape() &&
+          !ShapedType::isDynamicShape(strides) && llvm::any_of(strides, [](int64_t x) { return x != 1; }))
+        strided.push_back(s);
+    });
+    for (tensor::ExtractSliceOp s : strided) {
+      rewriter.setInsertionPointAfter(s);
+      auto type = s.getResultType();
+      Value empty = tensor::EmptyOp::create(rewriter, s.getLoc(), type.getShape(), type.getElementType());
+      auto copy = linalg::CopyOp::create(rewriter, s.getLoc(), ValueRange{s.getResult()}, ValueRange{empty});
+      rewriter.replaceAllUsesExcept(s.getResult(), copy.getResult(0), copy);
+      rewriter.setInsertionPoint(copy);
+      (void)linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(copy.getOperation()));
     }
   }
   SmallVector<linalg::LinalgOp> pools;
