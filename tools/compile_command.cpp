@@ -303,11 +303,13 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
       // Tuned as a GEMM of its collapsed operands, which a library cannot apply to the conv op:
       // the direct route's default schedule.
       std::string key = w->key();
-      if (!entry_of.count(key)) {
+      const std::string entry_key = op.init_is_fill ? key : key + " (accumulates)";
+      if (!entry_of.count(entry_key)) {
         Space space = buildCpuConvSpace(*w, cpuForTargetArch(target.arch), cpuArchThreads(target.arch));
-        entry_of[key] = entries.size();
+        entry_of[entry_key] = entries.size();
         entries.push_back(LibraryEntry{*w, space, defaultCpuConvCandidate(space, *w), "default", 0,
                                        LibraryEntry::Kind::Cpu, {}, {}});
+        entries.back().keeps_init = !op.init_is_fill;
       }
       report.push_back({&op, key, "default", "- (1x1: tuned as a GEMM, not applied to conv ops yet)"});
       continue;

@@ -320,8 +320,9 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
     << ind << "%t4_full = transform.structured.match " << ops << " in %full : (" << H << ") -> " << H << "\n"
     << ind << "%t4_partial = transform.structured.match " << ops << " in %partial : (" << H << ") -> " << H << "\n"
     << vectorize("%t4_full") << vectorize("%t4_partial");
-  if (fill)  // each part's register tiles start with their own (fused) zero fill (sizes: the remainder's
-             // fill is not static)
+  // Each part's register tiles start with their own (fused) zero fill, vectorized with the register
+  // tile's sizes (the remainder's fill is not static).
+  if (fill)
     for (const char* part : {"full", "partial"})
       o << ind << "%sx_fill_" << part << " = transform.structured.match ops{[\"linalg.fill\"]} in %" << part << " : (" << H
         << ") -> " << H << "\n"
@@ -402,10 +403,10 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   const int64_t order = batched ? 0 : knob("outer_order");
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2];
   // The output's zero fill goes into the register tiles when each of them holds its whole
-  // reduction (tile_k = K: no K chunks): each register tile's
+  // reduction (tile_k = K: no K chunks), peeled remainder included: each register tile's
   // accumulators start as zeros instead of being read back from a memset C, and folding drops the
   // fill's own stores (C is written once, at the end), as on the direct convolution route
-  // (cpu_conv.cpp). Measured: docs/models.md (the GEMMs' fills).
+  // (cpu_conv.cpp). Measured: docs/search.md and docs/models.md (the GEMMs' fills).
   const bool fuse_fill = !batched && k_dim > 0 && tile_k == k_dim;
   const bool peeled = tile_m % v[3] != 0 && !batched;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
