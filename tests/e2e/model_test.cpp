@@ -352,6 +352,27 @@ TEST(Model, PoolsAndPadsAreVectorized) {
   dlclose(h);
 }
 
+// Calls @const_weights (tests/data/const_weights.mlir) compiled into `so` and checks C = A * W.
+static void expectConstWeightsProduct(const std::string& so) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_const_weights"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> a(64 * 64), out(64 * 128, NAN);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 23) - 11) / 16.0f;
+  MemRef<2> da = rowMajor(a, 64, 64), dc = rowMajor(out, 64, 128);
+  fn(&da, &dc);
+  int wrong = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 128; ++n) {
+      double want = 0;
+      for (int kk = 0; kk < 64; ++kk) want += double(a[size_t(m * 64 + kk)]) * (((kk * 3 + n * 7) % 17 - 8) / 8.0);
+      wrong += std::fabs(out[size_t(m * 128 + n)] - want) > 1e-4;
+    }
+  EXPECT_EQ(wrong, 0);
+  dlclose(h);
+}
+
 // Constant weights read in blocks are packed at compile time (compiler_cpu_pack_weights.cpp): a
 // schedule that reads the 64 x 128 weight of tests/data/const_weights.mlir in blocks of 32 columns
 // (tile_n 32, K in chunks so that the blocks stay slices) makes sextant-opt's pass store it as
@@ -370,23 +391,7 @@ TEST(Model, ConstantWeightsArePackedInTheirBlocks) {
   ASSERT_EQ(opt.code, 0) << opt.err;
   EXPECT_NE(opt.out.find(": tensor<4x64x32xf32>"), std::string::npos) << "no packed constant";
   EXPECT_EQ(opt.out.find(": tensor<64x128xf32>\n"), std::string::npos) << "the unpacked constant is left";
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_const_weights"));
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> a(64 * 64), out(64 * 128, NAN);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 23) - 11) / 16.0f;
-  MemRef<2> da = rowMajor(a, 64, 64), dc = rowMajor(out, 64, 128);
-  fn(&da, &dc);
-  int wrong = 0;
-  for (int m = 0; m < 64; ++m)
-    for (int n = 0; n < 128; ++n) {
-      double want = 0;
-      for (int kk = 0; kk < 64; ++kk) want += double(a[size_t(m * 64 + kk)]) * (((kk * 3 + n * 7) % 17 - 8) / 8.0);
-      wrong += std::fabs(out[size_t(m * 128 + n)] - want) > 1e-4;
-    }
-  EXPECT_EQ(wrong, 0);
-  dlclose(h);
+  expectConstWeightsProduct(so);
   removeDb(db);
   std::filesystem::remove(so);
   std::filesystem::remove(lib);
@@ -408,23 +413,7 @@ TEST(Model, PackedPanelsStayVectorCopiesInNetworks) {
   EXPECT_NE(c.out.find("tuned (record"), std::string::npos) << c.out;
   Outcome scalar = sh("(objdump -d --no-show-raw-insn " + so + " | grep -c vmovss)");
   EXPECT_EQ(scalar.out, "0\n") << "scalar moves in the compiled network";
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_const_weights"));
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> a(64 * 64), out(64 * 128, NAN);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 19) - 9) / 8.0f;
-  MemRef<2> da = rowMajor(a, 64, 64), dc = rowMajor(out, 64, 128);
-  fn(&da, &dc);
-  int wrong = 0;
-  for (int m = 0; m < 64; ++m)
-    for (int n = 0; n < 128; ++n) {
-      double want = 0;
-      for (int kk = 0; kk < 64; ++kk) want += double(a[size_t(m * 64 + kk)]) * (((kk * 3 + n * 7) % 17 - 8) / 8.0);
-      wrong += std::fabs(out[size_t(m * 128 + n)] - want) > 1e-4;
-    }
-  EXPECT_EQ(wrong, 0);
-  dlclose(h);
+  expectConstWeightsProduct(so);
   removeDb(db);
   std::filesystem::remove(so);
 }
