@@ -148,7 +148,8 @@ static bool fusesOwnInit(const std::string& actions) { return actions.find("%sx_
 // init is the result of the workload's op (its only use), whose own init is a linalg.fill.
 // Rooted at the generic, the last of the three, because foreach_match applies each action as it
 // walks: an action may erase the ops before the one it matched, not those after it.
-static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch) {
+static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch,
+                                bool named_matmul) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>", V = "!transform.any_value";
   const int rank = w.isConv() ? 4 : batch > 0 ? 3 : 2;
   o << "  // " << w.key() << " with its epilogue (bias, activation, residual add), fused into its tiles\n"
@@ -166,6 +167,8 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
     << "    }\n"
     << "    %op = transform.get_defining_op %acc : (" << V << ") -> " << H << "\n";
   emitChecks(o, w, batch, "%op", true);
+  // (The epilogue in the register tiles finds the op in them by its name.)
+  if (named_matmul) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
   o << "    %fill = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
     << "    transform.match.operation_name %fill [\"linalg.fill\"] : " << H << "\n"
     << "    transform.yield %0, %g, %fill : " << H << ", " << H << ", " << H << "\n"
@@ -182,7 +185,8 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
 // same either way). Empty when the actions do not begin their tiling with a forall over the op
 // (the transposed-B route tiles a packed op). `threaded`: the schedule's space has the threads knob
 // (its forall is annotated to run on several threads).
-std::string epilogueActions(const std::string& actions, bool threaded) {
+std::string epilogueActions(const std::string& actions, bool threaded, bool* in_registers) {
+  if (in_registers) *in_registers = false;
   const std::string H = "!transform.any_op";
   const std::string forall = "%t1, %blocks = transform.structured.tile_using_forall %mm ";
   const size_t at = actions.find(forall);
@@ -198,7 +202,60 @@ std::string epilogueActions(const std::string& actions, bool threaded) {
            "%sx_fill into %blocks_op" + types;
   else
     out += "%t1, %blocks = " + fuse + "%mm into %blocks_ep" + types;
-  return out + actions.substr(eol);
+  out += actions.substr(eol);
+  // A GEMM schedule whose zero fill is in its register tiles (tile_k = K), nothing packed (any loop
+  // order, peeled register loops too): the epilogue
+  // goes into the register tiles too. Its block is tiled with the register tile's sizes and the op
+  // (with its fill) fused into each tile, so the epilogue reads the accumulators as they leave the
+  // K loop (folded into vectors) and each output tile is written once. Otherwise the epilogue is a
+  // second pass over each block, which on MobileNetV2's 16-deep expansions cost about as much as
+  // the GEMM itself.
+  // (Loop orders 1 and 2: the loop over the block's other dimension tiles the epilogue too.)
+  const std::string inner = "%t2i, %inner = transform.structured.fuse %t1 tile_sizes [";
+  const bool has_inner = out.find(inner) != std::string::npos;
+  const std::string reg = std::string("%t3, %r1, %r2 = transform.structured.fuse ") + (has_inner ? "%t2i" : "%t1") + " tile_sizes [";
+  if (out.find(reg) == std::string::npos || !fusesOwnInit(actions) || actions.find("_panel =") != std::string::npos)
+    return out;
+  const bool peeled = actions.find("transform.loop.peel") != std::string::npos;
+  std::string t = out;
+  // Replaces the line of `t` starting with `head` (tile sizes [A, B, 0]) by one that tiles `target`
+  // by [A, B] into `results`; whether it was of that form.
+  auto retile = [&](const std::string& head, const std::string& results, const std::string& target) {
+    const size_t at = t.find(head), line_end = t.find('\n', at), sizes_end = t.find(", 0]", at);
+    if (at == std::string::npos || line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end)
+      return false;
+    const std::string sizes = t.substr(at + head.size(), sizes_end - at - head.size());
+    const bool interchange = t.substr(at, line_end - at).find("interchange") != std::string::npos;
+    const std::string types = results.find("%r1") != std::string::npos ? H + ", " + H + ", " + H : H + ", " + H;
+    t = t.substr(0, at) + results + " = transform.structured.fuse " + target + " tile_sizes [" + sizes + "]" +
+        (interchange ? " interchange [1, 0]" : "") + " : (" + H + ") -> (" + types + ")" + t.substr(line_end);
+    return true;
+  };
+  if (has_inner && !retile(inner, "%t2i, %inner", "%t1_ep")) return out;
+  if (!retile(reg, "%sx_ep_reg, %r1, %r2", has_inner ? "%t2i" : "%t1_ep")) return out;
+  const size_t ep_at = t.find("%sx_ep_reg, %r1, %r2 = "), ep_bol = t.rfind('\n', ep_at) + 1;
+  const std::string rind = t.substr(ep_bol, ep_at - ep_bol);
+  t.insert(t.find('\n', ep_at) + 1, rind + "%t3 = transform.structured.match ops{[\"linalg.matmul\"]} in %r1 : (" + H + ") -> " +
+                                     H + "\n" +
+                                     (peeled ? std::string() : rind + "transform.structured.vectorize %sx_ep_reg : " + H + "\n"));
+  if (peeled) {
+    // A peeled register loop: each part's epilogue vectorized with the register tile's sizes (the
+    // remainder's is not static), its contractions matched by name (the epilogue is a generic).
+    const std::string both = "ops{[\"linalg.matmul\", \"linalg.generic\"]}";
+    for (size_t p = t.find(both); p != std::string::npos; p = t.find(both, p)) t.replace(p, both.size(), "ops{[\"linalg.matmul\"]}");
+    const std::string last = "transform.structured.vectorize %sx_fill_partial";
+    const size_t l = t.find(last);
+    if (l == std::string::npos) return out;
+    std::string ep;
+    for (const char* part : {"full", "partial"})
+      ep += rind + "%sx_ep_" + part + " = transform.structured.match ops{[\"linalg.generic\"]} in %" + part + " : (" + H +
+            ") -> " + H + "\n" + rind + "transform.structured.vectorize %sx_ep_" + part +
+            " vector_sizes [%reg_m, %reg_n] : " + H + ", !transform.param<i64>, !transform.param<i64>\n";
+    t.insert(t.find('\n', l) + 1, ep);
+  }
+  out = t;
+  if (in_registers) *in_registers = true;
+  return out;
 }
 
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
@@ -252,12 +309,13 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       << actions << "    transform.yield\n"
       << "  }\n";
     // (The epilogue matcher wants a fill: an op that keeps its init has no epilogue variant.)
+    bool in_registers = false;
     const std::string fused = gpu || !fuse_epilogues || e.keeps_init
                                   ? std::string()
-                                  : epilogueActions(actions, e.space.knobIndex("threads") >= 0);
+                                  : epilogueActions(actions, e.space.knobIndex("threads") >= 0, &in_registers);
     if (!fused.empty()) {
       epilogue.push_back(i);
-      emitEpilogueMatcher(o, i, e.workload, e.batch);
+      emitEpilogueMatcher(o, i, e.workload, e.batch, in_registers);
       const std::string H = "!transform.any_op";
       o << "  transform.named_sequence @sextant_apply_epilogue_" << i << "(%op: " << H << " {transform.readonly}, %ep: "
         << H << " {transform.readonly}, %fill: " << H << " {transform.readonly})" << attrs.str() << " {\n"

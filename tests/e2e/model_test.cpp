@@ -242,11 +242,13 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
   };
   // The imported module after the library `tune compile FLAGS` applies, applied by stock mlir-opt;
   // `epilogue_variant`: whether that library has epilogue variants.
+  bool in_registers = false;  // some epilogue variant computes its epilogue in the register tiles
   auto applied = [&](const std::string& flags, bool& epilogue_variant) {
     const std::string lib = tmp("epi_lib.mlir"), out = tmp("epi_applied.mlir");
     Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --emit-library " + lib + flags);
     EXPECT_EQ(c.code, 0) << c.err;
     epilogue_variant = slurp(lib).find("@sextant_apply_epilogue_") != std::string::npos;
+    in_registers = slurp(lib).find("%sx_ep_reg, %r1, %r2 = transform.structured.fuse %t1_ep") != std::string::npos;
     Outcome opt = sh(tools + "/mlir-opt " + mlir + " --transform-preload-library=transform-library-paths=" + lib +
                      " --transform-interpreter -o " + out);
     EXPECT_EQ(opt.code, 0) << opt.err;
@@ -267,6 +269,10 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     EXPECT_NE(function(text, "matmul_ds").find("scf.forall"), std::string::npos);
     EXPECT_EQ(inside(text, "conv_c3", "arith.minimumf"), fused);  // depthwise: bias + Clip
     EXPECT_EQ(inside(text, "matmul_ds", "arith.addf"), fused);    // 1x1 stride 2: + c6 (residual)
+    // Its default schedule holds the whole K (16) in its register tiles, unpacked: the residual add
+    // goes into them (on the accumulators, before the tile is written), not a pass over the block.
+    EXPECT_EQ(in_registers, fused);
+    if (fused) EXPECT_EQ(function(text, "matmul_ds").find("linalg.generic"), std::string::npos);
   }
   // On one thread too the direct convolution's zero fill is in its register tiles; the epilogue is
   // fused.
@@ -416,4 +422,49 @@ TEST(Model, PackedPanelsStayVectorCopiesInNetworks) {
   expectConstWeightsProduct(so);
   removeDb(db);
   std::filesystem::remove(so);
+}
+
+// The epilogue in the register tiles (codegen/src/library.cpp, epilogueActions): a GEMM whose
+// whole K is in its register tiles computes its bias, residual add and ReLU on the accumulators,
+// with every loop order, rows or columns outer, and a peeled register loop (full tiles, then the
+// masked rest); nothing is left for the plain lowering and the result is right.
+TEST(Model, EpilogueInTheRegisterTiles) {
+  const std::string data = std::string(DATA_DIR);
+  for (const char* knobs : {"tile_m=32,tile_n=64,tile_k=32,reg_m=8,reg_n=16,unroll_k=2,reg_loop_order=0,pack_b=0,outer_order=0,pack_a=0",
+                            "tile_m=32,tile_n=64,tile_k=32,reg_m=12,reg_n=16,unroll_k=2,reg_loop_order=1,pack_b=0,outer_order=1,pack_a=0",
+                            "tile_m=32,tile_n=64,tile_k=32,reg_m=8,reg_n=32,unroll_k=4,reg_loop_order=0,pack_b=0,outer_order=2,pack_a=0"}) {
+    const std::string db = tmp("gep.db"), so = tmp("gep.so"), lib = tmp("gep_lib.mlir");
+    removeDb(db);
+    Outcome k = tune(std::string("--shape 64x128x32 --knobs ") + knobs + " --quiet --db " + db);
+    ASSERT_EQ(k.code, 0) << k.err;
+    Outcome c = tune("compile " + data + "/gemm_epilogue.mlir --db " + db + " -o " + so + " --emit-library " + lib);
+    ASSERT_EQ(c.code, 0) << c.err;
+    EXPECT_NE(slurp(lib).find("%sx_ep_reg, %r1, %r2 = transform.structured.fuse"), std::string::npos) << knobs;
+    Outcome opt = sh(std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt " + data + "/gemm_epilogue.mlir --transform-preload-library=transform-library-paths=" +
+                     lib + " --transform-interpreter");
+    ASSERT_EQ(opt.code, 0) << opt.err;
+    EXPECT_EQ(opt.out.find("linalg."), std::string::npos) << knobs << ": an op was left to the plain lowering";
+    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*, MemRef<2>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_gemm_epilogue"));
+    ASSERT_NE(fn, nullptr);
+    std::vector<float> a(64 * 32), b(32 * 128), r(64 * 128), out(64 * 128, NAN);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 13) - 6) / 8.0f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 11) - 5) / 8.0f;
+    for (size_t i = 0; i < r.size(); ++i) r[i] = float(int(i % 7) - 3) / 4.0f;
+    MemRef<2> da = rowMajor(a, 64, 32), dbm = rowMajor(b, 32, 128), dr = rowMajor(r, 64, 128), dc = rowMajor(out, 64, 128);
+    fn(&da, &dbm, &dr, &dc);
+    int wrong = 0;
+    for (int m = 0; m < 64; ++m)
+      for (int n = 0; n < 128; ++n) {
+        double want = 0.25 + r[size_t(m * 128 + n)];
+        for (int kk = 0; kk < 32; ++kk) want += double(a[size_t(m * 32 + kk)]) * b[size_t(kk * 128 + n)];
+        wrong += std::fabs(out[size_t(m * 128 + n)] - std::max(want, 0.0)) > 1e-4;
+      }
+    EXPECT_EQ(wrong, 0) << knobs;
+    dlclose(h);
+    removeDb(db);
+    std::filesystem::remove(so);
+    std::filesystem::remove(lib);
+  }
 }

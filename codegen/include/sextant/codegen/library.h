@@ -51,6 +51,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
                                          bool fuse_epilogues = false);
 // The actions of a CPU schedule rewritten for that variant (empty: it has none); `threaded`: its
 // space has the threads knob (the op's zero fill then goes into each block too).
-std::string epilogueActions(const std::string& actions, bool threaded);
+// in_registers (if given): whether the epilogue went into the register tiles (a GEMM schedule whose
+// fill is in them; its op must then be a linalg.matmul, which the matcher checks).
+std::string epilogueActions(const std::string& actions, bool threaded, bool* in_registers = nullptr);
 
 }  // namespace sextant
