@@ -46,7 +46,8 @@ std::string matcherSignature(const GemmWorkload& w, int64_t batch = 0);
 // fuse_epilogues (tune compile's CPU libraries): each CPU schedule also gets a variant for its op
 // followed by an elementwise epilogue in place on its result (bias, activation, residual add, as
 // the ONNX importer writes them), which tiles the epilogue with the op's outermost tiles and fuses
-// the op into each tile; exported libraries keep the op-only form.
+// the op into each tile (into each register tile, when the schedule's fill is in its register
+// tiles and nothing is packed: epilogueActions); exported libraries keep the op-only form.
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
                                          bool fuse_epilogues = false);
 // The actions of a CPU schedule rewritten for that variant (empty: it has none); `threaded`: its
