@@ -203,14 +203,13 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   else
     out += "%t1, %blocks = " + fuse + "%mm into %blocks_ep" + types;
   out += actions.substr(eol);
-  // A GEMM schedule whose zero fill is in its register tiles (tile_k = K), nothing packed (any loop
-  // order, peeled register loops too): the epilogue
-  // goes into the register tiles too. Its block is tiled with the register tile's sizes and the op
-  // (with its fill) fused into each tile, so the epilogue reads the accumulators as they leave the
-  // K loop (folded into vectors) and each output tile is written once. Otherwise the epilogue is a
-  // second pass over each block, which on MobileNetV2's 16-deep expansions cost about as much as
-  // the GEMM itself.
-  // (Loop orders 1 and 2: the loop over the block's other dimension tiles the epilogue too.)
+  // A GEMM schedule whose zero fill is in its register tiles (tile_k = K) and that packs nothing
+  // (any loop order, peeled register loops too): the epilogue goes into the register tiles as
+  // well. Its block is tiled with the register tile's sizes (loop orders 1 and 2: by the loop over
+  // the block's other dimension first) and the op, with its fill, fused into each tile, so the
+  // epilogue reads the accumulators as they leave the K loop (folded into vectors) and each output
+  // tile is written once. Otherwise the epilogue is a second pass over each block, which on
+  // MobileNetV2's 16-deep expansions cost about as much as the GEMM itself (docs/models.md).
   const std::string inner = "%t2i, %inner = transform.structured.fuse %t1 tile_sizes [";
   const bool has_inner = out.find(inner) != std::string::npos;
   const std::string reg = std::string("%t3, %r1, %r2 = transform.structured.fuse ") + (has_inner ? "%t2i" : "%t1") + " tile_sizes [";
@@ -221,13 +220,13 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   // Replaces the line of `t` starting with `head` (tile sizes [A, B, 0]) by one that tiles `target`
   // by [A, B] into `results`; whether it was of that form.
   auto retile = [&](const std::string& head, const std::string& results, const std::string& target) {
-    const size_t at = t.find(head), line_end = t.find('\n', at), sizes_end = t.find(", 0]", at);
-    if (at == std::string::npos || line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end)
+    const size_t pos = t.find(head), line_end = t.find('\n', pos), sizes_end = t.find(", 0]", pos);
+    if (pos == std::string::npos || line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end)
       return false;
-    const std::string sizes = t.substr(at + head.size(), sizes_end - at - head.size());
-    const bool interchange = t.substr(at, line_end - at).find("interchange") != std::string::npos;
+    const std::string sizes = t.substr(pos + head.size(), sizes_end - pos - head.size());
+    const bool interchange = t.substr(pos, line_end - pos).find("interchange") != std::string::npos;
     const std::string types = results.find("%r1") != std::string::npos ? H + ", " + H + ", " + H : H + ", " + H;
-    t = t.substr(0, at) + results + " = transform.structured.fuse " + target + " tile_sizes [" + sizes + "]" +
+    t = t.substr(0, pos) + results + " = transform.structured.fuse " + target + " tile_sizes [" + sizes + "]" +
         (interchange ? " interchange [1, 0]" : "") + " : (" + H + ") -> (" + types + ")" + t.substr(line_end);
     return true;
   };
