@@ -168,7 +168,7 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
     << "    %op = transform.get_defining_op %acc : (" << V << ") -> " << H << "\n";
   emitChecks(o, w, batch, "%op", true);
   // (The epilogue in the register tiles finds the op in them by its name.)
-  if (named_matmul) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
+  if (named_matmul && !w.isConv()) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
   o << "    %fill = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
     << "    transform.match.operation_name %fill [\"linalg.fill\"] : " << H << "\n"
     << "    transform.yield %0, %g, %fill : " << H << ", " << H << ", " << H << "\n"
@@ -210,6 +210,23 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   // epilogue reads the accumulators as they leave the K loop (folded into vectors) and each output
   // tile is written once. Otherwise the epilogue is a second pass over each block, which on
   // MobileNetV2's 16-deep expansions cost about as much as the GEMM itself (docs/models.md).
+  // A direct convolution's unchunked schedule (its fill in the register tiles) likewise: the
+  // epilogue tiled [0, 1, reg_ow, reg_f] (one output row, the register tile's columns and
+  // channels), the convolution and its fill fused into each register tile.
+  const std::string conv_reg = "%t2, %r:3 = transform.structured.fuse %t1 tile_sizes [0, 1, ";
+  if (const size_t c = out.find(conv_reg); c != std::string::npos && fusesOwnInit(actions)) {
+    const size_t line_end = out.find('\n', c), sizes_end = out.find(", 0, 0", c);
+    if (line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end) return out;
+    const std::string sizes = out.substr(c + conv_reg.size(), sizes_end - c - conv_reg.size());  // "RW, RF"
+    const bool f_outer = out.substr(c, line_end - c).find("interchange") != std::string::npos;
+    const std::string cind = out.substr(out.rfind('\n', c) + 1, c - out.rfind('\n', c) - 1);
+    out = out.substr(0, c) + "%sx_ep_reg, %r:3 = transform.structured.fuse %t1_ep tile_sizes [0, 1, " + sizes + "]" +
+          (f_outer ? " interchange [0, 1, 3, 2]" : "") + " : (" + H + ") -> (" + H + ", " + H + ", " + H + ", " + H + ")\n" +
+          cind + "%t2 = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\", \"linalg.depthwise_conv_2d_nhwc_hwc\"]} in %r#0 : (" +
+          H + ") -> " + H + "\n" + cind + "transform.structured.vectorize %sx_ep_reg : " + H + out.substr(line_end);
+    if (in_registers) *in_registers = true;
+    return out;
+  }
   const std::string inner = "%t2i, %inner = transform.structured.fuse %t1 tile_sizes [";
   const bool has_inner = out.find(inner) != std::string::npos;
   const std::string reg = std::string("%t3, %r1, %r2 = transform.structured.fuse ") + (has_inner ? "%t2i" : "%t1") + " tile_sizes [";

@@ -242,13 +242,14 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
   };
   // The imported module after the library `tune compile FLAGS` applies, applied by stock mlir-opt;
   // `epilogue_variant`: whether that library has epilogue variants.
-  bool in_registers = false;  // some epilogue variant computes its epilogue in the register tiles
+  bool in_registers = false, conv_in_registers = false;  // epilogues in the register tiles (a GEMM's, a conv's)
   auto applied = [&](const std::string& flags, bool& epilogue_variant) {
     const std::string lib = tmp("epi_lib.mlir"), out = tmp("epi_applied.mlir");
     Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --emit-library " + lib + flags);
     EXPECT_EQ(c.code, 0) << c.err;
     epilogue_variant = slurp(lib).find("@sextant_apply_epilogue_") != std::string::npos;
     in_registers = slurp(lib).find("%sx_ep_reg, %r1, %r2 = transform.structured.fuse %t1_ep") != std::string::npos;
+    conv_in_registers = slurp(lib).find("%sx_ep_reg, %r:3 = transform.structured.fuse %t1_ep") != std::string::npos;
     Outcome opt = sh(tools + "/mlir-opt " + mlir + " --transform-preload-library=transform-library-paths=" + lib +
                      " --transform-interpreter -o " + out);
     EXPECT_EQ(opt.code, 0) << opt.err;
@@ -272,6 +273,7 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     // Its default schedule holds the whole K (16) in its register tiles, unpacked: the residual add
     // goes into them (on the accumulators, before the tile is written), not a pass over the block.
     EXPECT_EQ(in_registers, fused);
+    EXPECT_EQ(conv_in_registers, fused);  // the convolutions' unchunked defaults: the same
     if (fused) EXPECT_EQ(function(text, "matmul_ds").find("linalg.generic"), std::string::npos);
   }
   // On one thread too the direct convolution's zero fill is in its register tiles; the epilogue is
