@@ -284,6 +284,12 @@ int cmdCompile(const CompileArgs& a) {
   return compileCpuModule(a, *target, *text, *ops, *db, /*untuned=*/false, /*print=*/true);
 }
 
+// An op that accumulates into its output (its init is not a fill) gets a library entry of its own
+// whose actions leave the init alone (schedules may fuse a zero fill into their tiles).
+static std::string entryKey(const FoundOp& op, const std::string& key) {
+  return op.init_is_fill ? key : key + " (accumulates)";
+}
+
 int compileCpuModule(const CompileArgs& a, const Target& target, const std::string& text,
                      const std::vector<FoundOp>& ops, Database& db, bool untuned, bool print) {
   std::vector<LibraryEntry> entries;
@@ -303,7 +309,7 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
       // Tuned as a GEMM of its collapsed operands, which a library cannot apply to the conv op:
       // the direct route's default schedule.
       std::string key = w->key();
-      const std::string entry_key = op.init_is_fill ? key : key + " (accumulates)";
+      const std::string entry_key = entryKey(op, key);
       if (!entry_of.count(entry_key)) {
         Space space = buildCpuConvSpace(*w, cpuForTargetArch(target.arch), cpuArchThreads(target.arch));
         entry_of[entry_key] = entries.size();
@@ -314,10 +320,7 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
       report.push_back({&op, key, "default", "- (1x1: tuned as a GEMM, not applied to conv ops yet)"});
       continue;
     }
-    const std::string key = w->key();
-    // An op that accumulates into its output (its init is not a fill) gets an entry of its own
-    // whose actions leave the init alone (schedules may fuse a zero fill into their tiles).
-    const std::string entry_key = op.init_is_fill ? key : key + " (accumulates)";
+    const std::string key = w->key(), entry_key = entryKey(op, key);
     if (!entry_of.count(entry_key)) {
       Result<std::optional<LibraryEntry>> entry = std::optional<LibraryEntry>{};
       if (!untuned) entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
@@ -335,12 +338,7 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
   }
   // The entries that keep their op's init last: their matchers (no fill required) would also take
   // the ops of the same workload whose init is a fill.
-  std::vector<size_t> order(entries.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !entries[i].keeps_init; });
-  std::vector<LibraryEntry> ordered;
-  for (size_t i : order) ordered.push_back(entries[i]);
-  entries = std::move(ordered);
+  std::stable_partition(entries.begin(), entries.end(), [](const LibraryEntry& e) { return !e.keeps_init; });
   auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
   const std::string& library = *lib;

@@ -89,37 +89,40 @@ Value baseOfRow(OpBuilder& b, scf::ForOp loop, Value index) {
   return affine::AffineApplyOp::create(b, loop.getLoc(), AffineMap::get(dims, map.getNumSymbols(), e0), operands);
 }
 
-// Narrows `loop` if its body reads one padded row at row base + iv, through a one-row slice or a
-// transfer read whose vector does not span rows (the first such read found decides); whether it
-// did.
+// Narrows `loop` (marked sextant.filter_rows) if its body reads one padded row at row base + iv,
+// through a one-row slice or a transfer read whose vector does not span rows (the first such read
+// found decides); whether it did.
 bool narrowToInputRows(scf::ForOp loop) {
   auto step = getConstantIntValue(loop.getStep());
-  if (!loop->hasAttr(kFilterRowsAttr) || !step || *step != 1) return false;
+  if (!step || *step != 1) return false;
   // A body with side effects (memref writes, calls) could do more than accumulate.
   for (Operation& op : loop.getBody()->getOperations())
     if (!isMemoryEffectFree(&op)) return false;
-  // (source, row index) of the reads of padded rows.
-  std::optional<std::pair<Value, Value>> read;
+  // The first read of one padded row: its chain of slices up to the pad, and its row index.
+  RowChain chain;
+  Value row;
   loop.getBody()->walk([&](Operation* op) {
-    if (read) return;
+    if (chain.pad) return;
+    Value src, index;
     if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
       if (s.getSourceType().getRank() >= 3 && s.getStaticSizes()[1] == 1)
-        if (auto v = dyn_cast<Value>(s.getMixedOffsets()[1])) read = {s.getSource(), v};
+        if (auto v = dyn_cast<Value>(s.getMixedOffsets()[1])) src = s.getSource(), index = v;
     } else if (auto t = dyn_cast<vector::TransferReadOp>(op)) {
       auto type = dyn_cast<RankedTensorType>(t.getBase().getType());
-      if (type && type.getRank() >= 3 && !t.getPermutationMap().isFunctionOfDim(1)) read = {t.getBase(), t.getIndices()[1]};
+      if (type && type.getRank() >= 3 && !t.getPermutationMap().isFunctionOfDim(1)) src = t.getBase(), index = t.getIndices()[1];
     }
     // The read's source must be outside the loop, reading the pad through slices.
-    if (read && (loop->isAncestor(read->first.getParentBlock()->getParentOp()) || !rowChainOf(read->first).pad))
-      read.reset();
+    if (src && !loop->isAncestor(src.getParentBlock()->getParentOp())) {
+      chain = rowChainOf(src);
+      row = index;
+    }
   });
-  if (!read) return false;
-  RowChain chain = rowChainOf(read->first);
+  if (!chain.pad) return false;
   for (OpFoldResult o : chain.offsets)
     if (auto v = dyn_cast<Value>(o); v && loop->isAncestor(v.getParentBlock()->getParentOp())) return false;
   OpBuilder b(loop);
   Location loc = loop.getLoc();
-  Value base = baseOfRow(b, loop, read->second);
+  Value base = baseOfRow(b, loop, row);
   if (!base) return false;
   auto cst = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   for (OpFoldResult o : chain.offsets) base = arith::AddIOp::create(b, loc, base, getValueOrCreateConstantIndexOp(b, loc, o));
@@ -136,7 +139,9 @@ bool narrowToInputRows(scf::ForOp loop) {
 
 int skipPaddingRows(Operation* root) {
   SmallVector<scf::ForOp> loops;
-  root->walk([&](scf::ForOp f) { loops.push_back(f); });
+  root->walk([&](scf::ForOp f) {
+    if (f->hasAttr(kFilterRowsAttr)) loops.push_back(f);
+  });
   int n = 0;
   for (scf::ForOp f : loops) n += narrowToInputRows(f) ? 1 : 0;
   return n;

@@ -10,10 +10,10 @@
 // the direct convolution route's are); constant pads become fills of their border and a copy into
 // the interior, and fills with anything but zero generics, vectorized the same way (a kernel's own
 // pad is, in every compile); strided slices outside the tuned ops become vectorized copies. On
-// more than one thread, each op at a function's top level with
-// enough work is first split among the threads along its outermost parallel loop that the thread
-// count divides (an scf.forall, which becomes an OpenMP loop like the tuned ops' own); reductions
-// along the innermost dimension (softmax, layer norm) are split by rows that way too.
+// more than one thread, each op at a function's top level with enough work is first split among
+// the threads along its outermost parallel loop that the thread count divides (an scf.forall,
+// which becomes an OpenMP loop like the tuned ops' own); reductions along the innermost dimension
+// (softmax, layer norm) are split by rows that way too.
 #include "compiler_internal.h"
 
 #include <algorithm>

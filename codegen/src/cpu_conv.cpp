@@ -154,7 +154,6 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
     << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
-
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
     << ind << "// The accumulators stay in registers across the reduction loops; canonicalization then drops\n"

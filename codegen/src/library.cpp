@@ -143,6 +143,37 @@ static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_s
 // count, and the epilogue variant leaves it to them.
 static bool fusesOwnInit(const std::string& actions) { return actions.find("%sx_init = ") != std::string::npos; }
 
+// The direct convolution route's register tiling when its fill is fused (cpu_conv.cpp).
+static const char* const kConvRegisterTiles = "%t2, %r:3 = transform.structured.fuse %t1 tile_sizes [0, 1, ";
+
+// In the actions `t`, the line that starts with `head` (its tile sizes: `head`, then the register
+// sizes, then `tail`, e.g. ", 0]" or ", 0, 0") becomes one that tiles `target` (the epilogue, or its
+// tile) by [`kept` + the register sizes] into `results` (`n` handles), keeping the line's
+// interchange as `interchange`; whether the line was of that form.
+static bool retileAsEpilogue(std::string& t, const std::string& head, const std::string& tail, const std::string& kept,
+                             const std::string& results, const std::string& target, int n, const std::string& interchange) {
+  const std::string H = "!transform.any_op";
+  const size_t pos = t.find(head), line_end = t.find('\n', pos), sizes_end = t.find(tail, pos);
+  if (pos == std::string::npos || line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end)
+    return false;
+  const std::string sizes = t.substr(pos + head.size(), sizes_end - pos - head.size());
+  const bool swapped = t.substr(pos, line_end - pos).find("interchange") != std::string::npos;
+  std::string types = H;
+  for (int i = 1; i < n; ++i) types += ", " + H;
+  t = t.substr(0, pos) + results + " = transform.structured.fuse " + target + " tile_sizes [" + kept + sizes + "]" +
+      (swapped ? interchange : "") + " : (" + H + ") -> (" + types + ")" + t.substr(line_end);
+  return true;
+}
+
+// Inserts `lines` after the line of `t` that contains `marker`, with that line's indentation.
+static void afterLine(std::string& t, const std::string& marker, const std::vector<std::string>& lines) {
+  const size_t at = t.find(marker), bol = t.rfind('\n', at) + 1;
+  const std::string ind = t.substr(bol, at - bol);
+  std::string text;
+  for (const std::string& l : lines) text += ind + l + "\n";
+  t.insert(t.find('\n', at) + 1, text);
+}
+
 // An op with its epilogue (tune compile's CPU libraries; the ONNX importer writes them so,
 // frontend/src/onnx_epilogue.cpp): an all-parallel linalg.generic of the op's output rank whose
 // init is the result of the workload's op (its only use), whose own init is a linalg.fill.
@@ -203,75 +234,55 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   else
     out += "%t1, %blocks = " + fuse + "%mm into %blocks_ep" + types;
   out += actions.substr(eol);
-  // A GEMM schedule whose zero fill is in its register tiles (tile_k = K) and that packs nothing
-  // (any loop order, peeled register loops too): the epilogue goes into the register tiles as
-  // well. Its block is tiled with the register tile's sizes (loop orders 1 and 2: by the loop over
-  // the block's other dimension first) and the op, with its fill, fused into each tile, so the
-  // epilogue reads the accumulators as they leave the K loop (folded into vectors) and each output
-  // tile is written once. Otherwise the epilogue is a second pass over each block, which on
-  // MobileNetV2's 16-deep expansions cost about as much as the GEMM itself (docs/models.md).
-  // A direct convolution's unchunked schedule (its fill in the register tiles) likewise: the
-  // epilogue tiled [0, 1, reg_ow, reg_f] (one output row, the register tile's columns and
-  // channels), the convolution and its fill fused into each register tile.
-  const std::string conv_reg = "%t2, %r:3 = transform.structured.fuse %t1 tile_sizes [0, 1, ";
-  if (const size_t c = out.find(conv_reg); c != std::string::npos && fusesOwnInit(actions)) {
-    const size_t line_end = out.find('\n', c), sizes_end = out.find(", 0, 0", c);
-    if (line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end) return out;
-    const std::string sizes = out.substr(c + conv_reg.size(), sizes_end - c - conv_reg.size());  // "RW, RF"
-    const bool f_outer = out.substr(c, line_end - c).find("interchange") != std::string::npos;
-    const std::string cind = out.substr(out.rfind('\n', c) + 1, c - out.rfind('\n', c) - 1);
-    out = out.substr(0, c) + "%sx_ep_reg, %r:3 = transform.structured.fuse %t1_ep tile_sizes [0, 1, " + sizes + "]" +
-          (f_outer ? " interchange [0, 1, 3, 2]" : "") + " : (" + H + ") -> (" + H + ", " + H + ", " + H + ", " + H + ")\n" +
-          cind + "%t2 = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\", \"linalg.depthwise_conv_2d_nhwc_hwc\"]} in %r#0 : (" +
-          H + ") -> " + H + "\n" + cind + "transform.structured.vectorize %sx_ep_reg : " + H + out.substr(line_end);
+  // A schedule whose zero fill is in its register tiles (fusesOwnInit) computes its epilogue there
+  // too: the epilogue's block is tiled with the register tile's sizes (GEMM loop orders 1 and 2:
+  // by the loop over the block's other dimension first) and the op, with its fill, fused into each
+  // register tile, so the epilogue reads the accumulators as they leave the reduction (folded into
+  // vectors) and each output tile is written once. Otherwise the epilogue is a second pass over
+  // each block, which on MobileNetV2's 16-deep expansions cost about as much as the GEMM itself
+  // (docs/models.md). GEMMs: unpacked ones (any loop order, peeled register loops too); direct
+  // convolutions: unchunked ones (the epilogue tiled [0, 1, reg_ow, reg_f]).
+  if (!fusesOwnInit(actions)) return out;
+  std::string t = out;
+  if (t.find(kConvRegisterTiles) != std::string::npos) {
+    if (!retileAsEpilogue(t, kConvRegisterTiles, ", 0, 0", "0, 1, ", "%sx_ep_reg, %r:3", "%t1_ep", 4,
+                          " interchange [0, 1, 3, 2]"))
+      return out;
+    afterLine(t, "%sx_ep_reg, %r:3 = ",
+              {"%t2 = transform.structured.match ops{[\"linalg.conv_2d_nhwc_hwcf\", \"linalg.depthwise_conv_2d_nhwc_hwc\"]} in "
+               "%r#0 : (" + H + ") -> " + H,
+               "transform.structured.vectorize %sx_ep_reg : " + H});
     if (in_registers) *in_registers = true;
-    return out;
+    return t;
   }
   const std::string inner = "%t2i, %inner = transform.structured.fuse %t1 tile_sizes [";
-  const bool has_inner = out.find(inner) != std::string::npos;
+  const bool has_inner = t.find(inner) != std::string::npos;
   const std::string reg = std::string("%t3, %r1, %r2 = transform.structured.fuse ") + (has_inner ? "%t2i" : "%t1") + " tile_sizes [";
-  if (out.find(reg) == std::string::npos || !fusesOwnInit(actions) || actions.find("_panel =") != std::string::npos)
-    return out;
+  if (t.find(reg) == std::string::npos || actions.find("_panel =") != std::string::npos) return out;
   const bool peeled = actions.find("transform.loop.peel") != std::string::npos;
-  std::string t = out;
-  // Replaces the line of `t` starting with `head` (tile sizes [A, B, 0]) by one that tiles `target`
-  // by [A, B] into `results`; whether it was of that form.
-  auto retile = [&](const std::string& head, const std::string& results, const std::string& target) {
-    const size_t pos = t.find(head), line_end = t.find('\n', pos), sizes_end = t.find(", 0]", pos);
-    if (pos == std::string::npos || line_end == std::string::npos || sizes_end == std::string::npos || sizes_end > line_end)
-      return false;
-    const std::string sizes = t.substr(pos + head.size(), sizes_end - pos - head.size());
-    const bool interchange = t.substr(pos, line_end - pos).find("interchange") != std::string::npos;
-    const std::string types = results.find("%r1") != std::string::npos ? H + ", " + H + ", " + H : H + ", " + H;
-    t = t.substr(0, pos) + results + " = transform.structured.fuse " + target + " tile_sizes [" + sizes + "]" +
-        (interchange ? " interchange [1, 0]" : "") + " : (" + H + ") -> (" + types + ")" + t.substr(line_end);
-    return true;
-  };
-  if (has_inner && !retile(inner, "%t2i, %inner", "%t1_ep")) return out;
-  if (!retile(reg, "%sx_ep_reg, %r1, %r2", has_inner ? "%t2i" : "%t1_ep")) return out;
-  const size_t ep_at = t.find("%sx_ep_reg, %r1, %r2 = "), ep_bol = t.rfind('\n', ep_at) + 1;
-  const std::string rind = t.substr(ep_bol, ep_at - ep_bol);
-  t.insert(t.find('\n', ep_at) + 1, rind + "%t3 = transform.structured.match ops{[\"linalg.matmul\"]} in %r1 : (" + H + ") -> " +
-                                     H + "\n" +
-                                     (peeled ? std::string() : rind + "transform.structured.vectorize %sx_ep_reg : " + H + "\n"));
+  if (has_inner && !retileAsEpilogue(t, inner, ", 0]", "", "%t2i, %inner", "%t1_ep", 2, "")) return out;
+  if (!retileAsEpilogue(t, reg, ", 0]", "", "%sx_ep_reg, %r1, %r2", has_inner ? "%t2i" : "%t1_ep", 3, " interchange [1, 0]"))
+    return out;
+  std::vector<std::string> lines = {"%t3 = transform.structured.match ops{[\"linalg.matmul\"]} in %r1 : (" + H + ") -> " + H};
+  if (!peeled) lines.push_back("transform.structured.vectorize %sx_ep_reg : " + H);
+  afterLine(t, "%sx_ep_reg, %r1, %r2 = ", lines);
   if (peeled) {
     // A peeled register loop: each part's epilogue vectorized with the register tile's sizes (the
     // remainder's is not static), its contractions matched by name (the epilogue is a generic).
     const std::string both = "ops{[\"linalg.matmul\", \"linalg.generic\"]}";
     for (size_t p = t.find(both); p != std::string::npos; p = t.find(both, p)) t.replace(p, both.size(), "ops{[\"linalg.matmul\"]}");
-    const std::string last = "transform.structured.vectorize %sx_fill_partial";
-    const size_t l = t.find(last);
-    if (l == std::string::npos) return out;
-    std::string ep;
-    for (const char* part : {"full", "partial"})
-      ep += rind + "%sx_ep_" + part + " = transform.structured.match ops{[\"linalg.generic\"]} in %" + part + " : (" + H +
-            ") -> " + H + "\n" + rind + "transform.structured.vectorize %sx_ep_" + part +
-            " vector_sizes [%reg_m, %reg_n] : " + H + ", !transform.param<i64>, !transform.param<i64>\n";
-    t.insert(t.find('\n', l) + 1, ep);
+    if (t.find("transform.structured.vectorize %sx_fill_partial") == std::string::npos) return out;
+    std::vector<std::string> parts;
+    for (const char* part : {"full", "partial"}) {
+      parts.push_back(std::string("%sx_ep_") + part + " = transform.structured.match ops{[\"linalg.generic\"]} in %" + part +
+                      " : (" + H + ") -> " + H);
+      parts.push_back(std::string("transform.structured.vectorize %sx_ep_") + part + " vector_sizes [%reg_m, %reg_n] : " + H +
+                      ", !transform.param<i64>, !transform.param<i64>");
+    }
+    afterLine(t, "transform.structured.vectorize %sx_fill_partial", parts);
   }
-  out = t;
   if (in_registers) *in_registers = true;
-  return out;
+  return t;
 }
 
 Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entries, const std::string& title,
