@@ -1,6 +1,7 @@
 // The summary a CPU tuning run ends with (text or JSON): the confirmed best, the untuned default,
 // every reference library with its figure, the head-to-head ratio against the fastest of them, and
 // the share of the measured FMA peak (issue #35).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -123,7 +124,8 @@ int reportTune(const TuneReport& in) {
       j["head_to_head"] = {{"rounds", a.final_rounds},
                            {"tuned", baselineJson(h2h_tuned)},
                            {"reference", baselineJson(h2h_ref)},
-                           {"ratio", reference_ratio}};
+                           {"ratio", reference_ratio},
+                           {"round_ratios", sum.roundRatios()}};
     if (in.peak.gflops > 0) {
       j["fma_peak"] = {{"gflops", in.peak.gflops}, {"isa", in.peak.isa}, {"threads", in.peak.threads}, {"measured", true}};
       if (j["best"].is_object()) j["best"]["share_of_fma_peak"] = ratio(best_g, in.peak.gflops);
@@ -190,11 +192,20 @@ int reportTune(const TuneReport& in) {
         printf("             %7.1f GFLOP/s  %s%s\n", b->gflops, detail.c_str(), b == ref ? "  <- reference" : "");
     }
   }
-  if (h2h)
-    printf("  reference  tuned / %s %.2fx  (head to head after the final comparison: %.1f vs %.1f GFLOP/s,\n"
-           "             %d alternating rounds; %.2fx in the final comparison)\n",
-           ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, h2h_tuned->gflops, h2h_ref->gflops,
-           a.final_rounds, ratio(fin->gflops, ref->gflops));
+  if (h2h) {
+    const std::vector<double> rr = sum.roundRatios();
+    std::string spread;
+    if (rr.size() > 1) {
+      char buf[64];
+      snprintf(buf, sizeof buf, " (%.2f-%.2fx)", *std::min_element(rr.begin(), rr.end()),
+               *std::max_element(rr.begin(), rr.end()));
+      spread = buf;
+    }
+    printf("  reference  tuned / %s %.2fx  (head to head after the final comparison: the median of %zu\n"
+           "             alternating rounds' ratios%s; pooled %.1f vs %.1f GFLOP/s; %.2fx in the final comparison)\n",
+           ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, rr.size(), spread.c_str(),
+           h2h_tuned->gflops, h2h_ref->gflops, ratio(fin->gflops, ref->gflops));
+  }
   else if (ref && fin)
     printf("  reference  tuned / %s %.2fx  (final comparison)\n", ref_name.c_str(), ratio(fin->gflops, ref->gflops));
   else if (!sum.final.empty() && !ref)

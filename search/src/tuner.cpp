@@ -52,11 +52,29 @@ const BaselineRow* TuneSummary::fastestLibrary() const {
   return best;
 }
 
+std::vector<double> TuneSummary::roundRatios() const {
+  std::vector<double> out;
+  if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok") return out;
+  const auto& t = head_to_head[0].round_median_s;
+  const auto& r = head_to_head[1].round_median_s;
+  for (size_t i = 0; i < t.size() && i < r.size(); ++i)
+    if (t[i] > 0 && r[i] > 0) out.push_back(r[i] / t[i]);
+  return out;
+}
+
+// The median of the rounds' paired ratios: each round measures the two back to back, so a phase of
+// the machine (a neighbour's load, a frequency change) that lasts seconds slows both sides of a
+// round alike and cancels in its ratio. Pooling every repetition instead lets such a phase weigh
+// by how many repetitions fell into it, which differs between the two (a slow call gets fewer).
 double TuneSummary::ratioToReference() const {
   if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok" ||
       head_to_head[1].gflops <= 0)
     return 0;
-  return head_to_head[0].gflops / head_to_head[1].gflops;
+  std::vector<double> ratios = roundRatios();
+  if (ratios.empty()) return head_to_head[0].gflops / head_to_head[1].gflops;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  return n % 2 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
 }
 
 // Measures every contender in interleaved rounds and pools each one's repetitions. `alternate`:
@@ -82,6 +100,9 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
         continue;
       }
       rows[i].times_s.insert(rows[i].times_s.end(), m.times_s.begin(), m.times_s.end());
+      double round_median = 0, round_cv = 0;
+      summarize(m.times_s, round_median, round_cv);
+      rows[i].round_median_s.push_back(round_median);
     }
   }
   for (auto& row : rows) {

@@ -2,6 +2,7 @@
 // machine's records are neither "tried" nor the best here; the final comparison confirms the
 // candidates it measures, names the fastest library the reference (oneDNN where it is fastest), and
 // a library that fails there is never the reference; the ratio comes from head-to-head rounds.
+#include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <optional>
@@ -221,4 +222,33 @@ TEST_F(Tuner, SeedsAreMeasuredFirst) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(ev.measured[1 + i], space.keyOf(o.seeds[i]));
   for (size_t i = 4; i < ev.measured.size(); ++i)
     for (const Candidate& s : o.seeds) EXPECT_NE(ev.measured[i], space.keyOf(s)) << "a seed measured twice";
+}
+
+// A machine whose speed shifts in phases (this Intel VM: the same schedule measured 59-106 GFLOP/s
+// in runs seconds apart, each run's cv under 1%): two equally fast kernels, both measured in a fast
+// first round, a slow second one, and a third in which the phase changed between the two. Pooling
+// the repetitions (a slow call gets fewer) calls the winner 1.5x the reference; the median of the
+// rounds' paired ratios says 1.0x.
+TEST(TunerSummary, HeadToHeadRatioPairsTheRounds) {
+  auto row = [](std::vector<std::pair<int, double>> rounds) {
+    BaselineRow b;
+    b.status = "ok";
+    for (auto [reps, t] : rounds) {
+      for (int i = 0; i < reps; ++i) b.times_s.push_back(t);
+      b.round_median_s.push_back(t);
+    }
+    std::vector<double> s = b.times_s;
+    std::sort(s.begin(), s.end());
+    b.median_s = 0.5 * (s[(s.size() - 1) / 2] + s[s.size() / 2]);
+    b.gflops = 1e-3 / b.median_s;
+    return b;
+  };
+  TuneSummary sum;
+  sum.head_to_head = {row({{10, 1e-3}, {5, 2e-3}, {10, 1e-3}}), row({{10, 1e-3}, {5, 2e-3}, {5, 2e-3}})};
+  EXPECT_NEAR(sum.head_to_head[0].gflops / sum.head_to_head[1].gflops, 1.5, 1e-9) << "what pooling says";
+  EXPECT_NEAR(sum.ratioToReference(), 1.0, 1e-9);
+  EXPECT_EQ(sum.roundRatios(), (std::vector<double>{1.0, 1.0, 2.0}));
+  // A winner really 1.2x faster in every round is 1.2x, whatever the phases.
+  sum.head_to_head = {row({{12, 1e-3 / 1.2}, {6, 2e-3 / 1.2}, {12, 1e-3 / 1.2}}), row({{10, 1e-3}, {5, 2e-3}, {10, 1e-3}})};
+  EXPECT_NEAR(sum.ratioToReference(), 1.2, 1e-9);
 }

@@ -135,6 +135,7 @@ struct BaselineRow {
   std::vector<double> times_s;
   double median_s = 0, cv = 0, gflops = 0;
   std::string created_at;
+  std::vector<double> round_median_s;  // the median of each round's repetitions (not stored)
 };
 
 // A study (issue #17): a workload and target tuned together by workers (tune worker), up to

@@ -32,7 +32,8 @@ struct TuneOptions {
   // of them alike; the figures pool those rounds, and every tuned candidate's become its record's
   // confirmation. Then the winner and the fastest library are measured again, head to head, in
   // `final_rounds` rounds of their own (A B B A ...): the reported ratio comes from those, not from
-  // the rounds the winner was picked in (no selection bias).
+  // the rounds the winner was picked in (no selection bias), as the median of the rounds' paired
+  // ratios (robust to a machine whose speed shifts in phases of seconds).
   int final_rounds = 3;
   int final_top_k = 3;
   std::string args_json = "{}"; // the command line, stored with the run
@@ -103,8 +104,10 @@ struct TuneSummary {
   const BaselineRow* finalBestTuned() const;                   // highest pooled GFLOP/s of "tuned"
   const BaselineRow* fastestLibrary() const;                   // highest pooled GFLOP/s of a library
   bool isLibrary(const BaselineRow& b) const;
-  // Tuned / fastest library, from the head-to-head rounds (0 when they did not run).
+  // Tuned / fastest library, from the head-to-head rounds (0 when they did not run): the median of
+  // the rounds' paired ratios (the reference's round median time / the winner's).
   double ratioToReference() const;
+  std::vector<double> roundRatios() const;  // each head-to-head round's ratio, in order
 };
 
 struct TuneContext {
