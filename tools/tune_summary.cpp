@@ -205,8 +205,7 @@ int reportTune(const TuneReport& in) {
            "             alternating rounds' ratios%s; pooled %.1f vs %.1f GFLOP/s; %.2fx in the final comparison)\n",
            ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, rr.size(), spread.c_str(),
            h2h_tuned->gflops, h2h_ref->gflops, ratio(fin->gflops, ref->gflops));
-  }
-  else if (ref && fin)
+  } else if (ref && fin)
     printf("  reference  tuned / %s %.2fx  (final comparison)\n", ref_name.c_str(), ratio(fin->gflops, ref->gflops));
   else if (!sum.final.empty() && !ref)
     printf("  reference  no library could be measured\n");

@@ -224,8 +224,8 @@ TEST_F(Tuner, SeedsAreMeasuredFirst) {
     for (const Candidate& s : o.seeds) EXPECT_NE(ev.measured[i], space.keyOf(s)) << "a seed measured twice";
 }
 
-// A machine whose speed shifts in phases (this Intel VM: the same schedule measured 59-106 GFLOP/s
-// in runs seconds apart, each run's cv under 1%): two equally fast kernels, both measured in a fast
+// A machine whose speed shifts in phases (the Intel Cascade Lake VM: the same schedule measured
+// 52-106 GFLOP/s in runs seconds apart, most runs' cv under 2%): two equally fast kernels, both measured in a fast
 // first round, a slow second one, and a third in which the phase changed between the two. Pooling
 // the repetitions (a slow call gets fewer) calls the winner 1.5x the reference; the median of the
 // rounds' paired ratios says 1.0x.
