@@ -70,11 +70,11 @@ double TuneSummary::ratioToReference() const {
   if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok" ||
       head_to_head[1].gflops <= 0)
     return 0;
-  std::vector<double> ratios = roundRatios();
+  const std::vector<double> ratios = roundRatios();
   if (ratios.empty()) return head_to_head[0].gflops / head_to_head[1].gflops;
-  std::sort(ratios.begin(), ratios.end());
-  const size_t n = ratios.size();
-  return n % 2 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+  double median = 0, cv = 0;
+  summarize(ratios, median, cv);
+  return median;
 }
 
 // Measures every contender in interleaved rounds and pools each one's repetitions. `alternate`:

@@ -2,7 +2,6 @@
 // machine's records are neither "tried" nor the best here; the final comparison confirms the
 // candidates it measures, names the fastest library the reference (oneDNN where it is fastest), and
 // a library that fails there is never the reference; the ratio comes from head-to-head rounds.
-#include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <optional>
@@ -225,10 +224,10 @@ TEST_F(Tuner, SeedsAreMeasuredFirst) {
 }
 
 // A machine whose speed shifts in phases (the Intel Cascade Lake VM: the same schedule measured
-// 52-106 GFLOP/s in runs seconds apart, most runs' cv under 2%): two equally fast kernels, both measured in a fast
-// first round, a slow second one, and a third in which the phase changed between the two. Pooling
-// the repetitions (a slow call gets fewer) calls the winner 1.5x the reference; the median of the
-// rounds' paired ratios says 1.0x.
+// 52-106 GFLOP/s in runs seconds apart, most runs' cv under 2%): two equally fast kernels, both
+// measured in a fast first round, a slow second one, and a third in which the phase changed
+// between the two. Pooling the repetitions (a slow call gets fewer) calls the winner 1.5x the
+// reference; the median of the rounds' paired ratios says 1.0x.
 TEST(TunerSummary, HeadToHeadRatioPairsTheRounds) {
   auto row = [](std::vector<std::pair<int, double>> rounds) {
     BaselineRow b;
@@ -237,9 +236,7 @@ TEST(TunerSummary, HeadToHeadRatioPairsTheRounds) {
       for (int i = 0; i < reps; ++i) b.times_s.push_back(t);
       b.round_median_s.push_back(t);
     }
-    std::vector<double> s = b.times_s;
-    std::sort(s.begin(), s.end());
-    b.median_s = 0.5 * (s[(s.size() - 1) / 2] + s[s.size() / 2]);
+    summarize(b.times_s, b.median_s, b.cv);
     b.gflops = 1e-3 / b.median_s;
     return b;
   };
