@@ -38,7 +38,7 @@ machine="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cp
 /usr/bin/python3 - "$tmp" "$out.json" "$shape" "$layout" "$trials" "$seeds" "$configs" "$machine" <<'PY'
 import json, os, sqlite3, sys
 tmp, out, shape, layout, trials, seeds, configs, machine = sys.argv[1:]
-runs, tops = {}, {}
+runs, tops, reports = {}, {}, {}
 for c in configs.split():
     st, pre = c.split(":")
     for s in seeds.split():
@@ -48,10 +48,16 @@ for c in configs.split():
         ok = [r for r in rows if r[1] == "ok" and r[0]]
         # each run's best schedule (since 2026-11-24): which knobs the strategies end on
         tops.setdefault(c, []).append(max(ok)[2] if ok else None)
+        # what the strategy says it did (since 2026-11-26: e.g. whether it dropped the transferred knowledge)
+        try:
+            reports.setdefault(c, []).append(json.load(open(os.path.join(tmp, f"{st}-{pre}-{s}.json"))).get("strategy_report", ""))
+        except (OSError, ValueError):
+            reports.setdefault(c, []).append("")
 best = max(max(g) for rs in runs.values() for g in rs if g)
 json.dump({"shape": shape, "layout": layout, "trials": int(trials), "seeds": [int(x) for x in seeds.split()],
            "machine": machine, "reference_best_gflops": best,
-           "configs": {c: {"curves_gflops": rs, "best_schedules": tops[c]} for c, rs in runs.items()}},
+           "configs": {c: {"curves_gflops": rs, "best_schedules": tops[c], "strategy_reports": reports[c]}
+                       for c, rs in runs.items()}},
           open(out, "w"), indent=1)
 PY
 {

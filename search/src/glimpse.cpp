@@ -31,12 +31,21 @@
 //    pretrained model is dropped (refitted cold on the workload's own records) and so is the
 //    prior; the prior alone is dropped when what it drew measures worse (median) than the random
 //    probes. Trust is established (probing back to 5%) at tau >= 0.3 over 32 pairs.
+//    Rank correlation over all measurements is not enough: on 384x3072x768 NT (Intel Cascade
+//    Lake) the shipped model ranked its own region well (tau 0.36, "trusted") while every one of
+//    its picks measured below the untuned default, and 48 trials ended at the default's speed
+//    where cold annealing reached 1.3x it (experiments/results/live_vs_cold_cascadelake.txt). So
+//    the top is checked too: once 12 of the model's or the prior's picks are measured and the best
+//    of them is below the untuned default, both are dropped, whatever tau says. (Against the
+//    random probes' best as well, the check also fired where one lucky probe of 3-4 beat 12 good
+//    picks: 3 of the 15 runs on the five other shapes of that experiment, 2026-11-26.)
 //
 // The earlier version (prior for the first round only, then PPO + adaptive sampling) stalled:
 // 2.38x SA's measurements to 95% with the pretrained model where plain model ranking reached
 // 8.56x (experiments/results/transfer_zen5.txt); docs/search.md has the comparison.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "sextant/codegen/workload.h"
 #include "sextant/costmodel/model.h"
@@ -109,7 +118,7 @@ class GlimpseSearch : public ModelGuidedSearch {
 
  private:
   static constexpr size_t kPoolFactor = 32, kLocal = 8;
-  static constexpr size_t kTrustMin = 12, kTrustEstablished = 32;
+  static constexpr size_t kTrustMin = 12, kTrustEstablished = 32, kTopMin = 12;
   static constexpr double kDistrustBelow = 0.1, kTrustAbove = 0.3;
 
   // Whether anything came from elsewhere (a pretrained model or prior records).
@@ -142,12 +151,28 @@ class GlimpseSearch : public ModelGuidedSearch {
       }
     }
     for (const auto& r : results) {
+      if (!r.ok) continue;
       auto it = source_.find(space.encode(r.candidate));
-      if (it == source_.end() || !r.ok) continue;
-      if (it->second == 'p') from_prior_.push_back(r.gflops);
-      if (it->second == 'r') from_random_.push_back(r.gflops);
+      const char from = it == source_.end() ? 'u' : it->second;
+      if (from == 'p') from_prior_.push_back(r.gflops);
+      if (from == 'r') from_random_.push_back(r.gflops);
+      // The top: the best of what the transferred knowledge picked against the untuned default
+      // (this run's candidate that the strategy did not propose: the tuner measures it first).
+      // Records of earlier runs (observed before the first plan) are neither.
+      if (from == 'p' || from == 'm') ++picks_, best_pick_ = std::max(best_pick_, r.gflops);
+      else if (from == 'u' && rounds_ > 0) best_default_ = std::max(best_default_, r.gflops);
     }
     const size_t seen = measured_ += results.size();
+    if (stillTransferring() && picks_ >= kTopMin && best_pick_ < best_default_) {
+      const bool model = usedPretrained() && !pretrainedDistrusted();
+      if (model) distrustPretrained();
+      prior_off_ = true;
+      distrust_note_ = std::string("dropped the ") + (model ? "pretrained model and the prior" : "prior") + " after " +
+                       std::to_string(seen) + " measurements: none of its " + std::to_string(picks_) +
+                       " picks beat the untuned default (best " + gf(best_pick_) + " against " + gf(best_default_) +
+                       " GFLOP/s)" + (model ? "; cold model from then on" : "");
+      return;
+    }
     if (pred_.size() >= kTrustMin) {
       tau_ = kendallTau(pred_, meas_);
       if (tau_ < kDistrustBelow && !pretrainedDistrusted() && usedPretrained()) {
@@ -164,6 +189,15 @@ class GlimpseSearch : public ModelGuidedSearch {
         distrust_note_ = "dropped the prior after " + std::to_string(seen) + " measurements: what it drew measured " +
                          "below the random probes (medians)";
     }
+  }
+  // Whether the pretrained model or the prior still steers the plans.
+  bool stillTransferring() const {
+    return (usedPretrained() && !pretrainedDistrusted()) || (!prior_off_ && !context().prior.empty());
+  }
+  static std::string gf(double g) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", g);
+    return b;
   }
   static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -263,7 +297,8 @@ class GlimpseSearch : public ModelGuidedSearch {
   std::vector<double> pred_, meas_, from_prior_, from_random_;
   std::unordered_map<uint64_t, char> source_;  // 'p' prior, 'r' random probe, 'm' model's pick
   double tau_ = std::nan("");
-  size_t measured_ = 0;
+  size_t measured_ = 0, picks_ = 0;
+  double best_pick_ = 0, best_default_ = 0;
   bool prior_off_ = false;
   std::string distrust_note_;
 };
