@@ -157,8 +157,10 @@ class GlimpseSearch : public ModelGuidedSearch {
       if (from == 'p') from_prior_.push_back(r.gflops);
       if (from == 'r') from_random_.push_back(r.gflops);
       // The top: the best of what the transferred knowledge picked against the untuned default
-      // (this run's candidate that the strategy did not propose: the tuner measures it first).
-      // Records of earlier runs (observed before the first plan) are neither.
+      // (what this run measured without the strategy proposing it: the tuner's first candidate,
+      // and its given starting points where there are any, e.g. IREE's on Vulkan). Records of
+      // earlier runs (observed before the first plan) are neither. Replays (experiments/transfer)
+      // measure no default, so the check does not fire there.
       if (from == 'p' || from == 'm') ++picks_, best_pick_ = std::max(best_pick_, r.gflops);
       else if (from == 'u' && rounds_ > 0) best_default_ = std::max(best_default_, r.gflops);
     }
@@ -167,10 +169,11 @@ class GlimpseSearch : public ModelGuidedSearch {
       const bool model = usedPretrained() && !pretrainedDistrusted();
       if (model) distrustPretrained();
       prior_off_ = true;
-      distrust_note_ = std::string("dropped the ") + (model ? "pretrained model and the prior" : "prior") + " after " +
+      distrust_note_ = (distrust_note_.empty() ? "" : distrust_note_ + "; then ") + "dropped the " +
+                       (model ? "pretrained model and the prior" : "prior") + " after " +
                        std::to_string(seen) + " measurements: none of its " + std::to_string(picks_) +
-                       " picks beat the untuned default (best " + gf(best_pick_) + " against " + gf(best_default_) +
-                       " GFLOP/s)" + (model ? "; cold model from then on" : "");
+                       " picks beat the untuned default (or the given starting points; best " + gf(best_pick_) +
+                       " against " + gf(best_default_) + " GFLOP/s)" + (model ? "; cold model from then on" : "");
       return;
     }
     if (pred_.size() >= kTrustMin) {

@@ -154,7 +154,8 @@ TEST(RobustTransfer, ARightStartStillHelps) {
 // peaks at a decoy that really is a hill (40% of the optimum's throughput), so its predictions rank
 // the measurements well (Kendall tau high: the old check trusted it), but every pick is below the
 // untuned default, one knob from the optimum (50%). The default strategy must notice that none of
-// its picks beat the default, go cold, and find the optimum within three plans in every seed (before the check: 4-5).
+// its picks beat the default, go cold, and find the optimum within three plans in every seed
+// (before the check: 4-5).
 TEST(RobustTransfer, PicksThatNeverBeatTheUntunedDefaultDropTheStartWhateverTheRanks) {
   Family f;
   f.decoy_height = 0.4;
