@@ -118,17 +118,26 @@ TEST(Workers, SurviveAServerRestart) {
   ASSERT_EQ(st.code, 0) << st.err << st.out;
   const std::string err0 = tmp("worker0.err"), err1 = tmp("worker1.err");
   std::vector<pid_t> w = {startWorker(url, err0), startWorker(url, err1)};
+  // Both workers running (each has opened the database and registered its run) and measuring.
+  // Waiting for the first record alone let one worker still be starting when the server went
+  // down: it could not open the database and exited with "cannot connect" (2026-11-24, and a
+  // fresh-clone .ci/run on 2026-11-26), which is a worker that never ran, not one that lost it.
+  const std::string both = "SELECT count(*) FROM runs WHERE owner_pid IN (" + std::to_string(w[0]) + ", " +
+                           std::to_string(w[1]) + ")";
   for (int i = 0; i < 400; ++i) {
-    if (query(server, "sextant_test", "SELECT count(*) FROM records") != "0") break;
+    if (query(server, "sextant_test", both) == "2" &&
+        query(server, "sextant_test", "SELECT count(*) FROM records") != "0")
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  ASSERT_EQ(query(server, "sextant_test", both), "2") << "the workers did not start";
   server.stop();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ASSERT_TRUE(server.start());
   int status = 0;
   for (pid_t p : w) {
     waitpid(p, &status, 0);
-    // Once (2026-11-24, a full ctest -j2 run) a worker exited non-zero here; what they said:
+    // (2026-11-24 and 2026-11-26 a worker exited non-zero here before the wait above covered both.)
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "status " << status << "; the workers said:\n" << slurp(err0) << slurp(err1);
   }
