@@ -123,12 +123,13 @@ class GlimpseSearch : public ModelGuidedSearch {
 
   // Whether anything came from elsewhere (a pretrained model or prior records).
   bool transferred() const { return usedPretrained() || !context().prior.empty(); }
+  // Whether the pretrained model or the prior still steers the plans.
+  bool stillTransferring() const {
+    return (usedPretrained() && !pretrainedDistrusted()) || (!prior_off_ && !context().prior.empty());
+  }
   // Transferred knowledge not yet shown to rank this workload's schedules.
   bool probing() const {
-    const bool model_done = pretrainedDistrusted() || !usedPretrained();
-    const bool prior_done = prior_off_ || context().prior.empty();
-    if (!transferred() || (model_done && prior_done)) return false;
-    return !(pred_.size() >= kTrustEstablished && tau_ >= kTrustAbove);
+    return stillTransferring() && !(pred_.size() >= kTrustEstablished && tau_ >= kTrustAbove);
   }
   void mark(const Space& space, const std::vector<Candidate>& cs, char source) {
     for (const auto& c : cs) source_[space.encode(c)] = source;
@@ -192,10 +193,6 @@ class GlimpseSearch : public ModelGuidedSearch {
         distrust_note_ = "dropped the prior after " + std::to_string(seen) + " measurements: what it drew measured " +
                          "below the random probes (medians)";
     }
-  }
-  // Whether the pretrained model or the prior still steers the plans.
-  bool stillTransferring() const {
-    return (usedPretrained() && !pretrainedDistrusted()) || (!prior_off_ && !context().prior.empty());
   }
   static std::string gf(double g) {
     char b[32];
