@@ -286,14 +286,21 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   for (const CpuLibrary& lib : cpuLibrariesFor(*w)) {
     if (!lib.available) continue;
     ++libraries;
-    references.push_back({lib.name, lib.describe(threads, problem->usesGemv(), w->batched()), 0,
-                          [&, lib] { return measureLibrary(*problem, lib, mo); }, true});
+    Contender c{lib.name, lib.describe(threads, problem->usesGemv(), w->batched()), 0,
+                [&, lib] { return measureLibrary(*problem, lib, mo); }, true};
+    // On one thread the head-to-head measures the winner and the library call by call in one
+    // process (the candidate's OpenMP runtime and the libraries' would contend on more).
+    if (threads == 1)
+      c.measure_paired = [&, lib](const std::string& so) { return measureLibraryPaired(*problem, lib, so, mo); };
+    references.push_back(std::move(c));
   }
   if (libraries == 0 && !w->isConv())  // no sextant-libref: OpenBLAS in a forked child, as before it
     references.push_back({"openblas", problem->referenceName(threads), 0, [&] { return measureOpenBlas(*problem, mo); },
                           true});
   ConfirmFactory confirm = [&](const RecordRow& r) {
-    return Contender{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};
+    Contender c{"tuned", r.candidate, r.id, evaluator.measurer(r.schedule)};
+    c.shared_object = evaluator.sharedObject(r.schedule);
+    return c;
   };
 
   TuneOptions o;

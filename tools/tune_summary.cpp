@@ -122,10 +122,12 @@ int reportTune(const TuneReport& in) {
     }
     if (h2h)
       j["head_to_head"] = {{"rounds", a.final_rounds},
+                           {"call_by_call", h2h_tuned->paired},
                            {"tuned", baselineJson(h2h_tuned)},
                            {"reference", baselineJson(h2h_ref)},
                            {"ratio", reference_ratio},
-                           {"round_ratios", sum.roundRatios()}};
+                           {"round_ratios", sum.roundRatios()},
+                           {"pair_ratios", sum.pairRatios()}};
     if (in.peak.gflops > 0) {
       j["fma_peak"] = {{"gflops", in.peak.gflops}, {"isa", in.peak.isa}, {"threads", in.peak.threads}, {"measured", true}};
       if (j["best"].is_object()) j["best"]["share_of_fma_peak"] = ratio(best_g, in.peak.gflops);
@@ -201,10 +203,21 @@ int reportTune(const TuneReport& in) {
                *std::max_element(rr.begin(), rr.end()));
       spread = buf;
     }
-    printf("  reference  tuned / %s %.2fx  (head to head after the final comparison: the median of %zu\n"
-           "             alternating rounds' ratios%s; pooled %.1f vs %.1f GFLOP/s; %.2fx in the final comparison)\n",
-           ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, rr.size(), spread.c_str(),
-           h2h_tuned->gflops, h2h_ref->gflops, ratio(fin->gflops, ref->gflops));
+    const std::vector<double> pr = sum.pairRatios();
+    if (!pr.empty()) {
+      std::vector<double> q = pr;
+      std::sort(q.begin(), q.end());
+      printf("  reference  tuned / %s %.2fx  (head to head after the final comparison, call by call: the\n"
+             "             median of %zu back-to-back call pairs' ratios, middle half %.2f-%.2fx, rounds%s;\n"
+             "             pooled %.1f vs %.1f GFLOP/s; %.2fx in the final comparison)\n",
+             ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, pr.size(), q[q.size() / 4],
+             q[q.size() - 1 - q.size() / 4], spread.empty() ? "" : spread.c_str(),
+             h2h_tuned->gflops, h2h_ref->gflops, ratio(fin->gflops, ref->gflops));
+    } else
+      printf("  reference  tuned / %s %.2fx  (head to head after the final comparison: the median of %zu\n"
+             "             alternating rounds' ratios%s; pooled %.1f vs %.1f GFLOP/s; %.2fx in the final comparison)\n",
+             ref_name.substr(0, ref_name.find(" (")).c_str(), reference_ratio, rr.size(), spread.c_str(),
+             h2h_tuned->gflops, h2h_ref->gflops, ratio(fin->gflops, ref->gflops));
   } else if (ref && fin)
     printf("  reference  tuned / %s %.2fx  (final comparison)\n", ref_name.c_str(), ratio(fin->gflops, ref->gflops));
   else if (!sum.final.empty() && !ref)

@@ -6,6 +6,9 @@
 //   sextant-libref measure SPEC   SPEC: JSON {library, config, workload, seed, threads, warmup,
 //                                 min_reps, max_reps, min_time_s, flush_cache, flush_bytes, rtol,
 //                                 atol_per_k}; prints the measurement as JSON (measureKernelHere)
+//   sextant-libref pair SPEC      SPEC as above plus kernel_so (a compiled candidate) and
+//                                 memory_limit_bytes: both measured call by call, alternating
+//                                 (measurePairHere); prints {"first": candidate, "second": library}
 //
 // Exit codes: 0 done (a failed verification is a result, printed), 2 bad usage, 3 the library
 // cannot be loaded or configured as asked (the reason on stderr).
@@ -23,6 +26,7 @@
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/blas.h"
 #include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/isolation.h"
 #include "onednn_primitives.h"
 
 using json = nlohmann::json;
@@ -203,7 +207,9 @@ int probe() {
   return 0;
 }
 
-int measure(const json& spec) {
+// `measure SPEC` (the library alone) and `pair SPEC` (the library and the compiled candidate in
+// SPEC's kernel_so, call by call: measurePairHere, the candidate first).
+int measure(const json& spec, bool pair) {
   auto w = parseWorkloadKey(spec.value("workload", ""));
   if (!w) die("bad workload: " + w.error());
   const std::string lib = spec.value("library", ""), config = spec.value("config", "");
@@ -270,7 +276,23 @@ int measure(const json& spec) {
     const GemmProblem& prob = *p;
     kernel = [&prob](const float* a, const float* bb, float* c) { prob.runBlas(a, bb, c); };
   }
-  printf("%s\n", measureKernelHere(*p, [&](float* a, float* bb, float* c) { kernel(a, bb, c); }, o).c_str());
+  KernelFn lib_kernel = [&](float* a, float* bb, float* c) { kernel(a, bb, c); };
+  if (!pair) {
+    printf("%s\n", measureKernelHere(*p, lib_kernel, o).c_str());
+    return 0;
+  }
+  const std::string so = spec.value("kernel_so", "");
+  if (so.empty()) die("pair: no kernel_so in the specification");
+  limitChildAddressSpace(spec.value("memory_limit_bytes", -1ll));
+  std::string error;
+  KernelFn candidate = loadSharedObjectKernel(*w, so, error);
+  if (!candidate) {
+    const json failed{{"status", "load_error"}, {"message", error}};
+    const json skipped{{"status", "load_error"}, {"message", "not measured: the other kernel of the pair failed (load_error)"}};
+    printf("%s\n", json{{"first", failed}, {"second", skipped}}.dump().c_str());
+    return 0;
+  }
+  printf("%s\n", measurePairHere(*p, candidate, lib_kernel, o).c_str());
   return 0;
 }
 
@@ -282,16 +304,17 @@ int main(int argc, char** argv) {
   configureOpenBlasEnvironment(argv);
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "probe" && argc == 2) return probe();
-  if (cmd == "measure" && argc == 3) {
+  if ((cmd == "measure" || cmd == "pair") && argc == 3) {
     auto spec = json::parse(argv[2], nullptr, false);
     if (!spec.is_object()) {
-      fprintf(stderr, "sextant-libref: the measure specification is not a JSON object\n");
+      fprintf(stderr, "sextant-libref: the %s specification is not a JSON object\n", cmd.c_str());
       return 2;
     }
-    return measure(spec);
+    return measure(spec, cmd == "pair");
   }
   fprintf(stderr,
-          "usage: sextant-libref probe | sextant-libref measure SPEC\n"
-          "  Measures OpenBLAS, oneDNN or BLIS in a process of its own for tune's final comparison.\n");
+          "usage: sextant-libref probe | sextant-libref measure SPEC | sextant-libref pair SPEC\n"
+          "  Measures OpenBLAS, oneDNN or BLIS in a process of its own for tune's final comparison\n"
+          "  (pair: call by call against the compiled candidate in SPEC's kernel_so).\n");
   return 2;
 }

@@ -58,105 +58,155 @@ Buffer alignedCopy(const std::vector<float>& v) {
 
 }  // namespace
 
-std::string measureKernelHere(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
-                              const MeasureOptions& o) {
-  const GemmWorkload& w = p.workload();
-  Buffer a = alignedCopy(p.a()), b = alignedCopy(p.b());
-  std::vector<float> cinit(size_t(w.cElements()), std::nanf(""));  // poison: unwritten C is caught
-  Buffer c = alignedCopy(cinit);
-  nlohmann::json out;
+namespace {
 
-  kernel(a.get(), b.get(), c.get());
-  const auto& ref = p.reference();
-  double max_err = 0;
-  int64_t bad = -1;
-  const double atol = o.atol_per_k * double(w.k);
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double err = std::fabs(double(c.get()[i]) - double(ref[i]));
-    if (!(err <= atol + o.rtol * std::fabs(double(ref[i])))) {  // NaN fails too
-      if (bad < 0) bad = int64_t(i);
-      if (std::isnan(err)) err = INFINITY;
-    }
-    max_err = std::max(max_err, err);
+// The operands of one measuring process (aligned copies of the problem's inputs, C poisoned), the
+// verification of a kernel's C and the timing of single calls with the operands evicted first.
+class Bench {
+ public:
+  Bench(const GemmProblem& p, const MeasureOptions& o) : p_(p), o_(o), a_(alignedCopy(p.a())), b_(alignedCopy(p.b())) {
+    c_ = alignedCopy(std::vector<float>(size_t(p.workload().cElements()), 0.0f));
+#if defined(__x86_64__)
+    use_clflush_ = o.flush_bytes == 0;
+#endif
+    const int64_t flush_bytes = o.flush_bytes ? o.flush_bytes
+                                              : std::max<int64_t>(32ll << 20, 2 * hostCpu().lastLevelCacheBytes());
+    flush_.resize(o.flush_cache && !use_clflush_ ? size_t(flush_bytes) : 0);
   }
-  out["max_abs_err"] = std::isfinite(max_err) ? max_err : 1e300;
-  if (bad >= 0) {
+
+  // Calls `kernel` once on a C poisoned with NaN (unwritten C is caught) and checks C against the
+  // reference: {"status": "ok" | "wrong_result", "max_abs_err", "message"}.
+  nlohmann::json verify(const KernelFn& kernel) {
+    const GemmWorkload& w = p_.workload();
+    float* c = c_.get();
+    std::fill(c, c + w.cElements(), std::nanf(""));
+    kernel(a_.get(), b_.get(), c);
+    const auto& ref = p_.reference();
+    double max_err = 0;
+    int64_t bad = -1;
+    const double atol = o_.atol_per_k * double(w.k);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double err = std::fabs(double(c[i]) - double(ref[i]));
+      if (!(err <= atol + o_.rtol * std::fabs(double(ref[i])))) {  // NaN fails too
+        if (bad < 0) bad = int64_t(i);
+        if (std::isnan(err)) err = INFINITY;
+      }
+      max_err = std::max(max_err, err);
+    }
+    nlohmann::json out;
+    out["max_abs_err"] = std::isfinite(max_err) ? max_err : 1e300;
+    out["status"] = "ok";
+    if (bad < 0) return out;
     char msg[256];
     const int64_t mn = w.m * w.n;
     if (w.isConv()) {
       const ConvDesc& d = w.conv;
       snprintf(msg, sizeof msg, "wrong result: output[n %lld][oh %lld][ow %lld][oc %lld] = %g, expected %g (max |error| %g)",
                (long long)(bad / (d.oh * d.ow * d.oc)), (long long)(bad / (d.ow * d.oc) % d.oh),
-               (long long)(bad / d.oc % d.ow), (long long)(bad % d.oc), double(c.get()[bad]), double(ref[bad]), max_err);
+               (long long)(bad / d.oc % d.ow), (long long)(bad % d.oc), double(c[bad]), double(ref[bad]), max_err);
     } else if (w.batched())
       snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld][%lld] = %g, expected %g (max |error| %g)",
-               (long long)(bad / mn), (long long)(bad % mn / w.n), (long long)(bad % w.n), double(c.get()[bad]),
+               (long long)(bad / mn), (long long)(bad % mn / w.n), (long long)(bad % w.n), double(c[bad]),
                double(ref[bad]), max_err);
     else
       snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld] = %g, expected %g (max |error| %g)",
-               (long long)(bad / w.n), (long long)(bad % w.n), double(c.get()[bad]), double(ref[bad]), max_err);
+               (long long)(bad / w.n), (long long)(bad % w.n), double(c[bad]), double(ref[bad]), max_err);
     out["status"] = "wrong_result";
     out["message"] = msg;
-    return out.dump();
+    return out;
   }
-  for (int i = 1; i < o.warmup; ++i) kernel(a.get(), b.get(), c.get());
 
-  // Between repetitions the kernel's operands are evicted from every cache level: with clflush
+  void call(const KernelFn& kernel) { kernel(a_.get(), b_.get(), c_.get()); }
+
+  // One timed call, the operands evicted from every cache level first (when asked): with clflush
   // on x86 (exact and cheap: only the lines the kernel touches), else by writing a buffer twice
   // the size of the last-level cache.
-  const size_t a_bytes = p.a().size() * sizeof(float), b_bytes = p.b().size() * sizeof(float),
-               c_bytes = size_t(w.cElements()) * sizeof(float);
+  double timeOnce(const KernelFn& kernel) {
+    if (o_.flush_cache) evict();
+    auto t0 = std::chrono::steady_clock::now();
+    kernel(a_.get(), b_.get(), c_.get());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  void evict() {
 #if defined(__x86_64__)
-  const bool use_clflush = o.flush_bytes == 0;
-#else
-  const bool use_clflush = false;
-#endif
-  int64_t flush_bytes = o.flush_bytes ? o.flush_bytes
-                                      : std::max<int64_t>(32ll << 20, 2 * hostCpu().lastLevelCacheBytes());
-  std::vector<char> flush(o.flush_cache && !use_clflush ? size_t(flush_bytes) : 0);
-  auto evict = [&] {
-#if defined(__x86_64__)
-    if (use_clflush) {
-      for (auto [ptr, bytes] : {std::pair<const char*, size_t>{reinterpret_cast<const char*>(a.get()), a_bytes},
-                                {reinterpret_cast<const char*>(b.get()), b_bytes},
-                                {reinterpret_cast<const char*>(c.get()), c_bytes}})
+    if (use_clflush_) {
+      const GemmWorkload& w = p_.workload();
+      for (auto [ptr, bytes] :
+           {std::pair<const char*, size_t>{reinterpret_cast<const char*>(a_.get()), p_.a().size() * sizeof(float)},
+            {reinterpret_cast<const char*>(b_.get()), p_.b().size() * sizeof(float)},
+            {reinterpret_cast<const char*>(c_.get()), size_t(w.cElements()) * sizeof(float)}})
         for (size_t off = 0; off < bytes; off += 64) _mm_clflush(ptr + off);
       _mm_mfence();
       return;
     }
 #endif
-    for (size_t i = 0; i < flush.size(); i += 64) flush[i] = char(flush[i] + 1);
-  };
+    for (size_t i = 0; i < flush_.size(); i += 64) flush_[i] = char(flush_[i] + 1);
+  }
+
+  const GemmProblem& p_;
+  const MeasureOptions& o_;
+  Buffer a_, b_, c_;
+  bool use_clflush_ = false;
+  std::vector<char> flush_;
+};
+
+}  // namespace
+
+std::string measureKernelHere(const GemmProblem& p, const KernelFn& kernel, const MeasureOptions& o) {
+  Bench bench(p, o);
+  nlohmann::json out = bench.verify(kernel);
+  if (out["status"] != "ok") return out.dump();
+  for (int i = 1; i < o.warmup; ++i) bench.call(kernel);
   std::vector<double> times;
   double total = 0;
   while (int(times.size()) < o.max_reps && (int(times.size()) < o.min_reps || total < o.min_time_s)) {
-    if (o.flush_cache) evict();
-    auto t0 = std::chrono::steady_clock::now();
-    kernel(a.get(), b.get(), c.get());
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    times.push_back(t);
-    total += t;
+    times.push_back(bench.timeOnce(kernel));
+    total += times.back();
   }
-  out["status"] = "ok";
   out["times"] = times;
   return out.dump();
 }
 
-Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w) {
+std::string measurePairHere(const GemmProblem& p, const KernelFn& first, const KernelFn& second,
+                            const MeasureOptions& o) {
+  Bench bench(p, o);
+  nlohmann::json one = bench.verify(first), two = bench.verify(second);
+  const bool ok = one["status"] == "ok" && two["status"] == "ok";
+  if (!ok) {
+    // The one that verified is not timed either: its partner failed.
+    for (auto [j, other] : {std::pair<nlohmann::json*, const nlohmann::json*>{&one, &two}, {&two, &one}})
+      if ((*j)["status"] == "ok") {
+        (*j)["status"] = "load_error";
+        (*j)["message"] = "not measured: the other kernel of the pair failed (" + other->value("status", std::string()) + ")";
+      }
+    return nlohmann::json{{"first", one}, {"second", two}}.dump();
+  }
+  for (int i = 1; i < o.warmup; ++i) bench.call(first), bench.call(second);
+  std::vector<double> t1, t2;
+  double total1 = 0, total2 = 0;
+  // Call by call, in alternating order (1 2, 2 1, ...): a change of the machine's speed that lasts
+  // longer than a call slows both calls of a pair alike.
+  while (int(t1.size()) < o.max_reps && (int(t1.size()) < o.min_reps || std::min(total1, total2) < o.min_time_s)) {
+    if (t1.size() % 2 == 0) {
+      t1.push_back(bench.timeOnce(first));
+      t2.push_back(bench.timeOnce(second));
+    } else {
+      t2.push_back(bench.timeOnce(second));
+      t1.push_back(bench.timeOnce(first));
+    }
+    total1 += t1.back(), total2 += t2.back();
+  }
+  one["times"] = t1, two["times"] = t2;
+  return nlohmann::json{{"first", one}, {"second", two}}.dump();
+}
+
+namespace {
+
+Measurement measurementFromJson(const nlohmann::json& j, const GemmWorkload& w) {
   Measurement m;
-  if (co.kind == ChildOutcome::Kind::TimedOut) {
-    m.status = MeasureStatus::Timeout;
-    m.message = co.describe();
-    return m;
-  }
-  if (!co.finished()) {
-    m.status = MeasureStatus::Crash;
-    m.message = co.describe();
-    if (!co.stderr_text.empty()) m.message += ": " + co.stderr_text.substr(0, 2000);
-    return m;
-  }
-  auto j = nlohmann::json::parse(co.output, nullptr, false);
-  if (j.is_discarded() || !j.contains("status")) {
+  if (!j.is_object() || !j.contains("status")) {
     m.status = MeasureStatus::Crash;
     m.message = "the measuring child returned no result";
     return m;
@@ -177,6 +227,38 @@ Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w) 
   summarize(m.times_s, m.median_s, m.cv);
   m.gflops = m.median_s > 0 ? w.flops() / m.median_s / 1e9 : 0;
   return m;
+}
+
+// A child that did not finish (timed out, crashed): the measurement says how.
+bool childFailed(const ChildOutcome& co, Measurement& m) {
+  if (co.kind == ChildOutcome::Kind::TimedOut) {
+    m.status = MeasureStatus::Timeout;
+    m.message = co.describe();
+    return true;
+  }
+  if (!co.finished()) {
+    m.status = MeasureStatus::Crash;
+    m.message = co.describe();
+    if (!co.stderr_text.empty()) m.message += ": " + co.stderr_text.substr(0, 2000);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w) {
+  Measurement m;
+  if (childFailed(co, m)) return m;
+  return measurementFromJson(nlohmann::json::parse(co.output, nullptr, false), w);
+}
+
+std::pair<Measurement, Measurement> pairFromChild(const ChildOutcome& co, const GemmWorkload& w) {
+  Measurement m;
+  if (childFailed(co, m)) return {m, m};
+  auto j = nlohmann::json::parse(co.output, nullptr, false);
+  if (!j.is_object()) j = nlohmann::json::object();
+  return {measurementFromJson(j.value("first", nlohmann::json()), w), measurementFromJson(j.value("second", nlohmann::json()), w)};
 }
 
 const char* measureStatusName(MeasureStatus s) {
@@ -287,6 +369,39 @@ void GemmProblem::runBlasElement(const float* a, const float* b, float* c) const
                int(w_.n));
 }
 
+KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_path, std::string& error) {
+  void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    error = dlerror();
+    return nullptr;
+  }
+  void* sym = dlsym(h, "_mlir_ciface_sextant_gemm");
+  if (!sym) {
+    error = "no _mlir_ciface_sextant_gemm in " + so_path;
+    return nullptr;
+  }
+  const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
+  if (w.isConv()) {
+    const ConvDesc d = w.conv;
+    return [sym, d](float* a, float* b, float* c) {
+      auto da = rowMajor(a, d.mb, d.ih, d.iw, d.ic), dc = rowMajor(c, d.mb, d.oh, d.ow, d.oc);
+      if (d.depthwise())
+        callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic), dc);
+      else
+        callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic, d.oc), dc);
+    };
+  }
+  if (w.batched())
+    return [sym, w, ta, tb](float* a, float* b, float* c) {
+      callKernel(sym, ta ? rowMajor(a, w.batch, w.k, w.m) : rowMajor(a, w.batch, w.m, w.k),
+                 tb ? rowMajor(b, w.batch, w.n, w.k) : rowMajor(b, w.batch, w.k, w.n), rowMajor(c, w.batch, w.m, w.n));
+    };
+  return [sym, w, ta, tb](float* a, float* b, float* c) {
+    callKernel(sym, ta ? rowMajor(a, w.k, w.m) : rowMajor(a, w.m, w.k), tb ? rowMajor(b, w.n, w.k) : rowMajor(b, w.k, w.n),
+               rowMajor(c, w.m, w.n));
+  };
+}
+
 Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o) {
   const GemmWorkload& w = p.workload();
   MachineLock lock(MachineLock::Mode::Measure);
@@ -294,42 +409,10 @@ Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path
       [&]() -> std::string {
         limitChildAddressSpace(o.memory_limit_bytes == 0 ? defaultChildMemoryLimit() : o.memory_limit_bytes);
         bindOpenMpThreads();
-        void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h) return nlohmann::json{{"status", "load_error"}, {"message", std::string(dlerror())}}.dump();
-        void* sym = dlsym(h, "_mlir_ciface_sextant_gemm");
-        if (!sym)
-          return nlohmann::json{{"status", "load_error"}, {"message", "no _mlir_ciface_sextant_gemm in " + so_path}}
-              .dump();
-        const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
-        if (w.isConv()) {
-          const ConvDesc& d = w.conv;
-          return measureKernelHere(
-              p,
-              [&](float* a, float* b, float* c) {
-                auto da = rowMajor(a, d.mb, d.ih, d.iw, d.ic), dc = rowMajor(c, d.mb, d.oh, d.ow, d.oc);
-                if (d.depthwise())
-                  callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic), dc);
-                else
-                  callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic, d.oc), dc);
-              },
-              o);
-        }
-        if (w.batched())
-          return measureKernelHere(
-              p,
-              [&](float* a, float* b, float* c) {
-                callKernel(sym, ta ? rowMajor(a, w.batch, w.k, w.m) : rowMajor(a, w.batch, w.m, w.k),
-                           tb ? rowMajor(b, w.batch, w.n, w.k) : rowMajor(b, w.batch, w.k, w.n),
-                           rowMajor(c, w.batch, w.m, w.n));
-              },
-              o);
-        return measureKernelHere(
-            p,
-            [&](float* a, float* b, float* c) {
-              callKernel(sym, ta ? rowMajor(a, w.k, w.m) : rowMajor(a, w.m, w.k),
-                         tb ? rowMajor(b, w.n, w.k) : rowMajor(b, w.k, w.n), rowMajor(c, w.m, w.n));
-            },
-            o);
+        std::string error;
+        KernelFn kernel = loadSharedObjectKernel(w, so_path, error);
+        if (!kernel) return nlohmann::json{{"status", "load_error"}, {"message", error}}.dump();
+        return measureKernelHere(p, kernel, o);
       },
       o.timeout_s);
   return measurementFromChild(co, w);

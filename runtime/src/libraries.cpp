@@ -150,24 +150,51 @@ const std::vector<CpuLibrary>& cpuLibraries() {
   return libs;
 }
 
+namespace {
+
+nlohmann::json librefSpec(const GemmProblem& p, const CpuLibrary& lib, const MeasureOptions& o) {
+  return nlohmann::json{{"library", lib.name},          {"config", lib.config},     {"config_index", lib.config_index},
+                        {"workload", p.workload().key()},
+                        {"seed", p.seed()},             {"threads", o.blas_threads}, {"warmup", o.warmup},
+                        {"min_reps", o.min_reps},       {"max_reps", o.max_reps},   {"min_time_s", o.min_time_s},
+                        {"flush_cache", o.flush_cache}, {"flush_bytes", o.flush_bytes}, {"rtol", o.rtol},
+                        {"atol_per_k", o.atol_per_k}};
+}
+
+Measurement notMeasured(const CpuLibrary& lib, const std::string& why) {
+  Measurement m;
+  m.status = MeasureStatus::LoadError;
+  m.message = lib.id() + " not measured: " + why;
+  return m;
+}
+
+// The inputs and OpenBLAS's reference are made again in sextant-libref: allow for that.
+double setupSeconds(const GemmProblem& p) { return 5 + double(p.workload().flops()) / 20e9; }
+
+}  // namespace
+
 Measurement measureLibrary(const GemmProblem& p, const CpuLibrary& lib, const MeasureOptions& o) {
-  if (!lib.available) {
-    Measurement m;
-    m.status = MeasureStatus::LoadError;
-    m.message = lib.id() + " not measured: " + lib.missing;
-    return m;
-  }
-  nlohmann::json spec{{"library", lib.name},          {"config", lib.config},     {"config_index", lib.config_index},
-                      {"workload", p.workload().key()},
-                      {"seed", p.seed()},             {"threads", o.blas_threads}, {"warmup", o.warmup},
-                      {"min_reps", o.min_reps},       {"max_reps", o.max_reps},   {"min_time_s", o.min_time_s},
-                      {"flush_cache", o.flush_cache}, {"flush_bytes", o.flush_bytes}, {"rtol", o.rtol},
-                      {"atol_per_k", o.atol_per_k}};
+  if (!lib.available) return notMeasured(lib, lib.missing);
+  const nlohmann::json spec = librefSpec(p, lib, o);
   MachineLock lock(MachineLock::Mode::Measure);
-  // The inputs and OpenBLAS's reference are made again in sextant-libref: allow for that.
-  const double setup_s = 5 + double(p.workload().flops()) / 20e9;
-  ChildOutcome co = runIsolated([&] { return runLibref({"measure", spec.dump()}); }, o.timeout_s + setup_s);
+  ChildOutcome co = runIsolated([&] { return runLibref({"measure", spec.dump()}); }, o.timeout_s + setupSeconds(p));
   return measurementFromChild(co, p.workload());
+}
+
+std::pair<Measurement, Measurement> measureLibraryPaired(const GemmProblem& p, const CpuLibrary& lib,
+                                                         const std::string& so_path, const MeasureOptions& o) {
+  if (!lib.available) return {notMeasured(lib, lib.missing), notMeasured(lib, lib.missing)};
+  if (o.blas_threads != 1) {
+    const Measurement m = notMeasured(lib, "paired measurements run on one thread only");
+    return {m, m};
+  }
+  nlohmann::json spec = librefSpec(p, lib, o);
+  spec["kernel_so"] = so_path;
+  spec["memory_limit_bytes"] = o.memory_limit_bytes == 0 ? defaultChildMemoryLimit() : o.memory_limit_bytes;
+  MachineLock lock(MachineLock::Mode::Measure);
+  // Twice the calls of one measurement, in one child.
+  ChildOutcome co = runIsolated([&] { return runLibref({"pair", spec.dump()}); }, 2 * o.timeout_s + setupSeconds(p));
+  return pairFromChild(co, p.workload());
 }
 
 }  // namespace sextant

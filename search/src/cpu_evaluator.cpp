@@ -77,8 +77,22 @@ std::vector<CpuEvaluator::Compiled> CpuEvaluator::compile(const std::vector<std:
   return out;
 }
 
+std::shared_ptr<std::optional<CpuEvaluator::Compiled>> CpuEvaluator::compiledOnce(const std::string& schedule) {
+  auto& slot = compiled_once_[schedule];
+  if (!slot) slot = std::make_shared<std::optional<Compiled>>();
+  return slot;
+}
+
+std::function<std::string()> CpuEvaluator::sharedObject(const std::string& schedule) {
+  auto compiled = compiledOnce(schedule);
+  return [this, schedule, compiled]() {
+    if (!*compiled) *compiled = compile({schedule}).front();
+    return (*compiled)->ok ? (*compiled)->path : std::string();
+  };
+}
+
 std::function<Measurement()> CpuEvaluator::measurer(const std::string& schedule) {
-  auto compiled = std::make_shared<std::optional<Compiled>>();
+  auto compiled = compiledOnce(schedule);
   return [this, schedule, compiled]() {
     if (!*compiled) *compiled = compile({schedule}).front();
     if (!(*compiled)->ok) {

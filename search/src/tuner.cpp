@@ -62,7 +62,21 @@ std::vector<double> TuneSummary::roundRatios() const {
   return out;
 }
 
-// The median of the rounds' paired ratios: each round measures the two back to back, so a phase of
+std::vector<double> TuneSummary::pairRatios() const {
+  std::vector<double> out;
+  if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok" ||
+      !head_to_head[0].paired || !head_to_head[1].paired)
+    return out;
+  const auto& t = head_to_head[0].times_s;
+  const auto& r = head_to_head[1].times_s;
+  for (size_t i = 0; i < t.size() && i < r.size(); ++i)
+    if (t[i] > 0 && r[i] > 0) out.push_back(r[i] / t[i]);
+  return out;
+}
+
+// Call by call (pairRatios), each pair's two calls are taken back to back, so a change of the
+// machine's speed that lasts longer than a call (tens of milliseconds) cancels in its ratio.
+// Otherwise the median of the rounds' paired ratios: each round measures the two back to back, so a phase of
 // the machine (a neighbour's load, a frequency change) that lasts seconds slows both sides of a
 // round alike and cancels in its ratio. Pooling every repetition instead lets such a phase weigh
 // by how many repetitions fell into it, which differs between the two (a slow call gets fewer).
@@ -70,7 +84,8 @@ double TuneSummary::ratioToReference() const {
   if (head_to_head.size() != 2 || head_to_head[0].status != "ok" || head_to_head[1].status != "ok" ||
       head_to_head[1].gflops <= 0)
     return 0;
-  const std::vector<double> ratios = roundRatios();
+  std::vector<double> ratios = pairRatios();
+  if (ratios.empty()) ratios = roundRatios();
   if (ratios.empty()) return head_to_head[0].gflops / head_to_head[1].gflops;
   double median = 0, cv = 0;
   summarize(ratios, median, cv);
@@ -107,6 +122,40 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
   }
   for (auto& row : rows) {
     if (row.status != "ok") continue;
+    summarize(row.times_s, row.median_s, row.cv);
+    row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
+  }
+  return rows;
+}
+
+// The head-to-head call by call: each round one process measures the winner and the library in
+// alternating calls (Contender::measure_paired). Empty when it cannot (nothing compiled, a failed
+// pair): the caller measures in alternating rounds instead.
+static std::vector<BaselineRow> pairedHeadToHead(const Contender& tuned, const Contender& lib, int rounds, double flops,
+                                                 const std::atomic<bool>& stop) {
+  if (!tuned.shared_object || !lib.measure_paired) return {};
+  const std::string so = tuned.shared_object();
+  if (so.empty()) return {};
+  std::vector<BaselineRow> rows(2);
+  const Contender* who[2] = {&tuned, &lib};
+  for (int i = 0; i < 2; ++i) {
+    rows[size_t(i)].name = who[i]->name;
+    rows[size_t(i)].detail = who[i]->detail;
+    rows[size_t(i)].record_id = who[i]->record_id;
+    rows[size_t(i)].status = "ok";
+    rows[size_t(i)].paired = true;
+  }
+  for (int r = 0; r < rounds && !stop.load(); ++r) {
+    auto [mt, ml] = lib.measure_paired(so);
+    if (!mt.ok() || !ml.ok() || mt.times_s.size() != ml.times_s.size()) return {};
+    int i = 0;
+    for (const Measurement* m : {&mt, &ml}) {
+      BaselineRow& row = rows[size_t(i++)];
+      row.times_s.insert(row.times_s.end(), m->times_s.begin(), m->times_s.end());
+      row.round_median_s.push_back(m->median_s);
+    }
+  }
+  for (auto& row : rows) {
     summarize(row.times_s, row.median_s, row.cv);
     row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
   }
@@ -318,7 +367,9 @@ Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::v
   for (const Contender& c : contenders)
     if (c.library && c.name == lib->name && c.detail == lib->detail) pair.push_back(c);
   if (pair.size() != 2) return okStatus();
-  sum.head_to_head = finalComparison(pair, o.final_rounds, ctx.workload.flops(), stop, /*alternate=*/true);
+  sum.head_to_head = pairedHeadToHead(pair[0], pair[1], o.final_rounds, ctx.workload.flops(), stop);
+  if (sum.head_to_head.empty() && !stop.load())
+    sum.head_to_head = finalComparison(pair, o.final_rounds, ctx.workload.flops(), stop, /*alternate=*/true);
   if (stop.load()) {
     sum.head_to_head.clear();
     return okStatus();

@@ -66,16 +66,22 @@ TEST(EndToEnd, TunesASmallGemmAndReportsHonestJson) {
     }
     // tune links LibTorch, which loads OpenBLAS before main(): the reference must still run the
     // host's kernels, not the generic fallback (a 4x slower peer would flatter every ratio).
-    if (l["name"] == "openblas") EXPECT_EQ(l["kernels"].get<std::string>().find("Prescott"), std::string::npos) << l;
+    if (l["name"] == "openblas") {
+      EXPECT_EQ(l["kernels"].get<std::string>().find("Prescott"), std::string::npos) << l;
+    }
   }
   EXPECT_EQ(names, (std::set<std::string>{"openblas", "onednn", "blis"}));
   EXPECT_DOUBLE_EQ(j["reference"]["gflops"].get<double>(), fastest);
   EXPECT_GT(j["reference"]["gflops"].get<double>(), 0.5);
   // The ratio comes from head-to-head rounds run after the winner was picked.
   ASSERT_TRUE(j.contains("head_to_head")) << r.out;
-  // ... as the median of those rounds' paired ratios (one per round).
-  auto rr = j["head_to_head"]["round_ratios"].get<std::vector<double>>();
-  ASSERT_EQ(rr.size(), j["final_rounds"].get<size_t>()) << r.out;
+  // ... on one thread call by call: the median of the back-to-back call pairs' ratios (as many
+  // as the winner's head-to-head repetitions), over as many rounds as the final comparison's.
+  EXPECT_EQ(j["head_to_head"]["call_by_call"], true) << r.out;
+  EXPECT_EQ(j["head_to_head"]["round_ratios"].size(), j["final_rounds"].get<size_t>()) << r.out;
+  auto rr = j["head_to_head"]["pair_ratios"].get<std::vector<double>>();
+  ASSERT_EQ(rr.size(), j["head_to_head"]["tuned"]["repetitions"].get<size_t>()) << r.out;
+  ASSERT_GE(rr.size(), j["final_rounds"].get<size_t>() * 5) << r.out;
   std::sort(rr.begin(), rr.end());
   const double median_ratio = rr.size() % 2 ? rr[rr.size() / 2] : 0.5 * (rr[rr.size() / 2 - 1] + rr[rr.size() / 2]);
   EXPECT_NEAR(j["ratio_to_reference"].get<double>(), median_ratio, 1e-9);

@@ -249,3 +249,71 @@ TEST(TunerSummary, HeadToHeadRatioPairsTheRounds) {
   sum.head_to_head = {row({{12, 1e-3 / 1.2}, {6, 2e-3 / 1.2}, {12, 1e-3 / 1.2}}), row({{10, 1e-3}, {5, 2e-3}, {10, 1e-3}})};
   EXPECT_NEAR(sum.ratioToReference(), 1.2, 1e-9);
 }
+
+// Call by call (issue #35, the Cascade Lake VM, whose speed changes within a second): the ratio is
+// the median of the call pairs' ratios, each pair taken back to back, not of the rounds' medians.
+TEST(TunerSummary, CallByCallTheRatioIsThePairsMedian) {
+  auto row = [](std::vector<double> times) {
+    BaselineRow b;
+    b.status = "ok", b.paired = true, b.times_s = times;
+    summarize(b.times_s, b.median_s, b.cv);
+    b.round_median_s = {b.median_s};
+    b.gflops = 1e-3 / b.median_s;
+    return b;
+  };
+  TuneSummary sum;
+  sum.head_to_head = {row({1, 2, 1}), row({1.0, 1.3, 1.2})};
+  EXPECT_EQ(sum.pairRatios(), (std::vector<double>{1.0, 0.65, 1.2}));
+  EXPECT_NEAR(sum.roundRatios()[0], 1.2, 1e-9) << "what the round's medians say";
+  EXPECT_NEAR(sum.ratioToReference(), 1.0, 1e-9);
+  sum.head_to_head[0].paired = sum.head_to_head[1].paired = false;  // measured in rounds: as before
+  EXPECT_TRUE(sum.pairRatios().empty());
+  EXPECT_NEAR(sum.ratioToReference(), 1.2, 1e-9);
+}
+
+// The tuner uses the call-by-call measurement when the winner has a compiled kernel and the
+// reference can pair itself with it, and the alternating rounds when the pairing fails.
+TEST_F(Tuner, HeadToHeadCallByCallAndItsFallback) {
+  const double flops = w.flops();
+  for (bool pairing_works : {true, false}) {
+    SCOPED_TRACE(pairing_works ? "pairing works" : "pairing fails");
+    TempDb fresh;
+    auto opened = Database::open(fresh.path);
+    ASSERT_TRUE(opened.ok());
+    Database d = std::move(*opened);
+    ASSERT_TRUE(registerWorkloadAndTarget(d, w, *target, "test", "avx512").ok());
+    SyntheticEvaluator ev(space, flops);
+    TuneContext ctx{d, w, *target, space, ev, "test", "Test CPU", "22", kHere};
+    TuneOptions o;
+    o.strategy = "random";
+    o.trials = 8;
+    o.batch = 8;
+    o.final_top_k = 1;
+    std::string paired_with;
+    // Alone (the final comparison, the rounds) the library measures 50 GFLOP/s; paired with the
+    // winner, each pair says the winner takes 0.8 of the library's time, whatever the phase.
+    Contender lib{"onednn", "oneDNN (test)", 0, [&] { return timed(flops, flops / 50e9); }, true};
+    lib.measure_paired = [&](const std::string& so) {
+      paired_with = so;
+      Measurement k = timed(flops, 1e-3), l = timed(flops, 1e-3 / 0.8);
+      k.times_s = {1e-3, 2e-3, 1e-3, 2e-3, 1e-3}, l.times_s = {1.25e-3, 2.5e-3, 1.25e-3, 2.5e-3, 1.25e-3};
+      if (!pairing_works) k.status = MeasureStatus::Crash;
+      return std::make_pair(k, l);
+    };
+    ConfirmFactory confirm = [&](const RecordRow& r) {
+      Contender c{"tuned", r.candidate, r.id, [&] { return timed(flops, flops / 100e9); }, false};
+      c.shared_object = [key = r.candidate] { return "/tmp/" + key + ".so"; };
+      return c;
+    };
+    std::atomic<bool> stop{false};
+    auto sum = tune(ctx, o, {lib}, confirm, stop, nullptr);
+    ASSERT_TRUE(sum.ok()) << sum.error();
+    ASSERT_EQ(sum->head_to_head.size(), 2u);
+    EXPECT_EQ(paired_with, "/tmp/" + sum->best_confirmed->candidate + ".so");
+    EXPECT_EQ(sum->head_to_head[0].paired, pairing_works);
+    EXPECT_NEAR(sum->ratioToReference(), pairing_works ? 1.25 : 2.0, 1e-9);
+    if (pairing_works) {
+      EXPECT_EQ(sum->pairRatios().size(), size_t(5 * o.final_rounds));
+    }
+  }
+}

@@ -136,6 +136,8 @@ struct BaselineRow {
   double median_s = 0, cv = 0, gflops = 0;
   std::string created_at;
   std::vector<double> round_median_s;  // the median of each round's repetitions (not stored)
+  bool paired = false;  // a head-to-head row measured call by call: times_s[i] of both rows taken
+                        // back to back (not stored)
 };
 
 // A study (issue #17): a workload and target tuned together by workers (tune worker), up to

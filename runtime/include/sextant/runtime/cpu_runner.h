@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sextant/codegen/workload.h"
@@ -72,7 +73,14 @@ class GemmProblem {
   std::vector<float> a_, b_, ref_;
 };
 
-// A compiled candidate: a shared object exporting `_mlir_ciface_sextant_gemm`.
+// A kernel called on (A, B, C) with the problem's row-major operands.
+using KernelFn = std::function<void(float*, float*, float*)>;
+
+// The kernel of a compiled candidate, a shared object exporting `_mlir_ciface_sextant_gemm`, loaded
+// into this process (its operands passed as MLIR memref descriptors of the workload's shapes);
+// null with `error` set when it cannot be loaded.
+KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_path, std::string& error);
+// A compiled candidate, measured in an isolated child.
 Measurement measureSharedObject(const GemmProblem& p, const std::string& so_path, const MeasureOptions& o);
 // The OpenBLAS peer, through the same harness (isolation, flush, repetitions).
 Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o);
@@ -81,11 +89,20 @@ Measurement measureOpenBlas(const GemmProblem& p, const MeasureOptions& o);
 // `kernel` once and verifies C against the reference, then times repetitions with the operands
 // evicted from the caches before each. Returns the measurement as JSON text (status, times,
 // max_abs_err, message), which measurementFromChild reads back.
-std::string measureKernelHere(const GemmProblem& p, const std::function<void(float*, float*, float*)>& kernel,
-                              const MeasureOptions& o);
+std::string measureKernelHere(const GemmProblem& p, const KernelFn& kernel, const MeasureOptions& o);
+// Two kernels measured call by call in alternating order (1 2, 2 1, ...) after both were verified:
+// repetition i of each is a pair taken back to back, so that their ratio is not moved by a change
+// of the machine's speed that lasts longer than a call (a neighbour's load on a VM). Until both
+// have min_reps repetitions and min_time_s in all (max_reps pairs at most). Returns
+// {"first": ..., "second": ...}, each as measureKernelHere's JSON; when one fails verification
+// neither is timed. pairFromChild reads it back.
+std::string measurePairHere(const GemmProblem& p, const KernelFn& first, const KernelFn& second,
+                            const MeasureOptions& o);
 struct ChildOutcome;
 // A measuring child's outcome (its JSON, or how it died) as a Measurement of workload `w`.
 Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w);
+// A measuring child's outcome of measurePairHere: {first, second} (a failed child fails both).
+std::pair<Measurement, Measurement> pairFromChild(const ChildOutcome& co, const GemmWorkload& w);
 
 // Median and coefficient of variation of a sample.
 void summarize(const std::vector<double>& times, double& median, double& cv);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sextant/runtime/cpu_runner.h"
@@ -46,6 +47,14 @@ std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w);
 // problem's inputs are made again there from the same seed; its result is checked against
 // OpenBLAS's (one thread) there.
 Measurement measureLibrary(const GemmProblem& p, const CpuLibrary& lib, const MeasureOptions& o);
+
+// The library and a compiled candidate (its shared object, as measureSharedObject takes it) in one
+// sextant-libref process, call by call in alternating order (measurePairHere): {candidate, library},
+// repetition i of each taken back to back. For the head-to-head of the winner with the reference
+// on a machine whose speed changes within seconds. One thread only: the candidate's OpenMP runtime
+// (LLVM's) and the libraries' (GNU's) would spin against each other in one process.
+std::pair<Measurement, Measurement> measureLibraryPaired(const GemmProblem& p, const CpuLibrary& lib,
+                                                         const std::string& so_path, const MeasureOptions& o);
 
 // Where sextant-libref is: $SEXTANT_LIBREF, else beside the running program, else the build tree's.
 // Empty when it is nowhere.

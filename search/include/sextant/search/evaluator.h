@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,9 @@ class CpuEvaluator : public Evaluator {
   // A function that measures `schedule` each time it is called (compiled once, on first call);
   // a compile failure comes back as a LoadError measurement. For the final comparison.
   std::function<Measurement()> measurer(const std::string& schedule);
+  // A function that gives `schedule`'s compiled shared object (compiled once, shared with its
+  // measurer; "" when it does not compile). For the head-to-head call by call.
+  std::function<std::string()> sharedObject(const std::string& schedule);
 
   struct Compiled {
     bool ok = false;
@@ -66,8 +72,10 @@ class CpuEvaluator : public Evaluator {
  private:
   std::vector<Evaluation> compileAndMeasure(const std::vector<std::string>& schedules, const std::atomic<bool>& stop,
                                             const std::function<void(size_t, const Evaluation&)>& on_result);
+  std::shared_ptr<std::optional<Compiled>> compiledOnce(const std::string& schedule);
   GemmWorkload w_;
   const Space& space_;
+  std::map<std::string, std::shared_ptr<std::optional<Compiled>>> compiled_once_;  // by schedule text
   const GemmProblem& problem_;
   CpuEvaluatorOptions o_;
   uint64_t counter_ = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "sextant/codegen/space.h"
@@ -74,6 +75,12 @@ struct Contender {
   int64_t record_id = 0;
   std::function<Measurement()> measure;  // one measurement (its own repetitions)
   bool library = false;                  // a reference library (the fastest one is the reference)
+  // For the head-to-head, call by call (both set: a CPU candidate and a library on one thread):
+  // the candidate's compiled kernel ("" when it did not compile), and a library's measurement of
+  // itself against such a kernel in one process: {candidate, library}, repetition i of each taken
+  // back to back (measureLibraryPaired).
+  std::function<std::string()> shared_object{};
+  std::function<std::pair<Measurement, Measurement>(const std::string& so)> measure_paired{};
 };
 // Makes a contender for a record of this run (compiles its schedule).
 using ConfirmFactory = std::function<Contender(const RecordRow&)>;
@@ -104,10 +111,12 @@ struct TuneSummary {
   const BaselineRow* finalBestTuned() const;                   // highest pooled GFLOP/s of "tuned"
   const BaselineRow* fastestLibrary() const;                   // highest pooled GFLOP/s of a library
   bool isLibrary(const BaselineRow& b) const;
-  // Tuned / fastest library, from the head-to-head rounds (0 when they did not run): the median of
-  // the rounds' paired ratios (the reference's round median time / the winner's).
+  // Tuned / fastest library, from the head-to-head (0 when it did not run): the median of the
+  // call pairs' ratios when it ran call by call (the reference's time / the winner's, each pair
+  // taken back to back), else of the rounds' ratios (the reference's round median / the winner's).
   double ratioToReference() const;
   std::vector<double> roundRatios() const;  // each head-to-head round's ratio, in order
+  std::vector<double> pairRatios() const;   // each call pair's ratio (empty unless call by call)
 };
 
 struct TuneContext {
