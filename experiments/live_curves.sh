@@ -38,13 +38,16 @@ machine="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (cp
 /usr/bin/python3 - "$tmp" "$out.json" "$shape" "$layout" "$trials" "$seeds" "$configs" "$machine" <<'PY'
 import json, os, sqlite3, sys
 tmp, out, shape, layout, trials, seeds, configs, machine = sys.argv[1:]
-runs, tops, reports = {}, {}, {}
+runs, tops, reports, keys = {}, {}, {}, {}
 for c in configs.split():
     st, pre = c.split(":")
     for s in seeds.split():
         db = sqlite3.connect(os.path.join(tmp, f"{st}-{pre}-{s}.db"))
         rows = list(db.execute("SELECT gflops, status, candidate FROM records ORDER BY id"))
         runs.setdefault(c, []).append([r[0] if r[1] == "ok" and r[0] else 0.0 for r in rows])
+        # each trial's candidate (since 2026-11-26): the best after any number of trials can be
+        # re-measured call by call afterwards (experiments/live_remeasure.py)
+        keys.setdefault(c, []).append([r[2] for r in rows])
         ok = [r for r in rows if r[1] == "ok" and r[0]]
         # each run's best schedule (since 2026-11-24): which knobs the strategies end on
         tops.setdefault(c, []).append(max(ok)[2] if ok else None)
@@ -56,7 +59,8 @@ for c in configs.split():
 best = max(max(g) for rs in runs.values() for g in rs if g)
 json.dump({"shape": shape, "layout": layout, "trials": int(trials), "seeds": [int(x) for x in seeds.split()],
            "machine": machine, "reference_best_gflops": best,
-           "configs": {c: {"curves_gflops": rs, "best_schedules": tops[c], "strategy_reports": reports[c]}
+           "configs": {c: {"curves_gflops": rs, "best_schedules": tops[c], "strategy_reports": reports[c],
+                           "candidates": keys[c]}
                        for c, rs in runs.items()}},
           open(out, "w"), indent=1)
 PY

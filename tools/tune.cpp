@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
                  "cpu: measure one knob assignment of the space (KNOB=V,... as tune show prints them) instead of "
                  "tuning: compiled, verified and recorded exactly as a candidate of a run (the entry point of "
                  "other searchers, e.g. experiments/peers/optuna_tpe.py)");
+  app.add_option("--versus", ta.versus,
+                 "cpu, with --schedule or --knobs, 1 thread: then measure the schedule and this reference library "
+                 "(openblas, onednn, onednn:matmul, blis:skx, ... as the summary lists them) call by call in "
+                 "--final-rounds processes, and print the median of the call pairs' ratios (schedule / library)");
   app.add_flag("--print-space", ta.print_space,
                "cpu: print the schedule space of the workload (knobs, their values, constraint names) as JSON and exit");
   app.add_flag("--fresh", ta.fresh, "start a new run even if an unfinished one with the same settings exists");

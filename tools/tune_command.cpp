@@ -158,6 +158,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
                 " logical cores (measurements use all the threads asked for, with nothing else running)");
   target->arch = cpuArchWithThreads(target->arch, threads);
   if (!a.out.empty()) return fail("--out is for --measure bundle on GPU targets");
+  if (!a.versus.empty() && a.schedule_file.empty() && a.knobs.empty())
+    return fail("--versus goes with --schedule or --knobs");
+  if (!a.versus.empty() && threads != 1) return fail("--versus measures call by call on one thread only (--threads 1)");
   if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
   {
@@ -217,6 +220,12 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
 
   auto problem = GemmProblem::create(*w);
   if (!problem) return fail(problem.error());
+  std::optional<CpuLibrary> versus_lib;
+  if (!a.versus.empty()) {
+    auto lib = versusLibrary(*w, a.versus);
+    if (!lib) return fail("--versus: " + lib.error());
+    versus_lib = *lib;
+  }
 
   MeasureOptions mo;
   mo.min_time_s = a.min_time;
@@ -239,6 +248,13 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
                                                    : "custom:" + schedule_label;
     if (!a.quiet) std::cerr << "compiling and measuring " << schedule_label << "...\n";
     Evaluation e = evaluator.evaluateSchedule(schedule_text);
+    std::optional<Versus> vs;
+    if (e.status == "ok" && versus_lib) {
+      if (!a.quiet) std::cerr << "measuring it call by call against " << versus_lib->id() << "...\n";
+      auto v = measureVersus(*problem, *versus_lib, evaluator.sharedObject(schedule_text)(), mo, a.final_rounds);
+      if (!v) return fail("--versus " + a.versus + ": " + v.error());
+      vs = *v;
+    }
     RunRow run;
     run.workload_key = w->key();
     run.target_key = target->key();
@@ -261,13 +277,15 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
       std::cout << json{{"workload", w->key()}, {"target", target->key()}, {"schedule", schedule_label},
                         {"status", e.status}, {"message", e.message}, {"gflops", e.measurement.gflops},
                         {"median_s", e.measurement.median_s}, {"cv", e.measurement.cv},
-                        {"compile_s", e.compile_s}, {"machine", machine}, {"db", db->path()}}
+                        {"compile_s", e.compile_s}, {"machine", machine}, {"db", db->path()},
+                        {"versus", vs ? versusJson(*vs) : json(nullptr)}}
                        .dump(2)
                 << "\n";
     } else if (e.status == "ok") {
       printf("%s: %.2f GFLOP/s measured (median of %zu repetitions, cv %.1f%%), compiled in %.2f s; recorded in %s\n",
              schedule_label.c_str(), e.measurement.gflops, e.measurement.times_s.size(), 100 * e.measurement.cv,
              e.compile_s, db->path().c_str());
+      if (vs) printVersus(*vs);
     } else {
       std::string msg = e.message;
       std::replace(msg.begin(), msg.end(), '\n', ' ');

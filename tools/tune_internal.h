@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,8 @@
 #include "sextant/common/result.h"
 #include "sextant/db/database.h"
 #include "sextant/hwspec/target.h"
+#include "sextant/runtime/cpu_runner.h"
+#include "sextant/runtime/libraries.h"
 #include "sextant/search/strategy.h"
 
 namespace CLI {
@@ -57,6 +60,7 @@ struct TuneArgs {
   std::string schedule_file;
   std::string knobs;        // --knobs: measure one knob assignment of the space, recorded as a candidate
   bool print_space = false; // --print-space: the space's knobs, values and constraints as JSON, then exit
+  std::string versus;       // --versus LIB: with --schedule/--knobs, then LIB and the schedule call by call
   bool fresh = false;
   bool quiet = false;
   double min_time = 0.2;
@@ -90,6 +94,20 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json);
 // N local `tune worker` processes on the database (study 0: every open study in turn), waited
 // for; how many failed.
 int runLocalWorkers(const std::string& db, int n, int64_t study_id);
+
+// --versus LIB (tools/versus.cpp): a schedule and a reference library measured call by call.
+struct Versus {
+  std::string library;  // its description
+  std::vector<double> schedule_s, library_s, ratios;  // pair i: library_s[i] / schedule_s[i]
+  double ratio = 0, low = 0, high = 0;                 // the median ratio, the middle half
+  double schedule_gflops = 0, library_gflops = 0;      // pooled medians
+  int rounds = 0;
+};
+Result<CpuLibrary> versusLibrary(const GemmWorkload& w, const std::string& name);
+Result<Versus> measureVersus(const GemmProblem& p, const CpuLibrary& lib, const std::string& so,
+                             const MeasureOptions& mo, int rounds);
+nlohmann::json versusJson(const Versus& v);
+void printVersus(const Versus& v);
 
 int cmdTune(const TuneArgs& a, const std::string& argv_json);
 int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json);

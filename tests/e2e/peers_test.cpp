@@ -1,8 +1,10 @@
 // Issue #34: the entry point other searchers use (`tune --knobs`: one knob assignment compiled,
-// verified and recorded exactly as a candidate of a run; `tune --print-space`), and the peer
+// verified and recorded exactly as a candidate of a run; `--versus LIB`: then against a library
+// call by call; `tune --print-space`), and the peer
 // scripts' "not installed" path (experiments/peers/, run with a Python that lacks the peer).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -33,12 +35,35 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
   EXPECT_EQ(queryInt(b, "SELECT count(*) FROM records WHERE status = 'ok' AND max_abs_err IS NOT NULL"), 1);
   EXPECT_EQ(queryRows(b, "SELECT strategy FROM runs"), "knobs\n");
 
+  // --versus: then the same schedule and OpenBLAS call by call (issue #35's pairing), as JSON.
+  Outcome vs = tune("--shape 128x128x64 --knobs " + k + " --versus openblas --final-rounds 2 -q --report json --db " + b);
+  ASSERT_EQ(vs.code, 0) << vs.err << vs.out;
+  json v = json::parse(vs.out)["versus"];
+  ASSERT_TRUE(v.is_object()) << vs.out;
+  EXPECT_EQ(v["rounds"], 2);
+  EXPECT_NE(v["library"].get<std::string>().find("OpenBLAS"), std::string::npos) << v;
+  EXPECT_GE(v["pairs"].get<size_t>(), 10u) << "at least 5 pairs per process";
+  EXPECT_EQ(v["pair_ratios"].size(), v["pairs"].get<size_t>());
+  EXPECT_GT(v["ratio"].get<double>(), 0.0);
+  EXPECT_LE(v["middle_half"][0].get<double>(), v["ratio"].get<double>());
+  EXPECT_GE(v["middle_half"][1].get<double>(), v["ratio"].get<double>());
+  EXPECT_EQ(queryInt(b, "SELECT count(*) FROM records"), 2) << "the schedule is recorded as with --knobs alone";
+  Outcome nolib = tune("--shape 128x128x64 --knobs " + k + " --versus mkl --db " + b);
+  EXPECT_EQ(nolib.code, 2);
+  EXPECT_NE(nolib.err.find("unknown library 'mkl'"), std::string::npos) << nolib.err;
+  EXPECT_NE(tune("--shape 128x128x64 --versus onednn --db " + b).err.find("--versus goes with --schedule or --knobs"),
+            std::string::npos);
+  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+    EXPECT_NE(tune("--shape 128x128x64 --knobs " + k + " --versus onednn --threads 2 --db " + b).err.find("one thread only"),
+              std::string::npos);
+  }
+
   // Outside the space: one line naming the violated constraint; nothing recorded.
   Outcome bad = tune("--shape 128x128x64 --knobs tile_m=8,tile_n=16,tile_k=16,reg_m=8,reg_n=32,unroll_k=1,reg_loop_order=0 "
                      "--db " + b);
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("not in the space"), std::string::npos) << bad.err;
-  EXPECT_EQ(queryInt(b, "SELECT count(*) FROM records"), 1);
+  EXPECT_EQ(queryInt(b, "SELECT count(*) FROM records"), 2);
   Outcome unknown = tune("--shape 128x128x64 --knobs tile_q=8 --db " + b);
   EXPECT_EQ(unknown.code, 2);
 
