@@ -4,7 +4,9 @@
 # experiments/live_curves.sh runs every configuration on a fresh database per seed (seed-major, 48
 # trials, measurements during tuning); experiments/live_vs_cold_summary.py then prints one table:
 # per shape, the median over seeds of the best measured after 16 / 32 / 48 trials and the trials to
-# 95% of the best any run found, and whether the default is at least annealing at each mark.
+# 95% of the best any run found, and whether the default is at least annealing at each mark;
+# experiments/live_remeasure.py then re-measures each run's best after 16 / 32 / 48 trials call by
+# call against oneDNN (the phase-robust verdict on a VM whose speed moves).
 # Usage: experiments/live_vs_cold.sh [TRIALS] [SEEDS] [CONFIGS] [TAG]
 #   defaults: 48 "1 2 3" "sa:none glimpse:default" live34
 # Output: experiments/results/live_curves_SHAPE_LAYOUT_TAG.{txt,json} per shape and
@@ -29,5 +31,10 @@ done
 {
   echo "# command: experiments/live_vs_cold.sh $trials \"$seeds\" \"$configs\" $tag"
   /usr/bin/python3 experiments/live_vs_cold_summary.py $files
+  # Since 2026-11-26: what each run had found after 16 / 32 / 48 trials (its best by its own
+  # measurements) re-measured call by call against oneDNN, so that the VM's phases cancel out.
+  echo
+  echo "## Re-measured call by call against oneDNN (experiments/live_remeasure.py $files)"
+  /usr/bin/python3 experiments/live_remeasure.py --json-out "experiments/results/live_remeasure_${tag}.json" $files
 } > "experiments/results/live_vs_cold_${tag}.txt"
 cat "experiments/results/live_vs_cold_${tag}.txt"

@@ -36,6 +36,7 @@ Result<Versus> measureVersus(const GemmProblem& p, const CpuLibrary& lib, const 
       v.ratios.push_back(l.times_s[i] / k.times_s[i]);
     }
   }
+  if (v.ratios.empty()) return Error{"no call pairs were timed"};
   const double flops = p.workload().flops();
   double med = 0, cv = 0;
   summarize(v.ratios, v.ratio, cv);
