@@ -1,5 +1,6 @@
 // tune hw check (the GPUs and Vulkan devices this machine has, compared with the device table) and
 // tune hw show vulkan (every Vulkan device with the limits the Vulkan schedule space takes from it).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -94,8 +95,19 @@ Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
     l.float16 = pick->at("float16").get<bool>();
     l.vendor_id = pick->at("vendor_id").get<uint32_t>();
     l.device_type = pick->at("type").get<std::string>();
+    // Optional (descriptions from before subgroup size control and cooperative matrices: neither).
+    if (pick->contains("subgroup_size_range")) {
+      l.min_subgroup_size = pick->at("subgroup_size_range").at(0).get<int64_t>();
+      l.max_subgroup_size = pick->at("subgroup_size_range").at(1).get<int64_t>();
+    }
+    l.subgroup_size_control = pick->value("subgroup_size_control", false);
+    if (pick->contains("cooperative_matrix_shapes"))
+      l.coop_matrix_shapes = pick->at("cooperative_matrix_shapes").get<std::vector<std::string>>();
     if (l.max_invocations <= 0 || l.shared_bytes <= 0 || l.subgroup_size <= 0 || l.max_size[0] <= 0)
       return Error{path + ": device '" + l.name + "' has a limit of 0 or less"};
+    if (l.subgroup_size_control && (l.min_subgroup_size <= 0 || l.max_subgroup_size < l.min_subgroup_size ||
+                                    l.subgroup_size < l.min_subgroup_size || l.subgroup_size > l.max_subgroup_size))
+      return Error{path + ": device '" + l.name + "' has subgroup_size_control but no valid subgroup_size_range around its subgroup_size"};
     return l;
   } catch (const json::exception& e) {
     return Error{path + ": a device lacks a field or has one of the wrong type (" + std::string(e.what()) + ")"};
@@ -131,10 +143,21 @@ int cmdHwShowVulkan(bool as_json) {
     printf("  workgroup        %lld invocations at most, size up to %lld x %lld x %lld; %lld KiB of workgroup memory\n",
            (long long)d.limits.max_invocations, (long long)d.limits.max_size[0], (long long)d.limits.max_size[1],
            (long long)d.limits.max_size[2], (long long)(d.limits.shared_bytes >> 10));
-    printf("  subgroup size    %lld\n", (long long)d.limits.subgroup_size);
-    printf("  timestamps       %.3g ns per tick\n", double(d.timestamp_period_ns));
-    printf("  shaderFloat16    %s (f16 GEMM inputs); VK_KHR_cooperative_matrix %s (not used by the space yet)\n",
-           d.float16 ? "yes" : "no", d.cooperative_matrix ? "yes" : "no");
+    printf("  subgroup size    %lld", (long long)d.limits.subgroup_size);
+    if (d.limits.subgroup_size_control)
+      printf(" (compute pipelines may require %lld to %lld: the space's subgroup knob)", (long long)d.limits.min_subgroup_size,
+             (long long)d.limits.max_subgroup_size);
+    printf("\n  timestamps       %.3g ns per tick\n", double(d.timestamp_period_ns));
+    std::string shapes;
+    for (const auto& s : d.limits.coop_matrix_shapes) shapes += (shapes.empty() ? "" : ", ") + s;
+    const bool coop_used = std::find(d.limits.coop_matrix_shapes.begin(), d.limits.coop_matrix_shapes.end(),
+                                     std::string(kVulkanCoopMatrixShape)) != d.limits.coop_matrix_shapes.end();
+    printf("  shaderFloat16    %s (f16 GEMM inputs); VK_KHR_cooperative_matrix %s%s\n", d.float16 ? "yes" : "no",
+           d.cooperative_matrix ? "yes" : "no",
+           !d.cooperative_matrix ? ""
+           : shapes.empty()      ? " (no subgroup shape listed, or a device before Vulkan 1.3: not used)"
+           : coop_used           ? (" (" + shapes + "; the space uses " + kVulkanCoopMatrixShape + ")").c_str()
+                                 : (" (" + shapes + "; not the space's " + kVulkanCoopMatrixShape + ")").c_str());
     // The Blueprint needs datasheet figures (TFLOP/s, bandwidth, L2) that Vulkan does not report:
     // the table's entry for the device's name, where it has one.
     if (const DeviceSpec* e = builtinDeviceTable().matchName(d.name)) {

@@ -172,7 +172,15 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
       !runPipeline(*mod, "builtin.module(sextant-bf16-mma-as-f16,convert-vector-to-gpu{use-nvgpu=true},canonicalize,cse)",
                    err, diags))
     return finish("transform", "vector to nvgpu: " + err);
-  if (r.mma && !r.nvidia) {
+  if (r.mma && r.vulkan) {
+    // Cooperative matrices: the accumulators from zero in registers (compiler_vulkan_coop.cpp),
+    // then the subgroup's contractions to gpu.subgroup_mma_* (no nvgpu).
+    if (accumulatorsFromZeroInLaunches(mod->getOperation()) == 0)
+      return finish("transform", "cooperative matrices: no accumulator read of the zero-filled C found");
+    if (!runPipeline(*mod, "builtin.module(convert-vector-to-gpu,canonicalize,cse)", err, diags))
+      return finish("transform", "vector to cooperative matrices: " + err);
+    sinkMmaConstantsIntoLaunches(mod->getOperation());
+  } else if (r.mma && !r.nvidia) {
     if (!rewriteContractsToMfma(mod->getOperation(), r.mfma, err, r.lds_k_major, r.lds_pad)) return finish("transform", err);
     if (!runPipeline(*mod, "builtin.module(canonicalize,cse)", err, diags)) return finish("transform", err);
   }
@@ -220,6 +228,7 @@ CompileOutcome compileGpuGemm(const GpuCompileRequest& r, GpuKernelInfo& info) {
     return finish("lower", "expected exactly one kernel launch, found " + std::to_string(launches.size()));
   auto launch = launches.front();
   info.name = launch.getKernelName().str();
+  info.subgroup_size = r.vulkan ? r.subgroup_size : 0;
   auto host = launch->getParentOfType<mlir::func::FuncOp>();
   for (mlir::Value v : launch.getKernelOperands()) {
     if (auto ba = llvm::dyn_cast<mlir::BlockArgument>(v); ba && ba.getOwner()->getParentOp() == host) {

@@ -95,6 +95,16 @@ bool rewriteContractsToMfma(mlir::Operation* root, const MfmaIntrinsic& mi, std:
 bool doubleBufferLds(mlir::Operation* root, std::string& err);
 void registerLdsDoubleBufferPass();
 
+// Vulkan cooperative matrices (compiler_vulkan_coop.cpp): in each gpu.launch, reads of a buffer
+// the launch zero-filled (C), before any other write of it, become zero constants and the fill's
+// stores go, so the accumulators start from zero in registers; how many reads. Also the pass
+// "sextant-accumulators-from-zero" (registerAccumulatorsFromZeroPass).
+int accumulatorsFromZeroInLaunches(mlir::Operation* root);
+// After convert-vector-to-gpu: the zero fragments it hoisted out of a launch copied into it, so
+// that outlining does not make them kernel arguments (the pass "sextant-sink-mma-constants").
+int sinkMmaConstantsIntoLaunches(mlir::Operation* root);
+void registerAccumulatorsFromZeroPass();  // both passes
+
 // bf16 tensor cores on NVIDIA (compiler_bf16_mma.cpp): launches whose contractions read bf16
 // retyped to f16 of the same bits and marked (before convert-vector-to-gpu), then their
 // nvvm.mma.sync made bf16 (after convert-nvgpu-to-nvvm). Also the passes

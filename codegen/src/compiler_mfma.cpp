@@ -469,6 +469,7 @@ void sextant::registerSextantPasses() {
   static bool done = [] {
     mlir::PassRegistration<detail::VectorToMfmaPass>();
     detail::registerLdsDoubleBufferPass();
+    detail::registerAccumulatorsFromZeroPass();
     detail::registerBf16MmaPasses();
     detail::registerDynamicSmemPass();
     detail::registerWgmmaPass();

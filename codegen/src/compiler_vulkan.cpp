@@ -12,6 +12,7 @@
 // Kernel argument i is the storage buffer at descriptor set 0, binding i (the runner's ABI).
 #include "compiler_internal.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -249,6 +250,21 @@ bool vectorizeMemoryAccesses(mlir::ModuleOp mod, mlir::gpu::GPUModuleOp gm) {
   return changed;
 }
 
+// A shader module with cooperative matrices must use the Vulkan memory model (spirv-val 2025.5:
+// "If the Shader and CooperativeMatrixKHR capabilities are declared, the VulkanMemoryModel capability
+// must also be declared"). spirv-update-vce keeps only what the ops need, and no op needs
+// VulkanMemoryModel: it is put back here, with OpMemoryModel Vulkan (its extension is core in 1.5).
+void requireVulkanMemoryModel(mlir::spirv::ModuleOp m) {
+  auto vce = m.getVceTripleAttr();
+  if (!vce) return;
+  llvm::SmallVector<mlir::spirv::Capability> caps(vce.getCapabilities().begin(), vce.getCapabilities().end());
+  if (!llvm::is_contained(caps, mlir::spirv::Capability::CooperativeMatrixKHR)) return;
+  if (!llvm::is_contained(caps, mlir::spirv::Capability::VulkanMemoryModel)) caps.push_back(mlir::spirv::Capability::VulkanMemoryModel);
+  llvm::SmallVector<mlir::spirv::Extension> exts(vce.getExtensions().begin(), vce.getExtensions().end());
+  m.setVceTripleAttr(mlir::spirv::VerCapExtAttr::get(vce.getVersion(), caps, exts, m.getContext()));
+  m.setMemoryModelAttr(mlir::spirv::MemoryModelAttr::get(m.getContext(), mlir::spirv::MemoryModel::Vulkan));
+}
+
 // Every GPU module (outlined kernels, each with a constant workgroup size) converted to a SPIR-V
 // compute shader for `target_env` (a #spirv.target_env) and serialized: binaries[gpu module name].
 bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std::map<std::string, std::string>& binaries,
@@ -305,6 +321,7 @@ bool lowerKernelsToSpirv(mlir::ModuleOp mod, const std::string& target_env, std:
     return false;
   std::vector<mlir::spirv::ModuleOp> spv;
   mod.walk([&](mlir::spirv::ModuleOp m) { spv.push_back(m); });
+  for (auto m : spv) requireVulkanMemoryModel(m);
   for (auto m : spv) {
     llvm::SmallVector<uint32_t, 0> words;
     if (mlir::failed(mlir::spirv::serialize(m, words))) {
@@ -399,12 +416,41 @@ std::string lowerModuleToSpirv(mlir::ModuleOp mod, const GpuModuleRequest& r, st
 namespace sextant {
 
 Status validateSpirvFile(const std::string& path) {
+  // The module's SPIR-V version (header word 1) and whether it declares CooperativeMatrixKHR
+  // (OpCapability 6022).
+  uint32_t version = 0;
+  bool coop = false;
+  {
+    std::ifstream f(path, std::ios::binary);
+    std::vector<uint32_t> w;
+    uint32_t x;
+    while (f.read(reinterpret_cast<char*>(&x), 4)) w.push_back(x);
+    if (w.size() >= 5 && w[0] == 0x07230203u) {
+      version = w[1];
+      for (size_t i = 5; i < w.size();) {
+        const uint32_t count = w[i] >> 16, op = w[i] & 0xffffu;
+        if (count == 0) break;
+        if (op == 17 && count == 2 && i + 1 < w.size() && w[i + 1] == 6022) coop = true;
+        if (op != 17 && op != 11 && op != 10 && op != 14) break;  // capabilities, extensions, imports, memory model
+        i += count;
+      }
+    }
+  }
+  const char* env_val = std::getenv("SEXTANT_SPIRV_VAL");
+  const std::string val = env_val && *env_val ? env_val : "spirv-val";
+  const std::string env = version >= 0x00010600u ? "vulkan1.3" : version >= 0x00010500u ? "vulkan1.2" : "vulkan1.1";
   std::string out;
-  int rc = detail::runProgram({"spirv-val", "--target-env", "vulkan1.1", path}, out);
+  int rc = detail::runProgram({val, "--target-env", env, path}, out);
   if (rc == 0) return okStatus();
   if (rc < 0 || rc == 127)  // not started, or exec failed in the spawned child (127, as a shell says)
-    return Error{"spirv-val not found (Debian package spirv-tools): every Vulkan kernel is validated before it may run"};
+    return Error{val + " not found (Debian package spirv-tools" + std::string(env_val ? "; SEXTANT_SPIRV_VAL names it" : "") +
+                 "): every Vulkan kernel is validated before it may run"};
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  // A validator that predates the extension reads the capability as an unknown number.
+  if (coop && out.find("Invalid capability operand: 6022") != std::string::npos)
+    return Error{std::string(kSpirvUnchecked) + ": " + val + " cannot check cooperative-matrix kernels (" +
+                 out.substr(0, 200) + "); set SEXTANT_SPIRV_VAL to a spirv-val of SPIRV-Tools 2023.4 or newer "
+                 "(experiments/vulkan_coop_validate.sh installs one) to validate and run them"};
   return Error{"spirv-val rejected the kernel: " + out.substr(0, 2000)};
 }
 

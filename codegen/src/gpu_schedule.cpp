@@ -185,10 +185,13 @@ void emitFunctionStage(std::ostringstream& o, const std::string& I, const GpuPla
     << I << "transform.apply_cse to %f3 : " << H << "\n";
   if (p.mma) {
     const bool mfma = p.mfma.m > 0;
-    const std::string shape = mfma ? std::to_string(p.mfma.m) + ", " + std::to_string(p.mfma.n) + ", " +
-                                         std::to_string(p.mfma.k)
-                                   : "16, 8, 16";
-    o << I << "// Mixed-precision contraction, unrolled to the " << (mfma ? p.mfma.name() + " MFMA" : "m16n8k16 tensor-core")
+    // Vulkan: 16x16x16 cooperative-matrix fragments (the space's shape, kVulkanCoopMatrixShape).
+    const std::string shape = mfma       ? std::to_string(p.mfma.m) + ", " + std::to_string(p.mfma.n) + ", " +
+                                               std::to_string(p.mfma.k)
+                              : p.vulkan ? "16, 16, 16"
+                                         : "16, 8, 16";
+    o << I << "// Mixed-precision contraction, unrolled to the "
+      << (mfma ? p.mfma.name() + " MFMA" : p.vulkan ? std::string("16x16x16 cooperative-matrix") : "m16n8k16 tensor-core")
       << " shape; then the C\n"
       << I << "// fragments are hoisted out of the K loop (after unrolling: one accumulator per fragment).\n"
       << I << "transform.apply_patterns to %f3 {\n"
@@ -350,7 +353,8 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
   const GpuPlan& p = *pr;
   std::ostringstream o;
   if (p.wgmma) return I + "// wgmma: the kernel is complete (written by sextant-wgmma-gemm).\n";
-  if (p.vulkan) return I + "// Vulkan: workgroup buffers stay allocations in memory space 3 (SPIR-V Workgroup variables).\n";
+  if (p.vulkan && !p.mma)
+    return I + "// Vulkan: workgroup buffers stay allocations in memory space 3 (SPIR-V Workgroup variables).\n";
   // What the tuner's compiler does between and after its scripts (compileGpuGemm), as transforms.
   o << I << "%f0 = transform.merge_handles %fin {deduplicate} : " << H << "\n";
   std::string f = "f0";
@@ -361,6 +365,19 @@ std::string emitGpuLibraryFinish(const GemmWorkload& w, const Space& space, cons
       << H << "\n";
     f = next;
   };
+  if (p.vulkan) {
+    o << I << "// Cooperative matrices: the accumulators from zero in registers (Sextant's own pass: tune compile and\n"
+      << I << "// sextant-opt have it, a stock mlir-opt does not), the fragments to gpu.subgroup_mma_*, then the\n"
+      << I << "// copies' transfers lowered. Workgroup buffers stay allocations in memory space 3.\n";
+    pass("sextant-accumulators-from-zero", "");
+    pass("convert-vector-to-gpu", "");
+    pass("canonicalize", "");
+    pass("cse", "");
+    pass("sextant-sink-mma-constants", "");
+    o << I << "%f = transform.merge_handles %" << f << " {deduplicate} : " << H << "\n";
+    emitPipelineStage(o, I, p, "f");
+    return o.str();
+  }
   const bool bf16_mma = p.mma && nvidia && w.a_type == DType::BF16;
   if (p.mma && nvidia) {
     if (bf16_mma) {

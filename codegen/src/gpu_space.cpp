@@ -14,10 +14,12 @@ namespace sextant {
 
 namespace {
 
-enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kVec, kNumKnobs };
+// kSg (the subgroup size) is the Vulkan flavour's alone: the NVIDIA and AMD spaces end before it
+// (their warps are the architecture's).
+enum K { kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kVec, kSg, kNumKnobs };
 const char* kNames[kNumKnobs] = {"block_m",  "block_n",   "block_k",  "mma",     "warp_m",      "warp_n", "thread_m",
                                  "thread_n", "copy_bits", "pipeline", "swizzle", "lds_k_major", "lds_pad",
-                                 "warp_specialize", "promote", "vec4"};
+                                 "warp_specialize", "promote", "vec4", "subgroup"};
 
 // wgmma: rows of C per consumer warpgroup, consumer warpgroups, threads (one more warpgroup, the
 // TMA producer, when warp-specialised) and whether the accumulators fit the registers: about 30
@@ -100,6 +102,22 @@ std::string vulkanTargetEnv(const GpuTargetInfo& g) {
          std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(g.warp_size) + ">>";
 }
 
+std::string vulkanCoopMatrixTargetEnv(const GpuTargetInfo& g, int64_t subgroup) {
+  // SPIR-V 1.6 (Vulkan 1.3): MLIR 22 legalizes the KHR cooperative-matrix ops only there; the one
+  // shape the space uses (kVulkanCoopMatrixShape) as the device's property. Shader modules with
+  // cooperative matrices must use the Vulkan memory model (spirv-val 2025.5 says so; MLIR then
+  // writes OpMemoryModel Logical Vulkan).
+  const int64_t inv = g.max_threads_per_block;
+  return "#spirv.target_env<#spirv.vce<v1.6, [Shader, Float16, StorageBuffer16BitAccess, CooperativeMatrixKHR, "
+         "VulkanMemoryModel], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, SPV_KHR_cooperative_matrix, "
+         "SPV_KHR_vulkan_memory_model]>, api=Vulkan, "
+         "#spirv.resource_limits<max_compute_shared_memory_size = " + std::to_string(g.smem_per_block_bytes) +
+         ", max_compute_workgroup_invocations = " + std::to_string(inv) + ", max_compute_workgroup_size = [" +
+         std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(subgroup) +
+         ", cooperative_matrix_properties_khr = [#spirv.coop_matrix_props_khr<m_size = 16, n_size = 16, k_size = 16, "
+         "a_type = f16, b_type = f16, c_type = f32, result_type = f32, acc_sat = false, scope = <Subgroup>>]>>";
+}
+
 Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,
                                            int64_t align_bits) {
   if (align_bits % elem_bits != 0) return Error{"copy width is not a multiple of the element size"};
@@ -141,8 +159,14 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
   k[kBM] = {kNames[kBM], dividing({16, 32, 64, 128, 256}, w.m), "rows of C per block"};
   k[kBN] = {kNames[kBN], dividing({16, 32, 64, 128, 256}, w.n), "columns of C per block"};
   k[kBK] = {kNames[kBK], dividing({16, 32, 64}, w.k), "K chunk staged in shared memory per step"};
+  // Vulkan cooperative matrices (VK_KHR_cooperative_matrix): 16x16x16 f16 x f16 + f32 fragments per
+  // subgroup, where the device lists that shape; NN GEMMs (the tensor-core route's stage 1).
+  const bool coop_ok = vulkan && g.has_coop_matrix && w.a_type == DType::F16 && w.b_type == DType::F16 &&
+                       w.c_type == DType::F32 && w.layout == Layout::NN && !w.batched();
   if (vulkan)
-    k[kMma] = {kNames[kMma], {0}, "0: FMA (Vulkan: cooperative-matrix kernels are not in this space yet)"};
+    k[kMma] = {kNames[kMma], coop_ok ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+               "1: cooperative matrices (VK_KHR_cooperative_matrix, 16x16x16 f16 fragments per subgroup, SPIR-V 1.6; "
+               "where the device lists that shape); 0: FMA"};
   else if (amd)
     // f16/bf16 on an MFMA chip: matrix cores only (an FMA kernel reaches a small fraction of the
     // peak); f32 and chips without MFMA: the FMA route.
@@ -200,11 +224,25 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
              "Vulkan: 1: vector (vec4) loads and stores of A, B, C and the workgroup tiles where the buffer allows "
              "(f32, aligned), scalar elsewhere; 0: scalar loads and stores",
              0};
+  // Vulkan: the subgroup size the kernel is compiled for and its pipeline requires, where the device
+  // lets compute pipelines choose (the device's default first: the default candidate and what
+  // records from before the knob ran with); elsewhere only the default.
+  std::vector<int64_t> subgroups = {g.warp_size};
+  for (int64_t s : g.subgroup_sizes)
+    if (s != g.warp_size) subgroups.push_back(s);
+  k[kSg] = {kNames[kSg], subgroups,
+            "Vulkan: the subgroup size the pipeline requires (the device's choices; the first is its default): the "
+            "lanes of a cooperative-matrix fragment, whole subgroups of threads",
+            g.warp_size};
   for (auto& kn : k)
     if (kn.values.empty()) kn.values = {1};  // a dimension smaller than every option: unusable, see below
+  if (!vulkan) k.pop_back();  // the subgroup knob: Vulkan only
+  // The lanes of a subgroup (warp, wave) of candidate values v.
+  const auto lanes = [vulkan, g](const std::vector<int64_t>& v) { return vulkan ? v[kSg] : g.warp_size; };
 
   std::vector<Constraint> cons;
-  auto all = std::vector<int>{kBM, kBN, kBK, kMma, kWM, kWN, kTM, kTN, kCopy, kPipe, kSwz, kLds, kPad, kWs, kProm, kVec};
+  std::vector<int> all(k.size());
+  std::iota(all.begin(), all.end(), 0);
   cons.push_back({"M, N and K are divisible by the block tile", {kBM, kBN, kBK},
                   [w](const std::vector<int64_t>& v) {
                     return w.m % v[kBM] == 0 && w.n % v[kBN] == 0 && w.k % v[kBK] == 0 && v[kBK] >= 16;
@@ -241,29 +279,40 @@ Space buildGpuGemmSpace(const GemmWorkload& w, const GpuTargetInfo& g) {
                     [](const std::vector<int64_t>& v) { return v[kPipe] == 1 || v[kMma] != 0; }});
   cons.push_back({"LDS operand layout and padding only with MFMA", {kMma, kLds, kPad},
                   [](const std::vector<int64_t>& v) { return (v[kLds] == 0 && v[kPad] == 0) || v[kMma] != 0; }});
-  cons.push_back({"warp tile divides the block tile and fits the registers", {kBM, kBN, kMma, kWM, kWN},
-                  [g, w, amd](const std::vector<int64_t>& v) {
+  if (vulkan)
+    cons.push_back({"cooperative matrices: warp tiles of whole 16x16 fragments, A and B in workgroup memory",
+                    {kMma, kWM, kWN, kProm},
+                    [](const std::vector<int64_t>& v) {
+                      return v[kMma] == 0 || (v[kWM] % 16 == 0 && v[kWN] % 16 == 0 && v[kProm] == 3);
+                    }});
+  std::vector<int> warp_knobs = {kBM, kBN, kMma, kWM, kWN};
+  if (vulkan) warp_knobs.push_back(kSg);
+  cons.push_back({"warp tile divides the block tile and fits the registers", warp_knobs,
+                  [w, amd, lanes](const std::vector<int64_t>& v) {
                     if (v[kMma] == 0 || (!amd && v[kMma] == 2)) return true;
                     if (amd) {  // whole intrinsic tiles per wave
                       MfmaIntrinsic mi = mfmaForKnob(v[kMma], w.a_type);
                       if (v[kWM] % mi.m || v[kWN] % mi.n) return false;
                     }
                     // <= 128 f32 accumulators per lane leaves room for fragments under 255 registers.
-                    return v[kBM] % v[kWM] == 0 && v[kBN] % v[kWN] == 0 && v[kWM] * v[kWN] / g.warp_size <= 128;
+                    return v[kBM] % v[kWM] == 0 && v[kBN] % v[kWN] == 0 && v[kWM] * v[kWN] / lanes(v) <= 128;
                   }});
   cons.push_back({"thread tile divides the block tile and fits the registers", {kBM, kBN, kMma, kTM, kTN},
                   [](const std::vector<int64_t>& v) {
                     if (v[kMma] != 0) return true;
                     return v[kBM] % v[kTM] == 0 && v[kBN] % v[kTN] == 0 && v[kTM] * v[kTN] <= 64;
                   }});
-  cons.push_back({"threads per block within the target's limit, whole warps", {kBM, kBN, kMma, kWM, kWN, kTM, kTN},
-                  [g, amd](const std::vector<int64_t>& v) {
-                    if (!amd && v[kMma] == 2) return true;  // whole warpgroups, the wgmma constraint
-                    int64_t t = v[kMma] ? g.warp_size * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
+  std::vector<int> thread_knobs = {kBM, kBN, kMma, kWM, kWN, kTM, kTN};
+  if (vulkan) thread_knobs.push_back(kSg);
+  cons.push_back({"threads per block within the target's limit, whole warps", thread_knobs,
+                  [g, amd, vulkan, lanes](const std::vector<int64_t>& v) {
+                    if (!amd && !vulkan && v[kMma] == 2) return true;  // whole warpgroups, the wgmma constraint
+                    const int64_t sg = lanes(v);
+                    int64_t t = v[kMma] ? sg * (v[kBM] / v[kWM]) * (v[kBN] / v[kWN])
                                         : (v[kBM] / v[kTM]) * (v[kBN] / v[kTN]);
                     // MFMA: 1 to 8 waves per workgroup.
                     int64_t most = amd && v[kMma] ? 8 * g.warp_size : std::min<int64_t>(g.max_threads_per_block, 1024);
-                    return t >= g.warp_size && t <= most && t % g.warp_size == 0;
+                    return t >= sg && t <= most && t % sg == 0;
                   }});
   if (vulkan)
     cons.push_back({"the copy width only matters for a promoted operand", {kCopy, kProm},
@@ -288,7 +337,7 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   p.vulkan = f == Flavor::Vulkan;
   p.block_m = v[kBM], p.block_n = v[kBN], p.block_k = v[kBK];
   p.mma = v[kMma] != 0;
-  p.warp_size = amd ? 64 : 32;
+  p.warp_size = f == Flavor::Vulkan ? v[kSg] : amd ? 64 : 32;
   if (amd && p.mma) p.mfma = mfmaForKnob(v[kMma], w.a_type);
   p.warp_m = v[kWM], p.warp_n = v[kWN], p.thread_m = v[kTM], p.thread_n = v[kTN];
   p.copy_bits = v[kCopy], p.pipeline = v[kPipe], p.swizzle = v[kSwz] == 1;
@@ -363,8 +412,12 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
 }
 
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
-  if (space.knobs().size() != kNumKnobs) return Error{"not a GPU GEMM space: " + space.name()};
-  return planFromValues(w, space.values(c), flavorOf(space));
+  const Flavor f = flavorOf(space);
+  if (space.knobs().size() != (f == Flavor::Vulkan ? kNumKnobs : kSg)) return Error{"not a GPU GEMM space: " + space.name()};
+  auto p = planFromValues(w, space.values(c), f);
+  // A device that lets pipelines choose (more than one value): the kernel requires its size.
+  if (p && f == Flavor::Vulkan && space.knobs()[kSg].values.size() > 1) p->required_subgroup = p->warp_size;
+  return p;
 }
 
 GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, const Candidate& c, const GpuPlan& p,
@@ -383,7 +436,8 @@ GpuCompileRequest gpuCompileRequest(const GemmWorkload& w, const Space& space, c
   r.dynamic_smem = p.dynamic_smem;
   r.nvidia = g.target.kind == TargetKind::Nvidia;
   r.vulkan = g.target.kind == TargetKind::Vulkan;
-  if (r.vulkan) r.spirv_target = vulkanTargetEnv(g);
+  if (r.vulkan) r.spirv_target = p.mma ? vulkanCoopMatrixTargetEnv(g, p.warp_size) : vulkanTargetEnv(g);
+  r.subgroup_size = p.required_subgroup;
   r.chip = p.wgmma ? g.chip + "a" : g.chip;  // wgmma: the architecture-specific sm_90a
   r.features = g.features;
   return r;

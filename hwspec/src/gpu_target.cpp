@@ -63,7 +63,12 @@ void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l) {
         std::min({l.max_invocations, l.max_size[0] > 0 ? l.max_size[0] : l.max_invocations});
   if (l.shared_bytes > 0) g.smem_per_block_bytes = g.smem_per_block_static_bytes = g.smem_per_cu_bytes = l.shared_bytes;
   if (l.subgroup_size > 0) g.warp_size = l.subgroup_size;
+  g.subgroup_sizes.clear();
+  if (l.subgroup_size_control && l.min_subgroup_size > 0 && l.max_subgroup_size >= l.min_subgroup_size)
+    for (int64_t s = l.min_subgroup_size; s <= l.max_subgroup_size; s *= 2) g.subgroup_sizes.push_back(s);
   g.has_float16 = l.float16;
+  g.has_coop_matrix = l.float16 && std::find(l.coop_matrix_shapes.begin(), l.coop_matrix_shapes.end(),
+                                             std::string(kVulkanCoopMatrixShape)) != l.coop_matrix_shapes.end();
   if (l.vendor_id != 0 || !l.device_type.empty()) g.vulkan_class = vulkanDeviceClass(l.vendor_id, l.device_type);
 }
 

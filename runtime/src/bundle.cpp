@@ -271,6 +271,7 @@ json toJson(const BundleManifest& m) {
     kj["grid"] = k.grid;
     kj["block"] = k.block;
     kj["dynamic_shared_bytes"] = k.dynamic_shared_bytes;
+    if (k.subgroup_size) kj["subgroup_size"] = k.subgroup_size;
     kj["knobs"] = k.knobs;
     if (!k.schedule_sha.empty()) kj["schedule_sha"] = k.schedule_sha;
     kj["static"] = k.static_stats;
@@ -344,6 +345,11 @@ Result<BundleManifest> manifestFromJson(const json& j, const std::string& origin
         int64_t d = getInt(kj, "dynamic_shared_bytes", where);
         if (d < 0 || d > int64_t(UINT32_MAX)) fail(sub(where, "dynamic_shared_bytes"), "out of range");
         k.dynamic_shared_bytes = uint32_t(d);
+      }
+      if (kj.contains("subgroup_size")) {
+        int64_t s = getInt(kj, "subgroup_size", where);
+        if (s < 0 || s > 1024 || (s & (s - 1)) != 0) fail(sub(where, "subgroup_size"), "must be 0 or a power of two up to 1024");
+        k.subgroup_size = uint32_t(s);
       }
       if (kj.contains("knobs")) k.knobs = getObject(kj, "knobs", where);
       if (kj.contains("schedule_sha")) k.schedule_sha = getString(kj, "schedule_sha", where);

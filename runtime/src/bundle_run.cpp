@@ -218,7 +218,7 @@ Result<ResultsFile> runBundle(GpuDevice& dev, const std::string& bundle_dir, con
         spec.format = k->format;
         spec.kernel_name = k->kernel_name;
         spec.args = k->args;
-        spec.dims = LaunchDims{k->grid, k->block, k->dynamic_shared_bytes};
+        spec.dims = LaunchDims{k->grid, k->block, k->dynamic_shared_bytes, k->subgroup_size};
         if (!k->ptx_file.empty()) {
           BundleKernel ptx = *k;
           ptx.file = k->ptx_file;

@@ -22,30 +22,7 @@
 // (zero), as the API expects; GCC's -Wextra would name every member left out.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-#include <nlohmann/json.hpp>
-
 namespace sextant {
-
-std::string vulkanDevicesJson(const std::vector<VulkanDeviceProps>& devices) {
-  nlohmann::json j{{"format", "sextant-vulkan-devices"}, {"version", 1}, {"devices", nlohmann::json::array()}};
-  for (const auto& d : devices)
-    j["devices"].push_back({{"index", d.index},
-                            {"name", d.name},
-                            {"type", d.type},
-                            {"vendor_id", d.vendor_id},
-                            {"class", vulkanDeviceClass(d.vendor_id, d.type)},
-                            {"api_version", d.api_version},
-                            {"driver_version", d.driver_version},
-                            {"max_invocations", d.limits.max_invocations},
-                            {"max_size", {d.limits.max_size[0], d.limits.max_size[1], d.limits.max_size[2]}},
-                            {"max_groups", {d.max_groups[0], d.max_groups[1], d.max_groups[2]}},
-                            {"shared_bytes", d.limits.shared_bytes},
-                            {"subgroup_size", d.limits.subgroup_size},
-                            {"timestamp_period_ns", d.timestamp_period_ns},
-                            {"float16", d.float16},
-                            {"cooperative_matrix", d.cooperative_matrix}});
-  return j.dump(2);
-}
 
 #ifndef SEXTANT_HAVE_VULKAN_HEADERS
 Result<std::unique_ptr<GpuDevice>> openVulkanDevice(int) {
@@ -94,7 +71,7 @@ class VulkanDevice : public GpuDevice {
     if (ordinal < 0 || uint32_t(ordinal) >= n)
       return Error{"Vulkan device " + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " found)"};
     pd_ = pds[size_t(ordinal)];
-    props_ = propsOf(api(), pd_, ordinal);
+    props_ = propsOf(in_, pd_, ordinal);
     uint32_t nq = 0;
     api().vkGetPhysicalDeviceQueueFamilyProperties(pd_, &nq, nullptr);
     std::vector<VkQueueFamilyProperties> qf(nq);
@@ -112,15 +89,10 @@ class VulkanDevice : public GpuDevice {
     VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     di.queueCreateInfoCount = 1;
     di.pQueueCreateInfos = &qi;
-    // f16 GEMM inputs: shaderFloat16 and 16-bit storage buffers, where the device has both.
-    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    if (props_.float16) {
-      f16.shaderFloat16 = VK_TRUE;
-      s16.storageBuffer16BitAccess = VK_TRUE;
-      f16.pNext = &s16;
-      di.pNext = &f16;
-    }
+    DeviceFeatureChain features(props_);  // f16, subgroup size control, cooperative matrices
+    di.pNext = features.head;
+    di.enabledExtensionCount = uint32_t(features.extensions.size());
+    di.ppEnabledExtensionNames = features.extensions.data();
     if (VkResult r = api().vkCreateDevice(pd_, &di, nullptr, &dev_); r != VK_SUCCESS)
       return Error{"vkCreateDevice: " + vkName(r)};
 #define X(f) api_.f = reinterpret_cast<PFN_##f>(in_.api.vkGetDeviceProcAddr(dev_, #f));
@@ -202,10 +174,6 @@ class VulkanDevice : public GpuDevice {
     li.bindingCount = uint32_t(binds.size());
     li.pBindings = binds.data();
     VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    ci.stage.pName = name.c_str();
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max<uint32_t>(1, k.facts.bindings) * kSetsPerKernel};
     VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dpi.maxSets = kSetsPerKernel;
@@ -217,12 +185,8 @@ class VulkanDevice : public GpuDevice {
       pli.pSetLayouts = &k.set_layout;
       r = api().vkCreatePipelineLayout(dev_, &pli, nullptr, &k.layout);
     }
-    if (r == VK_SUCCESS) {
-      ci.stage.module = k.shader;
-      ci.layout = k.layout;
-      r = api().vkCreateComputePipelines(dev_, pcache_.cache, 1, &ci, nullptr, &k.pipeline);
-      if (r == VK_SUCCESS) pcache_.save(api(), dev_);  // now: a process given up on a timeout keeps it too
-    }
+    k.entry = name;
+    if (r == VK_SUCCESS) r = createPipeline(k, 0);
     if (r == VK_SUCCESS) r = api().vkCreateDescriptorPool(dev_, &dpi, nullptr, &k.pool);
     if (r != VK_SUCCESS) {
       destroyKernel(k);
@@ -261,6 +225,20 @@ class VulkanDevice : public GpuDevice {
       return Error{"workgroup of " + std::to_string(int64_t(d.block[0]) * d.block[1] * d.block[2]) +
                    " invocations exceeds maxComputeWorkGroupInvocations " + std::to_string(props_.limits.max_invocations)};
     lk.resources.max_threads_per_block = props_.limits.max_invocations;
+    if (d.subgroup_size != it->second.subgroup) {
+      // A kernel compiled for a subgroup size: its pipeline made again, requiring that size.
+      const VulkanLimits& l = props_.limits;
+      if (!l.subgroup_size_control || d.subgroup_size < l.min_subgroup_size || d.subgroup_size > l.max_subgroup_size)
+        return Error{"the kernel needs subgroups of " + std::to_string(d.subgroup_size) + "; " + props_.name +
+                     (l.subgroup_size_control ? " allows " + std::to_string(l.min_subgroup_size) + " to " + std::to_string(l.max_subgroup_size)
+                                              : " runs compute shaders with its default of " + std::to_string(l.subgroup_size) + " only")};
+      api().vkDestroyPipeline(dev_, it->second.pipeline, nullptr);
+      it->second.pipeline = VK_NULL_HANDLE;
+      if (VkResult r = createPipeline(it->second, d.subgroup_size); r != VK_SUCCESS)
+        return Error{"creating the compute pipeline of " + it->second.entry + " with subgroups of " +
+                     std::to_string(d.subgroup_size) + ": " + vkName(r) + messageSuffix()};
+      if (auto s = checkMessages("requiring subgroups of " + std::to_string(d.subgroup_size)); !s) return s;
+    }
     return okStatus();
   }
   Status launch(const LoadedKernel& lk, const LaunchDims& d, void** args) override {
@@ -338,7 +316,26 @@ class VulkanDevice : public GpuDevice {
     VkPipeline pipeline = VK_NULL_HANDLE;
     VkDescriptorPool pool = VK_NULL_HANDLE;
     std::map<std::vector<DevicePtr>, VkDescriptorSet> sets;
+    std::string entry;      // the entry point
+    uint32_t subgroup = 0;  // the subgroup size its pipeline requires (0: the device's default)
   };
+
+  // The kernel's compute pipeline, requiring subgroups of `subgroup` unless 0; saved to the cache
+  // on disk at once (a process given up on a timeout keeps it too).
+  VkResult createPipeline(Kernel& k, uint32_t subgroup) {
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.pName = k.entry.c_str();
+    ci.stage.module = k.shader;
+    ci.layout = k.layout;
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo req{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    req.requiredSubgroupSize = subgroup;
+    if (subgroup != 0) ci.stage.pNext = &req;
+    VkResult r = api().vkCreateComputePipelines(dev_, pcache_.cache, 1, &ci, nullptr, &k.pipeline);
+    if (r == VK_SUCCESS) pcache_.save(api(), dev_), k.subgroup = subgroup;
+    return r;
+  }
 
   const VkApi& api() const { return api_; }
 
@@ -552,7 +549,7 @@ Result<std::vector<VulkanDeviceProps>> listVulkanDevices() {
   std::vector<VkPhysicalDevice> pds(n);
   in->api.vkEnumeratePhysicalDevices(in->inst, &n, pds.data());
   std::vector<VulkanDeviceProps> out;
-  for (uint32_t i = 0; i < n; ++i) out.push_back(propsOf(in->api, pds[i], int(i)));
+  for (uint32_t i = 0; i < n; ++i) out.push_back(propsOf(*in, pds[i], int(i)));
   destroyInstance(*in);
   return out;
 }

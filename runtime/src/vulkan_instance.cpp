@@ -117,7 +117,7 @@ Result<Instance> createInstance(Messages* messages) {
   }
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "sextant";
-  app.apiVersion = VK_API_VERSION_1_2;  // f16 (shaderFloat16) is core in 1.2
+  app.apiVersion = VK_API_VERSION_1_3;  // f16 (core in 1.2); subgroup size control and SPIR-V 1.6 (1.3)
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = uint32_t(layers.size());
@@ -152,14 +152,49 @@ void destroyInstance(Instance& in) {
   in.inst = VK_NULL_HANDLE;
 }
 
-VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
+namespace {
+
+const char* componentName(int32_t t) {
+  static const char* names[] = {"f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"};
+  return t >= 0 && t < 11 ? names[t] : "?";
+}
+
+bool hasExtension(const std::vector<VkExtensionProperties>& ext, const char* name) {
+  return std::any_of(ext.begin(), ext.end(), [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+}  // namespace
+
+VulkanDeviceProps propsOf(const Instance& in, VkPhysicalDevice pd, int index) {
+  const VkApi& api = in.api;
+  VkPhysicalDeviceProperties core{};
+  api.vkGetPhysicalDeviceProperties(pd, &core);
+  uint32_t n = 0;
+  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
+  // Subgroup size control: core in 1.3, an extension before (same structures); chained only where
+  // the device knows them (the validation layer flags any other).
+  const bool v13 = core.apiVersion >= VK_API_VERSION_1_3;
+  const bool ssc_ext = !v13 && hasExtension(ext, "VK_EXT_subgroup_size_control");
+  // Cooperative-matrix kernels are SPIR-V 1.6: a 1.3 device with the extension.
+  const bool coop_ext = v13 && hasExtension(ext, "VK_KHR_cooperative_matrix");
+
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties sscp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p2.pNext = &sub;
+  if (v13 || ssc_ext) sub.pNext = &sscp;
   api.vkGetPhysicalDeviceProperties2(pd, &p2);
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures sscf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  CoopMatrixFeaturesKHR coopf;
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmmf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   f16.pNext = &s16;
+  void** tail = &s16.pNext;
+  if (v13 || ssc_ext) *tail = &sscf, tail = &sscf.pNext;
+  if (coop_ext) *tail = &coopf, coopf.pNext = &vmmf;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &f16;
   api.vkGetPhysicalDeviceFeatures2(pd, &f2);
@@ -172,6 +207,7 @@ VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
            : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated-gpu"
            : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual-gpu"
                                                                     : "other";
+  d.api = p.apiVersion;
   d.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
                   "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
   d.driver_version = std::to_string(p.driverVersion);
@@ -183,15 +219,59 @@ VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index) {
   for (int i = 0; i < 3; ++i) d.limits.max_size[i] = p.limits.maxComputeWorkGroupSize[i], d.max_groups[i] = p.limits.maxComputeWorkGroupCount[i];
   d.limits.shared_bytes = p.limits.maxComputeSharedMemorySize;
   d.limits.subgroup_size = sub.subgroupSize;
+  if (v13 || ssc_ext) {
+    d.limits.min_subgroup_size = sscp.minSubgroupSize;
+    d.limits.max_subgroup_size = sscp.maxSubgroupSize;
+    d.limits.subgroup_size_control =
+        sscf.subgroupSizeControl == VK_TRUE && (sscp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    d.subgroup_control_ext = ssc_ext && d.limits.subgroup_size_control;
+  }
   d.timestamp_period_ns = p.limits.timestampPeriod;
   d.float16 = f16.shaderFloat16 == VK_TRUE && s16.storageBuffer16BitAccess == VK_TRUE;
   d.limits.float16 = d.float16;
-  uint32_t n = 0;
-  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> ext(n);
-  api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
-  for (auto& e : ext) d.cooperative_matrix |= std::string(e.extensionName) == "VK_KHR_cooperative_matrix";
+  d.cooperative_matrix = hasExtension(ext, "VK_KHR_cooperative_matrix");
+  using ListFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, CoopMatrixPropertiesKHR*);
+  // Cooperative-matrix shaders use the Vulkan memory model: both features or no shapes.
+  auto list = coop_ext && coopf.cooperativeMatrix == VK_TRUE && vmmf.vulkanMemoryModel == VK_TRUE
+                  ? reinterpret_cast<ListFn>(api.vkGetInstanceProcAddr(in.inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))
+                  : nullptr;
+  if (list) {
+    uint32_t k = 0;
+    list(pd, &k, nullptr);
+    std::vector<CoopMatrixPropertiesKHR> cm(k);
+    if (list(pd, &k, cm.data()) == VK_SUCCESS)
+      for (uint32_t i = 0; i < k; ++i)
+        if (cm[i].scope == 3 && !cm[i].saturatingAccumulation)  // VK_SCOPE_SUBGROUP_KHR
+          d.limits.coop_matrix_shapes.push_back(std::to_string(cm[i].MSize) + "x" + std::to_string(cm[i].NSize) + "x" +
+                                                std::to_string(cm[i].KSize) + ":" + componentName(cm[i].AType) + "," +
+                                                componentName(cm[i].BType) + "," + componentName(cm[i].CType) + "," +
+                                                componentName(cm[i].ResultType));
+  }
   return d;
+}
+
+DeviceFeatureChain::DeviceFeatureChain(const VulkanDeviceProps& p) {
+  void** tail = &head;
+  // f16 GEMM inputs: shaderFloat16 and 16-bit storage buffers, where the device has both.
+  if (p.float16) {
+    f16.shaderFloat16 = VK_TRUE;
+    s16.storageBuffer16BitAccess = VK_TRUE;
+    *tail = &f16, f16.pNext = &s16, tail = &s16.pNext;
+  }
+  // Kernels that require a subgroup size (the space's `subgroup` knob).
+  if (p.limits.subgroup_size_control) {
+    ssc.subgroupSizeControl = VK_TRUE;
+    *tail = &ssc, tail = &ssc.pNext;
+    if (p.subgroup_control_ext) extensions.push_back("VK_EXT_subgroup_size_control");
+  }
+  // Cooperative-matrix kernels, where the device lists the space's shape; they use the Vulkan
+  // memory model (core feature of 1.2, required with cooperative matrices).
+  if (!p.limits.coop_matrix_shapes.empty()) {
+    coop.cooperativeMatrix = VK_TRUE;
+    vmm.vulkanMemoryModel = VK_TRUE;
+    *tail = &coop, coop.pNext = &vmm;
+    extensions.push_back("VK_KHR_cooperative_matrix");
+  }
 }
 
 }  // namespace sextant::vk

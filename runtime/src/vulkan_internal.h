@@ -86,7 +86,39 @@ struct Instance {
 // layer's words (SEXTANT_VULKAN_VALIDATION=1).
 Result<Instance> createInstance(Messages* messages);
 void destroyInstance(Instance& in);
-VulkanDeviceProps propsOf(const VkApi& api, VkPhysicalDevice pd, int index);
+VulkanDeviceProps propsOf(const Instance& in, VkPhysicalDevice pd, int index);
+
+// VK_KHR_cooperative_matrix, declared here: Debian bookworm's Vulkan headers (1.3.239) predate it
+// (1.3.255). Values from the Vulkan registry.
+inline constexpr VkStructureType kCoopMatrixFeaturesKHR = VkStructureType(1000506000);
+inline constexpr VkStructureType kCoopMatrixPropertiesKHR = VkStructureType(1000506001);
+struct CoopMatrixFeaturesKHR {
+  VkStructureType sType = kCoopMatrixFeaturesKHR;
+  void* pNext = nullptr;
+  VkBool32 cooperativeMatrix = VK_FALSE, cooperativeMatrixRobustBufferAccess = VK_FALSE;
+};
+struct CoopMatrixPropertiesKHR {
+  VkStructureType sType = kCoopMatrixPropertiesKHR;
+  void* pNext = nullptr;
+  uint32_t MSize = 0, NSize = 0, KSize = 0;
+  int32_t AType = 0, BType = 0, CType = 0, ResultType = 0;  // VkComponentTypeKHR
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  int32_t scope = 0;                                         // VkScopeKHR (3: subgroup)
+};
+
+// What a device is created with beyond Vulkan 1.1: f16 inputs, subgroup size control and
+// cooperative matrices where it has them (pNext chain of VkDeviceCreateInfo and the extensions).
+struct DeviceFeatureChain {
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures ssc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  CoopMatrixFeaturesKHR coop;
+  std::vector<const char*> extensions;
+  void* head = nullptr;
+  explicit DeviceFeatureChain(const VulkanDeviceProps& p);
+  DeviceFeatureChain(const DeviceFeatureChain&) = delete;  // the chain points into itself
+};
 
 // The device's pipeline cache (vulkan_pipeline_cache.cpp), kept on disk between processes so that
 // a kernel's shader is compiled once per machine, driver and device (tune-runner measures each

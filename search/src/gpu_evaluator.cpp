@@ -110,7 +110,8 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       json j{{"ok", c.ok}, {"stage", c.stage}, {"message", c.message}, {"seconds", c.seconds}};
       if (!c.ok) return j.dump();
       j["kernel"] = {{"name", info.name}, {"args", info.args}, {"grid", info.grid}, {"block", info.block},
-                     {"async_groups", info.async_groups_per_iteration}, {"dynamic_smem", info.dynamic_smem_bytes}};
+                     {"async_groups", info.async_groups_per_iteration}, {"dynamic_smem", info.dynamic_smem_bytes},
+                     {"subgroup", info.subgroup_size}};
       GpuResources res;
       std::string res_error;
       if (r.vulkan) {
@@ -165,6 +166,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     for (int d = 0; d < 3; ++d) c.info.grid[d] = k["grid"][d], c.info.block[d] = k["block"][d];
     c.info.async_groups_per_iteration = k.value("async_groups", 0);
     c.info.dynamic_smem_bytes = k.value("dynamic_smem", int64_t(0));
+    c.info.subgroup_size = k.value("subgroup", int64_t(0));
     if (j.contains("resources")) {
       const json& r = j["resources"];
       c.res.source = r["source"];
@@ -204,8 +206,11 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     e.compile_s = c.seconds;
     e.source = "compiled";
     if (!c.ok) {
-      e.status = "compile_error";
-      e.message = c.message;
+      // A kernel the validator cannot check (cooperative matrices, an old spirv-val) compiled but
+      // may not run: labelled compile-only, never bundled.
+      const bool unchecked = c.message.rfind(std::string("validate: ") + kSpirvUnchecked, 0) == 0;
+      e.status = unchecked ? "rejected" : "compile_error";
+      e.message = unchecked ? c.message.substr(10) : c.message;
       continue;
     }
     json stats{{"threads", plans[i].threads},
@@ -283,6 +288,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     }
     for (int d = 0; d < 3; ++d) k.grid[d] = uint32_t(c.info.grid[d]), k.block[d] = uint32_t(c.info.block[d]);
     k.dynamic_shared_bytes = uint32_t(c.info.dynamic_smem_bytes);
+    k.subgroup_size = uint32_t(c.info.subgroup_size);
     k.knobs = json(space_.knobMap(batch[i]));
     k.static_stats = stats;
     manifest.kernels.erase(std::remove_if(manifest.kernels.begin(), manifest.kernels.end(),

@@ -66,6 +66,7 @@ struct GpuCompileRequest {
   bool vulkan = false;            // SPIR-V for Vulkan (compiler_vulkan.cpp): out_path gets the SPIR-V binary,
                                   // validated by spirv-val
   std::string spirv_target;       // Vulkan: the #spirv.target_env attribute (vulkanTargetEnv)
+  int64_t subgroup_size = 0;      // Vulkan: the subgroup size the kernel's pipeline must require (0: none)
   std::string chip;               // sm_90, sm_80, gfx942
   std::string features;           // +ptx80 ...
   std::string out_path;           // the kernel file: PTX text (NVIDIA) or HSACO (AMD)
@@ -78,6 +79,7 @@ struct GpuKernelInfo {
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int64_t async_groups_per_iteration = 0;  // cp.async commit groups per steady-state iteration
   int64_t dynamic_smem_bytes = 0;          // the launch's dynamic shared memory (0: static only)
+  int64_t subgroup_size = 0;               // Vulkan: the subgroup size its pipeline must require (0: the default)
   std::map<std::string, int64_t> stats;    // AMD: code-object metadata (vgpr_count, ...)
   std::string scheduled_ir;                // with keep_ir: the module after every schedule and rewrite,
                                            // before outlining and lowering (gpu.launch in the host function)
@@ -139,9 +141,14 @@ struct FoundOp {
 };
 Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::string& filename);
 
-// spirv-val --target-env vulkan1.1 on a SPIR-V file (every Vulkan kernel passes it before it may
-// run): ok, or why not (the validator's words, or that spirv-val, Debian's spirv-tools, is missing).
+// spirv-val on a SPIR-V file (every Vulkan kernel passes it before it may run) with the Vulkan
+// environment of the module's SPIR-V version (1.3: vulkan1.1, 1.6: vulkan1.3): ok, or why not (the
+// validator's words, or that spirv-val, Debian's spirv-tools, is missing). The validator is
+// $SEXTANT_SPIRV_VAL if set (a newer SPIRV-Tools), else spirv-val on the PATH. A cooperative-matrix
+// kernel that the validator predates (Debian's SPIRV-Tools 2023.1 does not know
+// SPV_KHR_cooperative_matrix) is not validated: that error starts with kSpirvUnchecked.
 Status validateSpirvFile(const std::string& path);
+inline constexpr const char* kSpirvUnchecked = "compile-only (not validated)";
 
 // Parses and verifies a Transform library; the error carries the diagnostics.
 Status validateTransformLibrary(const std::string& library);

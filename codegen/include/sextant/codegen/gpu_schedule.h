@@ -54,7 +54,10 @@ struct GpuPlan {
   std::array<int64_t, 2> fill_tile{};     // per-thread tile of the C initialisation
   int64_t smem_bytes = 0;                 // A + B tiles times pipeline depth
   bool vulkan = false;                    // SPIR-V for Vulkan: workgroup memory is memory space 3, memory
-                                          // accesses scalar (compiler_vulkan.cpp says why)
+                                          // accesses scalar (compiler_vulkan.cpp says why); with mma:
+                                          // cooperative matrices (16x16x16 f16 fragments per subgroup)
+  int64_t required_subgroup = 0;          // Vulkan: the subgroup size the pipeline must require (the
+                                          // `subgroup` knob, where the device offers a choice); 0: none
   bool dynamic_smem = false;              // NVIDIA, over the 48 KiB ptxas allows statically: the tiles
                                           // live in dynamic shared memory (compiler_dynamic_smem.cpp)
 };
@@ -63,6 +66,9 @@ struct GpuPlan {
 bool vulkanSupportsTypes(const GemmWorkload& w);
 // The #spirv.target_env attribute (text) of a Vulkan target: SPIR-V 1.3, its resource limits.
 std::string vulkanTargetEnv(const GpuTargetInfo& g);
+// The same for a cooperative-matrix kernel: SPIR-V 1.6, CooperativeMatrixKHR, the space's shape
+// (kVulkanCoopMatrixShape) as the device's property, subgroups of `subgroup` lanes.
+std::string vulkanCoopMatrixTargetEnv(const GpuTargetInfo& g, int64_t subgroup);
 
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c);
 

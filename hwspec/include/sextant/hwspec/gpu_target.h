@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sextant/common/result.h"
 #include "sextant/hwspec/target.h"
@@ -33,6 +34,13 @@ struct GpuTargetInfo {
   bool has_cp_async = false;    // NVIDIA sm_80+: asynchronous global->shared copies
   bool has_wgmma = false;       // NVIDIA sm_90 (as sm_90a): warpgroup MMA + TMA
   bool has_float16 = false;     // Vulkan: shaderFloat16 and storageBuffer16BitAccess (f16 GEMM inputs)
+  // Vulkan: the device runs 16x16x16 cooperative matrices of f16 x f16 + f32 -> f32 in a subgroup
+  // (VK_KHR_cooperative_matrix lists that shape; the space's matrix-unit route).
+  bool has_coop_matrix = false;
+  // Vulkan: the subgroup sizes a compute pipeline may require (VK_EXT_subgroup_size_control, core
+  // in 1.3: the powers of two from minSubgroupSize to maxSubgroupSize where compute shaders may
+  // require one); empty: only the device's default (warp_size). The space's `subgroup` knob.
+  std::vector<int64_t> subgroup_sizes;
   // Vulkan: the device class whose IREE default configuration is the default schedule and the
   // first seed (vulkanDeviceClass): nvidia, amd, mali, adreno, apple, cpu (lavapipe, SwiftShader),
   // other (Intel and the rest: IREE's fallback). "cpu" until a device is opened (lavapipe's limits).
@@ -53,7 +61,16 @@ struct VulkanLimits {
   bool float16 = false;                // shaderFloat16 and storageBuffer16BitAccess
   uint32_t vendor_id = 0;              // VkPhysicalDeviceProperties::vendorID (PCI vendor; Mesa 0x10005)
   std::string device_type;             // "cpu", "discrete-gpu", "integrated-gpu", "virtual-gpu", "other"
+  // VK_EXT_subgroup_size_control (core in 1.3): the range a pipeline may require, and whether
+  // compute shaders may require one (subgroupSizeControl and requiredSubgroupSizeStages).
+  int64_t min_subgroup_size = 0, max_subgroup_size = 0;
+  bool subgroup_size_control = false;
+  // VK_KHR_cooperative_matrix: the subgroup-scope shapes the device lists, "MxNxK:A,B,C,R"
+  // ("16x16x16:f16,f16,f32,f32"); empty without the extension.
+  std::vector<std::string> coop_matrix_shapes;
 };
+// The cooperative-matrix shape the Vulkan space uses (f16 GEMM inputs, f32 accumulation).
+inline constexpr const char* kVulkanCoopMatrixShape = "16x16x16:f16,f16,f32,f32";
 // The device class of a Vulkan device from its vendor ID and type (GpuTargetInfo::vulkan_class).
 std::string vulkanDeviceClass(uint32_t vendor_id, const std::string& device_type);
 void applyVulkanLimits(GpuTargetInfo& g, const VulkanLimits& l);

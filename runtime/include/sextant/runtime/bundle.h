@@ -67,6 +67,9 @@ struct BundleKernel {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t dynamic_shared_bytes = 0;
+  // Vulkan: the subgroup size the kernel was compiled for, which its pipeline requires (the space's
+  // `subgroup` knob); 0 (or absent): the device's default.
+  uint32_t subgroup_size = 0;
   nlohmann::json knobs = nlohmann::json::object();
   std::string schedule_sha;                              // optional ("" when absent)
   nlohmann::json static_stats = nlohmann::json::object();  // "static": free-form compile statistics

@@ -27,6 +27,10 @@ struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t dynamic_shared_bytes = 0;
+  // Vulkan: the subgroup size the kernel was compiled for and its pipeline must require (the
+  // space's `subgroup` knob; VkPipelineShaderStageRequiredSubgroupSizeCreateInfo); 0: the
+  // device's default. Other devices: ignored (their subgroups are the architecture's).
+  uint32_t subgroup_size = 0;
 };
 
 // A module loaded on the device and the function in it.
@@ -118,7 +122,10 @@ struct VulkanDeviceProps {
   int64_t max_groups[3] = {0, 0, 0};
   float timestamp_period_ns = 0;
   bool float16 = false;            // shaderFloat16 and storageBuffer16BitAccess
-  bool cooperative_matrix = false; // VK_KHR_cooperative_matrix
+  bool cooperative_matrix = false; // VK_KHR_cooperative_matrix (its shapes: limits.coop_matrix_shapes)
+  uint32_t api = 0;                // VkPhysicalDeviceProperties::apiVersion
+  // The device is older than 1.3 and has VK_EXT_subgroup_size_control: it is enabled at creation.
+  bool subgroup_control_ext = false;
 };
 Result<std::vector<VulkanDeviceProps>> listVulkanDevices();
 // The devices as a description (JSON, format "sextant-vulkan-devices") that tune --vulkan-device
