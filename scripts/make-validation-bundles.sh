@@ -46,6 +46,12 @@ case "$target" in
 esac
 tune=${TUNE:-$root/build/tools/tune}
 [ -x "$tune" ] || "$root/scripts/build.sh"
+# Vulkan cooperative-matrix kernels (f16 on a device that lists the shape) are bundled only when
+# validated: Debian's spirv-val predates the extension, the one experiments/vulkan_coop_validate.sh
+# installs knows it. Without it they are left out, labelled compile-only.
+if [ -z "${SEXTANT_SPIRV_VAL:-}" ] && [ -x "$root/experiments/.venv-spirv/bin/spirv-val" ]; then
+  export SEXTANT_SPIRV_VAL="$root/experiments/.venv-spirv/bin/spirv-val"
+fi
 mkdir -p "$out"
 for dtype in ${dtypes//,/ }; do
   for shape in ${shapes//,/ }; do

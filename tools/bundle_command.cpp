@@ -27,10 +27,12 @@ namespace {
 std::string routeOf(const Space& s, const Candidate& c) {
   const int k = s.knobIndex("mma");
   const int64_t v = k < 0 ? 0 : s.knobs()[size_t(k)].values[size_t(c[size_t(k)])];
+  const bool vulkan = s.name().size() > 7 && s.name().compare(s.name().size() - 7, 7, "_vulkan") == 0;
+  if (vulkan && v == 1) return "coop";  // Vulkan cooperative matrices
   return v == 0 ? "fma" : v == 1 ? "mma.sync" : v == 2 ? "wgmma" : "mma" + std::to_string(v);
 }
 
-const std::vector<std::string> kRoutes = {"fma", "mma.sync", "wgmma"};
+const std::vector<std::string> kRoutes = {"fma", "mma.sync", "wgmma", "coop"};
 
 }  // namespace
 
@@ -43,7 +45,7 @@ CLI::App* addBundleCommand(CLI::App& app, BundleArgs& a) {
   b->add_option("--dtype", a.dtype, "input element type: f16, bf16, f32")->capture_default_str();
   b->add_option("--layout", a.layout, "NN, NT or TN")->capture_default_str();
   b->add_option("--routes", a.routes,
-                "comma-separated routes to sample: fma, mma.sync, wgmma, or all (routes the target/dtype do not "
+                "comma-separated routes to sample: fma, mma.sync, wgmma, coop (Vulkan cooperative matrices), or all (routes the target/dtype do not "
                 "have are reported and skipped)")
       ->capture_default_str();
   b->add_option("--random", a.random, "random candidates per route")->capture_default_str();

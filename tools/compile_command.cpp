@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -118,6 +119,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   std::vector<LibraryEntry> entries;
   std::map<std::string, size_t> entry_of;       // workload key -> entry
   std::map<std::string, std::string> gemm_in;   // function -> location of its scheduled GEMM
+  std::map<std::string, size_t> entry_in;       // function -> its GEMM's entry
   std::vector<std::string> problems;
   std::vector<ReportLine> report;
   for (const FoundOp& op : ops) {
@@ -170,6 +172,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       entry_of[key] = entries.size();
       entries.push_back(std::move(**entry));
     }
+    entry_in[op.function] = entry_of[key];
     report.push_back(reportLine(op, key, entries[entry_of[key]]));
   }
   if (!problems.empty())
@@ -181,7 +184,18 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   GpuModuleRequest req;
   req.nvidia = target.kind == TargetKind::Nvidia;
   req.vulkan = target.kind == TargetKind::Vulkan;
-  if (req.vulkan) req.spirv_target = vulkanTargetEnv(*g);
+  // Vulkan: per kernel, the plan (a cooperative-matrix kernel needs the SPIR-V 1.6 environment; the
+  // others keep the version they need, spirv-update-vce lowers it; a required subgroup size is reported).
+  auto planOf = [&](const std::string& function) -> std::optional<GpuPlan> {
+    auto it = entry_in.find(function);
+    if (it == entry_in.end()) return std::nullopt;
+    const LibraryEntry& e = entries[it->second];
+    auto p = planGpuGemm(e.workload, e.space, e.candidate);
+    return p ? std::optional<GpuPlan>(*p) : std::nullopt;
+  };
+  bool coop = false;
+  for (const auto& [function, i] : entry_in) coop |= req.vulkan && planOf(function) && planOf(function)->mma;
+  if (req.vulkan) req.spirv_target = coop ? vulkanCoopMatrixTargetEnv(*g, g->warp_size) : vulkanTargetEnv(*g);
   req.chip = g->chip;
   req.features = g->features;
   req.input_name = a.input;
@@ -208,6 +222,9 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     std::string res;
     if (req.vulkan) {
       res = "SPIR-V, " + std::to_string(k.object.size()) + " bytes, spirv-val passed";
+      if (auto p = planOf(k.host_function); p && p->mma) res += ", cooperative matrices";
+      if (auto p = planOf(k.host_function); p && p->required_subgroup)
+        res += ", requires subgroups of " + std::to_string(p->required_subgroup) + " (requiredSubgroupSize)";
     } else if (!req.nvidia) {
       GpuResources r = fromAmdgpuMetadata(k.stats);
       res = std::to_string(r.registers) + " VGPRs, " + std::to_string(r.smem_bytes) + " B LDS";

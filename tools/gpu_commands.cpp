@@ -186,10 +186,12 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   o.strategy_context.model_path = costModelPath(a.db, target->key(), w->key());
   if (a.strategy == "glimpse") {
     // The prior: other workloads' records on every GPU target, weighted by the similarity of the
-    // targets' Blueprints (exp(-d^2/2) over the embedding distance d; the same device: 1).
+    // targets' Blueprints (exp(-d^2/2) over the embedding distance d; the same device: 1). A Vulkan
+    // device's Blueprint is its datasheet entry's (by its reported name), so that a GPU's own
+    // records (h200:sm_90 for "NVIDIA H200") weigh most.
     auto all = db->allRecords(false);
     if (!all) return fail(all.error());
-    const std::vector<double>& me = blueprintOf(*target);
+    const std::vector<double>& me = blueprintOf(*g);
     std::map<std::string, double> weight;  // per target key
     o.strategy_context.prior = priorFromRecords(*all, w->key(), target->key(), machine, [&](const std::string& k) {
       auto it = weight.find(k);
@@ -197,7 +199,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
       auto t = gpuTargetOfKey(k);
       double d2 = 0;
       if (t) {
-        const auto& e = blueprintOf(t->target);
+        const auto& e = blueprintOf(*t);
         for (size_t i = 0; i < e.size() && i < me.size(); ++i) d2 += (e[i] - me[i]) * (e[i] - me[i]);
       }
       return weight[k] = t ? std::exp(-d2 / 2) : 0.0;

@@ -16,13 +16,14 @@ std::optional<GpuTargetInfo> gpuTargetOfKey(const std::string& key) {
 }
 
 // The Blueprint embedding of a target's device (zeros if the table lacks it); fitted once.
-const std::vector<double>& blueprintOf(const Target& t) {
+const std::vector<double>& blueprintOf(const GpuTargetInfo& g) {
   static const Blueprint bp = fitBlueprint(builtinDeviceTable());
-  static std::map<std::string, std::vector<double>> cache;
-  auto it = cache.find(t.device);
+  static std::map<std::string, std::vector<double>> cache;  // per datasheet entry ("": none)
+  const DeviceSpec* d = datasheetOf(g);
+  const std::string key = d ? d->name : "";
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const DeviceSpec* d = builtinDeviceTable().find(t.device);
-  return cache[t.device] = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
+  return cache[key] = d ? bp.embed(*d) : std::vector<double>(bp.components.size(), 0.0);
 }
 
 // GPU features of a candidate plus its target's Blueprint (zeros in its place when `blueprint`
@@ -30,7 +31,7 @@ const std::vector<double>& blueprintOf(const Target& t) {
 std::vector<float> featuresWithBlueprint(const GemmWorkload& w, const Space& s, const Candidate& c,
                                          const GpuTargetInfo& g, bool blueprint) {
   auto x = gpuGemmFeatures(w, s, c, g);
-  for (double e : blueprintOf(g.target)) x.push_back(blueprint ? float(e) : 0.f);
+  for (double e : blueprintOf(g)) x.push_back(blueprint ? float(e) : 0.f);
   return x;
 }
 

@@ -17,8 +17,9 @@ namespace sextant::cli {
 // The GPU target a database target key ("h100:sm_90") names; nullopt for CPU or unknown targets.
 std::optional<GpuTargetInfo> gpuTargetOfKey(const std::string& key);
 
-// The Blueprint embedding of a target's device (zeros if the table lacks it); fitted once.
-const std::vector<double>& blueprintOf(const Target& t);
+// The Blueprint embedding of a target's device (datasheetOf: a Vulkan device by its reported name;
+// zeros if the table lacks it); fitted once.
+const std::vector<double>& blueprintOf(const GpuTargetInfo& g);
 
 // GPU features of a candidate plus its target's Blueprint (zeros in its place when `blueprint`
 // is false: the cross-target comparison without it).

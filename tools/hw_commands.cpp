@@ -144,7 +144,7 @@ int cmdHwShowVulkan(bool as_json) {
            (long long)d.limits.max_invocations, (long long)d.limits.max_size[0], (long long)d.limits.max_size[1],
            (long long)d.limits.max_size[2], (long long)(d.limits.shared_bytes >> 10));
     printf("  subgroup size    %lld", (long long)d.limits.subgroup_size);
-    if (d.limits.subgroup_size_control)
+    if (d.limits.subgroup_size_control && d.limits.min_subgroup_size < d.limits.max_subgroup_size)
       printf(" (compute pipelines may require %lld to %lld: the space's subgroup knob)", (long long)d.limits.min_subgroup_size,
              (long long)d.limits.max_subgroup_size);
     printf("\n  timestamps       %.3g ns per tick\n", double(d.timestamp_period_ns));

@@ -43,7 +43,7 @@ int accumulatorsFromZero(mlir::gpu::LaunchOp launch) {
   // Memrefs the launch fills with zero vectors (defined outside it: the kernel's C).
   llvm::SetVector<mlir::Value> filled;
   launch.walk([&](mlir::vector::TransferWriteOp w) {
-    if (isZeroSplat(w.getVector()) && !launch->isProperAncestor(w.getBase().getParentBlock()->getParentOp()))
+    if (isZeroSplat(w.getVector()) && !launch->isAncestor(w.getBase().getParentBlock()->getParentOp()))
       filled.insert(w.getBase());
   });
   int replaced = 0;
@@ -89,10 +89,9 @@ int accumulatorsFromZero(mlir::gpu::LaunchOp launch) {
       r.erase();
       ++replaced;
     }
-    // No read of the zeros is left: the fill's stores are dead (the results overwrite all of C).
-    if (zero_reads.size() == reads.size() || llvm::all_of(reads, [&](mlir::vector::TransferReadOp r) {
-          return !r->getBlock() || (first_other && !topIn(body, r)->isBeforeInBlock(first_other));
-        }))
+    // No read of C is left: the fill's stores are dead (the results overwrite all of C). Any read
+    // after another write might still see a zero the fill wrote: then they stay.
+    if (zero_reads.size() == reads.size())
       for (auto w : zeros) w.erase();
   }
   return replaced;

@@ -1,4 +1,5 @@
 #include "sextant/hwspec/devices.h"
+#include "sextant/hwspec/gpu_target.h"
 
 #include <cctype>
 #include <cmath>
@@ -18,6 +19,11 @@ const DeviceSpec* DeviceTable::find(const std::string& name) const {
   for (const auto& d : devices)
     if (d.name == name) return &d;
   return nullptr;
+}
+
+const DeviceSpec* datasheetOf(const GpuTargetInfo& g) {
+  const DeviceTable& t = builtinDeviceTable();
+  return g.target.kind == TargetKind::Vulkan ? t.matchName(g.display) : t.find(g.target.device);
 }
 
 const DeviceSpec* DeviceTable::matchName(const std::string& device_name) const {

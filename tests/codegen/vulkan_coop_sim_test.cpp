@@ -21,6 +21,7 @@
 #include "mlir/Parser/Parser.h"
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/gpu_schedule.h"
+#include "sextant/codegen/library.h"
 
 namespace sextant {
 namespace {
@@ -313,6 +314,35 @@ TEST(VulkanCoop, SpirvHasCooperativeMatricesAndTheVulkanMemoryModel) {
   EXPECT_TRUE(vmm_cap);
   EXPECT_TRUE(vulkan_model);
   EXPECT_EQ(k.info.subgroup_size, 0);  // one subgroup size: the pipeline requires none
+}
+
+// The exported library (tune export / tune compile) applied to the workload's own payload gives
+// the tuner's kernel: the same SPIR-V words (compared also where the validator cannot check them).
+TEST(VulkanCoop, LibraryKernelIsTheTunedKernel) {
+  GpuTargetInfo g = coopDevice();
+  auto w = *parseWorkloadKey(kKey);
+  Space s = buildGpuGemmSpace(w, g);
+  for (const auto& knobs : kKnobs) {
+    Candidate c = *s.fromKey(knobs);
+    Compiled direct = compile(w, s, c, g);
+    expectCompiled(direct, knobs);
+    LibraryEntry e{w, s, c, "tuned", 0, LibraryEntry::Kind::Vulkan, {{"record", "1"}}, {}};
+    auto lib = emitTransformLibrary({e}, "test");
+    ASSERT_TRUE(lib.ok()) << lib.error();
+    GpuModuleRequest r;
+    r.nvidia = false, r.vulkan = true;
+    r.spirv_target = vulkanCoopMatrixTargetEnv(g, g.warp_size);
+    r.out_path = ::testing::TempDir() + "/coop_module_" + std::to_string(getpid()) + ".mlir";
+    std::vector<GpuModuleKernel> kernels;
+    CompileOutcome out = compileModuleGpu(w.payloadMlir(), *lib, r, kernels);
+    std::filesystem::remove(r.out_path);
+    // Both validated, or both stopped at the validator (the SPIR-V is made before it is checked).
+    EXPECT_EQ(out.ok, direct.out.ok) << knobs << ": " << out.stage << ": " << out.message.substr(0, 2000);
+    EXPECT_EQ(out.stage, direct.out.stage);
+    ASSERT_EQ(kernels.size(), 1u);
+    ASSERT_FALSE(direct.spirv.empty());
+    EXPECT_EQ(kernels[0].object, direct.spirv) << knobs;
+  }
 }
 
 // Where the route and the subgroup knob exist; records from before the knob.

@@ -70,7 +70,7 @@ Compiled compileVulkan(const GemmWorkload& w, const Space& s, const Candidate& c
   return k;
 }
 
-GpuMeasurement run(GpuDevice& dev, const GemmWorkload& w, const Compiled& k) {
+GpuMeasurement run(GpuDevice& dev, const GemmWorkload& w, const Compiled& k, uint32_t subgroup = 0) {
   auto problem = GemmHostProblem::create(w);
   EXPECT_TRUE(problem.ok());
   GpuMeasureOptions o;
@@ -84,6 +84,7 @@ GpuMeasurement run(GpuDevice& dev, const GemmWorkload& w, const Compiled& k) {
   spec.kernel_name = k.info.name;
   for (const auto& a : k.info.args) spec.args.push_back(KernelArg::buf(a[0]));
   for (int d = 0; d < 3; ++d) spec.dims.grid[d] = uint32_t(k.info.grid[d]), spec.dims.block[d] = uint32_t(k.info.block[d]);
+  spec.dims.subgroup_size = subgroup ? subgroup : uint32_t(k.info.subgroup_size);
   return bench.measureKernel(spec);
 }
 
@@ -443,6 +444,27 @@ TEST(Vulkan, DeviceLimitsShapeTheSpaceAndTheLaunch) {
   // A PTX image is not for this device.
   EXPECT_FALSE(dev->load(".version 8.0", KernelFormat::Ptx, "k").ok());
   EXPECT_NE(dev->info().arch.find("vulkan-"), std::string::npos);
+}
+
+// A kernel that requires a subgroup size (the space's subgroup knob, where the device offers a
+// choice): its pipeline is made requiring it and runs; a size outside the device's range is a
+// launch error that names the range (lavapipe: subgroup size control with 8 only).
+TEST(Vulkan, KernelsRequireTheirSubgroupSize) {
+  REQUIRE_VULKAN(dev);
+  const VulkanDeviceProps* props = vulkanDeviceProps(*dev);
+  ASSERT_NE(props, nullptr);
+  if (!props->limits.subgroup_size_control) GTEST_SKIP() << props->name << " has no subgroup size control for compute";
+  auto w = *parseWorkloadKey("gemm:NN:128x128x128:f32*f32->f32");
+  GpuTargetInfo g = vulkanTarget();
+  applyVulkanLimits(g, props->limits);
+  Space s = buildGpuGemmSpace(w, g);
+  Compiled k = compileVulkan(w, s, defaultGpuCandidate(w, s, g), g);
+  ASSERT_TRUE(k.out.ok) << k.out.message;
+  auto ok = run(*dev, w, k, uint32_t(props->limits.min_subgroup_size));
+  EXPECT_EQ(ok.status, GpuStatus::Ok) << ok.message;
+  auto bad = run(*dev, w, k, uint32_t(props->limits.max_subgroup_size * 2));
+  EXPECT_EQ(bad.status, GpuStatus::LaunchError);
+  EXPECT_NE(bad.message.find("allows " + std::to_string(props->limits.min_subgroup_size)), std::string::npos) << bad.message;
 }
 
 // The runner's pipeline cache on disk: written when a kernel is loaded (header of this device:

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sextant/hwspec/devices.h"
+#include "sextant/hwspec/gpu_target.h"
+#include "sextant/hwspec/target.h"
 
 using namespace sextant;
 using json = nlohmann::json;
@@ -98,6 +100,26 @@ TEST(DeviceTable, ReportedNamesFindTheirEntry) {
   EXPECT_EQ(name("Intel(R) Arc(tm) A770 Graphics"), "none");
 }
 
+// A Vulkan device goes into the table by the name it reports (issue #33): its Blueprint is then its
+// datasheet entry's, the one the GPU's own target has; lavapipe and unknown devices have none.
+TEST(DeviceTable, AVulkanDeviceTakesItsDatasheetEntryByName) {
+  auto vk = *gpuTargetInfo(*resolveTarget("vulkan"));
+  EXPECT_EQ(datasheetOf(vk), nullptr);  // lavapipe's limits until a device is opened
+  VulkanLimits l;
+  l.name = "NVIDIA H200";
+  l.subgroup_size = 32;
+  applyVulkanLimits(vk, l);
+  ASSERT_NE(datasheetOf(vk), nullptr);
+  EXPECT_EQ(datasheetOf(vk)->name, "h200");
+  auto h200 = *gpuTargetInfo(*resolveTarget("h200"));
+  EXPECT_EQ(datasheetOf(h200), datasheetOf(vk));
+  const Blueprint bp = fitBlueprint(builtinDeviceTable());
+  EXPECT_EQ(bp.embed(*datasheetOf(vk)), bp.embed(*datasheetOf(h200)));
+  l.name = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  applyVulkanLimits(vk, l);
+  EXPECT_EQ(datasheetOf(vk), nullptr);
+}
+
 TEST(Blueprint, IsStableAndSeparatesDeviceFamilies) {
   const DeviceTable& t = builtinDeviceTable();
   Blueprint a = fitBlueprint(t), b = fitBlueprint(t);
@@ -124,9 +146,6 @@ TEST(Blueprint, IsStableAndSeparatesDeviceFamilies) {
   EXPECT_LT(dist("mi300x", "mi325x"), dist("mi300x", "rtx3090"));
   EXPECT_LT(dist("a100-40gb", "a100-80gb"), dist("a100-40gb", "l4"));
 }
-
-#include "sextant/hwspec/gpu_target.h"
-#include "sextant/hwspec/target.h"
 
 // Issue #16 item 7: the occupancy model counts the 1 KiB of shared memory NVIDIA reserves per
 // block. 57 KiB per block on an H100 (228 KiB per SM): 4 blocks fit by the bytes alone, 3 with

@@ -48,7 +48,9 @@ BundleManifest sampleManifest() {
   k.knobs = json::object();
   k.static_stats = json::object();
   k.dynamic_shared_bytes = 0;
+  k.subgroup_size = 32;  // a Vulkan kernel would require it; carried for any format
   m.kernels.push_back(k);
+  k.subgroup_size = 0;
   k.id = "w1-c0";
   k.workload = kW1;
   k.file = "kernels/w1-c0.ptx";
@@ -148,6 +150,8 @@ TEST(Bundle, WriteReadRoundTrip) {
   EXPECT_EQ(j["kernels"][0]["grid"], json({2, 4, 1}));
   EXPECT_EQ(j["kernels"][0]["static"]["ptxas_registers"], 96);
   EXPECT_FALSE(j["kernels"][1].contains("schedule_sha"));  // optional, omitted when empty
+  EXPECT_EQ(j["kernels"][1]["subgroup_size"], 32);
+  EXPECT_FALSE(j["kernels"][0].contains("subgroup_size"));  // 0: the device's default, omitted
   auto img = readKernelFile(d.str(), back->kernels[1]);
   ASSERT_TRUE(img.ok());
   EXPECT_EQ(*img, sampleFiles()["kernels/w0-c18.cubin"]);
@@ -197,6 +201,7 @@ TEST(Bundle, InvalidManifestsNameTheFileAndTheProblem) {
   expectManifestError([](json& j) { j["kernels"][0]["args"][1] = {{"f32", 1.0}}; }, "args[1]: expected an object");
   expectManifestError([](json& j) { j["kernels"][0]["args"][4] = {{"i32", int64_t(1) << 33}}; }, "32-bit range");
   expectManifestError([](json& j) { j["kernels"][0]["knobs"] = json::array(); }, "knobs: expected an object");
+  expectManifestError([](json& j) { j["kernels"][1]["subgroup_size"] = 48; }, "subgroup_size: must be 0 or a power of two");
   expectManifestError([](json& j) { j = json::array(); }, "expected a JSON object");
 }
 

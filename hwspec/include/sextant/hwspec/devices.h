@@ -54,4 +54,11 @@ struct Blueprint {
 };
 Blueprint fitBlueprint(const DeviceTable& table, int dims = 4);
 
+struct GpuTargetInfo;
+// The table's entry for a GPU target's device: the entry the target names (h100, mi300x), or for a
+// Vulkan target the entry its device's reported name matches (applyVulkanLimits set it as the
+// display name: "NVIDIA H200" -> h200); null when there is none (lavapipe, a device the table
+// lacks: Vulkan reports no TFLOP/s or bandwidth to embed).
+const DeviceSpec* datasheetOf(const GpuTargetInfo& g);
+
 }  // namespace sextant
