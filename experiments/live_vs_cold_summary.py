@@ -8,7 +8,7 @@ for the Intel Cascade Lake VM, whose timings move 2x within minutes): each run's
 divided by its own first trial, the untuned default (the same schedule in every run, measured at
 the start of that run), median over seeds.
 
-Usage: live_vs_cold_summary.py RESULT.json [RESULT.json ...]
+Usage: live_vs_cold_summary.py RESULT.json [RESULT.json ...]   (files of one shape and layout are merged)
 """
 import json
 import statistics
@@ -32,10 +32,26 @@ def med_reach(xs, trials):
     return m, (">%d" % trials if m > trials else "%g" % m)
 
 
-rows, verdicts, norm, machine = [], [], [], None
+# Files of the same shape and layout (configurations run at different times, e.g. glimpse:none after
+# the default and annealing) are merged: their configurations side by side, the reference best the
+# largest of theirs.
+merged, machine = {}, None
 for path in sys.argv[1:]:
     j = json.load(open(path))
     machine = machine or j.get("machine")
+    key = (j["shape"], j["layout"])
+    if key not in merged:
+        merged[key] = j
+        continue
+    m = merged[key]
+    if m["trials"] != j["trials"]:
+        sys.exit(f"{path}: {j['trials']} trials, the other file of {key[0]} {key[1]} has {m['trials']}")
+    m["reference_best_gflops"] = max(m["reference_best_gflops"], j["reference_best_gflops"])
+    for c, r in j["configs"].items():
+        m["configs"].setdefault(c, r)
+
+rows, verdicts, norm = [], [], []
+for j in merged.values():
     trials, top = j["trials"], j["reference_best_gflops"]
     marks = sorted({m for m in (16, 32, trials) if m <= trials})
     meds, rel = {}, {}
@@ -52,7 +68,8 @@ for path in sys.argv[1:]:
         ok = [dd >= ss for dd, ss in zip(d[0], s[0])]
         verdicts.append((f"{j['shape']} {j['layout']}", ok, marks, d[1], s[1]))
     if "glimpse:default" in rel and "sa:none" in rel:
-        norm.append((f"{j['shape']} {j['layout']}", marks, rel["glimpse:default"], rel["sa:none"]))
+        others = {c: v for c, v in rel.items() if c not in ("glimpse:default", "sa:none")}
+        norm.append((f"{j['shape']} {j['layout']}", marks, rel["glimpse:default"], rel["sa:none"], others))
 
 print(f"# machine: {machine}")
 print("Live tuning, f32 GEMM, fresh database per run; median over seeds of the best measured (GFLOP/s) after")
@@ -75,10 +92,12 @@ if norm:
     print()
     print("Best after 16 / 32 / 48 trials over the run's own untuned default (first trial), median over seeds:")
     held = 0
-    for shape, marks, d, a in norm:
+    for shape, marks, d, a, others in norm:
         ok = [dd >= aa for dd, aa in zip(d, a)]
         held += all(ok)
         print(f"  {shape}: default " + " / ".join(f"{x:.2f}" for x in d) + ", annealing " +
               " / ".join(f"{x:.2f}" for x in a) + "; default at least annealing: " +
               " ".join(f"{m}:{'yes' if o else 'NO'}" for m, o in zip(marks, ok)))
+        for c, v in sorted(others.items()):
+            print(f"    {c}: " + " / ".join(f"{x:.2f}" for x in v))
     print(f"goal on this figure met on {held} of {len(norm)} shapes")
