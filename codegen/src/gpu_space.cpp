@@ -88,34 +88,38 @@ bool vulkanSupportsTypes(const GemmWorkload& w) {
   return w.a_type == w.b_type && (w.a_type == DType::F32 || w.a_type == DType::F16) && w.c_type == DType::F32;
 }
 
-std::string vulkanTargetEnv(const GpuTargetInfo& g) {
-  // SPIR-V 1.3 (Vulkan 1.1 and later) with storage buffers; the resource limits are the device's
-  // (the conversion does not enforce them: the space's constraints do).
+// A #spirv.target_env: the version, capabilities and extensions given, the device's resource limits
+// (the conversion does not enforce them: the space's constraints do), subgroups of `subgroup`.
+static std::string targetEnv(const GpuTargetInfo& g, const std::string& vce, int64_t subgroup, const std::string& more) {
   const int64_t inv = g.max_threads_per_block;
-  // f16 where the device has it (spirv-update-vce keeps only what a kernel uses).
-  const std::string caps = g.has_float16 ? "[Shader, Float16, StorageBuffer16BitAccess]" : "[Shader]";
-  const std::string exts = g.has_float16 ? "[SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]"
-                                         : "[SPV_KHR_storage_buffer_storage_class]";
-  return "#spirv.target_env<#spirv.vce<v1.3, " + caps + ", " + exts + ">, api=Vulkan, "
-         "#spirv.resource_limits<max_compute_shared_memory_size = " + std::to_string(g.smem_per_block_bytes) +
-         ", max_compute_workgroup_invocations = " + std::to_string(inv) + ", max_compute_workgroup_size = [" +
-         std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(g.warp_size) + ">>";
+  return "#spirv.target_env<#spirv.vce<" + vce + ">, api=Vulkan, #spirv.resource_limits<max_compute_shared_memory_size = " +
+         std::to_string(g.smem_per_block_bytes) + ", max_compute_workgroup_invocations = " + std::to_string(inv) +
+         ", max_compute_workgroup_size = [" + std::to_string(inv) + ", " + std::to_string(inv) +
+         ", 64], subgroup_size = " + std::to_string(subgroup) + more + ">>";
+}
+
+std::string vulkanTargetEnv(const GpuTargetInfo& g) {
+  // SPIR-V 1.3 (Vulkan 1.1 and later) with storage buffers; f16 where the device has it
+  // (spirv-update-vce keeps only what a kernel uses).
+  return targetEnv(g,
+                   g.has_float16 ? "v1.3, [Shader, Float16, StorageBuffer16BitAccess], [SPV_KHR_storage_buffer_storage_class, "
+                                   "SPV_KHR_16bit_storage]"
+                                 : "v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]",
+                   g.warp_size, "");
 }
 
 std::string vulkanCoopMatrixTargetEnv(const GpuTargetInfo& g, int64_t subgroup) {
   // SPIR-V 1.6 (Vulkan 1.3): MLIR 22 legalizes the KHR cooperative-matrix ops only there; the one
   // shape the space uses (kVulkanCoopMatrixShape) as the device's property. Shader modules with
-  // cooperative matrices must use the Vulkan memory model (spirv-val 2025.5 says so; MLIR then
-  // writes OpMemoryModel Logical Vulkan).
-  const int64_t inv = g.max_threads_per_block;
-  return "#spirv.target_env<#spirv.vce<v1.6, [Shader, Float16, StorageBuffer16BitAccess, CooperativeMatrixKHR, "
-         "VulkanMemoryModel], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, SPV_KHR_cooperative_matrix, "
-         "SPV_KHR_vulkan_memory_model]>, api=Vulkan, "
-         "#spirv.resource_limits<max_compute_shared_memory_size = " + std::to_string(g.smem_per_block_bytes) +
-         ", max_compute_workgroup_invocations = " + std::to_string(inv) + ", max_compute_workgroup_size = [" +
-         std::to_string(inv) + ", " + std::to_string(inv) + ", 64], subgroup_size = " + std::to_string(subgroup) +
-         ", cooperative_matrix_properties_khr = [#spirv.coop_matrix_props_khr<m_size = 16, n_size = 16, k_size = 16, "
-         "a_type = f16, b_type = f16, c_type = f32, result_type = f32, acc_sat = false, scope = <Subgroup>>]>>";
+  // cooperative matrices must use the Vulkan memory model (spirv-val 2025.5 says so).
+  return targetEnv(g,
+                   "v1.6, [Shader, Float16, StorageBuffer16BitAccess, CooperativeMatrixKHR, VulkanMemoryModel], "
+                   "[SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, SPV_KHR_cooperative_matrix, "
+                   "SPV_KHR_vulkan_memory_model]",
+                   subgroup,
+                   ", cooperative_matrix_properties_khr = [#spirv.coop_matrix_props_khr<m_size = 16, n_size = 16, "
+                   "k_size = 16, a_type = f16, b_type = f16, c_type = f32, result_type = f32, acc_sat = false, "
+                   "scope = <Subgroup>>]");
 }
 
 Result<std::array<int64_t, 2>> gpuCopyTile(int64_t rows, int64_t cols, int64_t elem_bits, int64_t threads,

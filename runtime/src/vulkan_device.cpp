@@ -226,12 +226,15 @@ class VulkanDevice : public GpuDevice {
                    " invocations exceeds maxComputeWorkGroupInvocations " + std::to_string(props_.limits.max_invocations)};
     lk.resources.max_threads_per_block = props_.limits.max_invocations;
     if (d.subgroup_size != it->second.subgroup) {
-      // A kernel compiled for a subgroup size: its pipeline made again, requiring that size.
+      // A kernel compiled for a subgroup size: its pipeline made again, requiring that size (0:
+      // the device's default again).
       const VulkanLimits& l = props_.limits;
-      if (!l.subgroup_size_control || d.subgroup_size < l.min_subgroup_size || d.subgroup_size > l.max_subgroup_size)
+      if (d.subgroup_size != 0 &&
+          (!l.subgroup_size_control || d.subgroup_size < l.min_subgroup_size || d.subgroup_size > l.max_subgroup_size))
         return Error{"the kernel needs subgroups of " + std::to_string(d.subgroup_size) + "; " + props_.name +
                      (l.subgroup_size_control ? " allows " + std::to_string(l.min_subgroup_size) + " to " + std::to_string(l.max_subgroup_size)
                                               : " runs compute shaders with its default of " + std::to_string(l.subgroup_size) + " only")};
+      if (auto s = waitIdle(); !s) return s;  // no recorded command may still use the old pipeline
       api().vkDestroyPipeline(dev_, it->second.pipeline, nullptr);
       it->second.pipeline = VK_NULL_HANDLE;
       if (VkResult r = createPipeline(it->second, d.subgroup_size); r != VK_SUCCESS)
