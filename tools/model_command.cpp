@@ -297,6 +297,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     o.final_rounds = 0;
     o.args_json = argv_json;
     o.first_candidate = defaultCpuCandidate(t.space, t.w);
+    o.seeds = cpuSeedCandidates(t.space, t.w);
     if (auto s = cpuStrategyContext(o.strategy_context, *db, a.db, t.w, t.space, *target, a.strategy, a.pretrained,
                                     device, cpu, machine, true);
         !s)

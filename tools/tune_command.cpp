@@ -336,7 +336,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   o.final_rounds = a.final_rounds;
   o.final_top_k = a.final_top_k;
   // The default is one of the trials (tuned >= default).
-  if (a.study == 0) o.first_candidate = def;
+  if (a.study == 0) o.first_candidate = def, o.seeds = cpuSeedCandidates(space, *w);  // then other starting points
   if (auto s = cpuStrategyContext(o.strategy_context, *db, a.w.db, *w, space, *target, a.strategy, a.pretrained, device,
                                   cpu, machine, a.quiet);
       !s)

@@ -247,6 +247,20 @@ Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
                               {"reg_n", vw}, {"unroll_k", 1}, {"reg_loop_order", 0}});
 }
 
+std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload& w) {
+  if (w.isConv() || space.knobIndex("gemv_kblock") < 0) return {};
+  const Candidate def = defaultCpuCandidate(space, w);
+  if (space.valueOr(def, "gemv", 0) != 1 || space.valueOr(def, "gemv_kblock", 0) == 0) return {};
+  // K whole, 16 of K per step, as many rows of B as the registers hold (8 at M = 2, 4 at M = 4, 2
+  // at M = 8: nearestValid gives way). Hand sweep on Zen 4, 1 thread, 2026-11-27 (`tune --knobs`):
+  // 2x4096x11008 NT 23.8 GFLOP/s against 9.1 for the default (K blocks of 256), 4x11008x4096 33.1
+  // against 16.8-27.9 with K blocks, 8x4096x4096 36.0 against 17.9-30.8, 2x32000x4096 20.5
+  // against 9.5-20.0 (experiments/results/gemv_kblock_zen4.txt).
+  Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 16}, {"gemv_kblock", 0}});
+  if (c.empty() || c == def || space.valueOr(c, "gemv_kblock", 0) != 0) return {};
+  return {c};
+}
+
 std::string cpu_detail::knobOp(const Knob& k, int64_t selected) {
   std::ostringstream o;
   o << "transform.tune.knob<\"" << k.name << "\"> = " << selected << " : i64 from options = [";

@@ -452,6 +452,17 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     EXPECT_EQ(s2.valueOr(defaultCpuCandidate(s2, w2), "gemv", 0), 1);
     EXPECT_EQ(s2.valueOr(defaultCpuCandidate(s2, w2), "gemv_kblock", -1), 0);
     EXPECT_EQ(s4k.valueOr(defaultCpuCandidate(s4k, w4), "gemv_kblock", -1), 512);
+    // The other starting point: with K blocks in the default, the same route with K whole (16 of K
+    // per step, as many rows of B as the registers hold); none where the default has K whole or
+    // for M = 1 (no such knob).
+    auto seeds = cpuSeedCandidates(s4k, w4);
+    ASSERT_EQ(seeds.size(), 1u);
+    EXPECT_EQ(s4k.valueOr(seeds[0], "gemv", 0), 1);
+    EXPECT_EQ(s4k.valueOr(seeds[0], "gemv_kblock", -1), 0);
+    EXPECT_EQ(s4k.valueOr(seeds[0], "gemv_k", -1), vw);
+    EXPECT_TRUE(s4k.isValid(seeds[0]));
+    EXPECT_TRUE(cpuSeedCandidates(s2, w2).empty());
+    EXPECT_TRUE(cpuSeedCandidates(s, w1).empty());
   }
 
   struct Case {

@@ -24,6 +24,11 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads =
 // register tile, no K unrolling; NT: the transposed-B route with 32x32 blocks, K chunks of 128, an
 // 8 x two-vector tile; M <= 8 NT: the GEMV route), snapped to the nearest valid point of the space.
 Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w);
+// Other starting points a tuning run measures right after the default (TuneOptions::seeds), where
+// the best default differs between CPUs: for M = 2-8 NT with K blocks in the default GEMV, the
+// same route with K whole (the faster one on AMD EPYC Zen 4, the slower one on Zen 5 where the
+// default was chosen). Empty for every other workload.
+std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload& w);
 // Iterations of the forall that runs on threads: (m, n) blocks for outer_order 0, row blocks for
 // 1, column blocks for 2.
 int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order);
