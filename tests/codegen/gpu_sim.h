@@ -23,6 +23,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
 
 namespace sextant::gpusim {
 
@@ -385,6 +389,39 @@ struct Interp {
   }
 };
 
+
+// A scheduled kernel (GpuKernelInfo::scheduled_ir) parsed: its host function @sextant_gemm and the
+// gpu.launch in it; with drop_loop_barriers, the K loop's barriers erased (the race check's
+// negative control). Throws when the IR does not parse or has no launch.
+struct ScheduledKernel {
+  std::unique_ptr<MLIRContext> ctx;  // before mod: destroyed after it
+  OwningOpRef<ModuleOp> mod;
+  func::FuncOp fn;
+  gpu::LaunchOp launch;
+};
+inline ScheduledKernel parseScheduledKernel(const std::string& ir, bool drop_loop_barriers) {
+  ScheduledKernel k;
+  DialectRegistry reg;
+  registerAllDialects(reg);
+  k.ctx = std::make_unique<MLIRContext>(reg);
+  k.ctx->loadAllAvailableDialects();
+  k.mod = parseSourceString<ModuleOp>(ir, k.ctx.get());
+  if (!k.mod) throw std::runtime_error("scheduled IR does not parse");
+  k.mod->walk([&](func::FuncOp f) {
+    if (f.getSymName() == "sextant_gemm") k.fn = f;
+  });
+  if (k.fn) k.fn.walk([&](gpu::LaunchOp l) { k.launch = l; });
+  if (!k.launch) throw std::runtime_error("no gpu.launch");
+  if (drop_loop_barriers) {
+    std::vector<gpu::BarrierOp> drop;
+    k.launch.walk([&](gpu::BarrierOp b) {
+      if (b->getParentOfType<scf::ForOp>()) drop.push_back(b);
+    });
+    if (drop.empty()) throw std::runtime_error("no barrier in the K loop");
+    for (auto b : drop) b.erase();
+  }
+  return k;
+}
 
 // Runs `launch` (in the host function `fn`, whose first three arguments are A, B and C) block by
 // block on `in` (threads, grid and block set from the launch; in.extra as the route needs).

@@ -79,27 +79,8 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
   if (mfma_seen) *mfma_seen = info.scheduled_ir;
   if (std::getenv("MFMA_SIM_DUMP")) fprintf(stderr, "%s\n", info.scheduled_ir.c_str());
 
-  DialectRegistry reg;
-  registerAllDialects(reg);
-  MLIRContext ctx(reg);
-  ctx.loadAllAvailableDialects();
-  auto mod = parseSourceString<ModuleOp>(info.scheduled_ir, &ctx);
-  if (!mod) throw std::runtime_error("scheduled IR does not parse");
-  func::FuncOp fn;
-  mod->walk([&](func::FuncOp f) {
-    if (f.getSymName() == "sextant_gemm") fn = f;
-  });
-  gpu::LaunchOp launch;
-  fn.walk([&](gpu::LaunchOp l) { launch = l; });
-  if (!launch) throw std::runtime_error("no gpu.launch");
-  if (drop_loop_barriers) {
-    std::vector<gpu::BarrierOp> drop;
-    launch.walk([&](gpu::BarrierOp b) {
-      if (b->getParentOfType<scf::ForOp>()) drop.push_back(b);
-    });
-    if (drop.empty()) throw std::runtime_error("no barrier in the K loop");
-    for (auto b : drop) b.erase();
-  }
+  ScheduledKernel sk = parseScheduledKernel(info.scheduled_ir, drop_loop_barriers);
+  func::FuncOp fn = sk.fn;
 
   // Operands with the payload's layouts, small integers (exact in f16/bf16 and in f32 sums).
   std::mt19937 rng(7);
@@ -120,7 +101,7 @@ double runCase(const Case& c, bool wrong_model, std::string* mfma_seen = nullptr
     if (m) mfma(in, m, wrong_model);
     return bool(m);
   };
-  runLaunch(in, fn, launch, A, B, C);
+  runLaunch(in, fn, sk.launch, A, B, C);
   double worst = 0;
   for (int64_t i = 0; i < w.m; ++i)
     for (int64_t j = 0; j < w.n; ++j) {

@@ -172,27 +172,7 @@ double runCase(const std::string& key, const std::string& knobs, const GpuTarget
   expectCompiled(k, knobs);
   if (k.info.scheduled_ir.empty()) throw std::runtime_error("no scheduled IR: " + k.out.stage + ": " + k.out.message);
   if (ir_seen) *ir_seen = k.info.scheduled_ir;
-  DialectRegistry reg;
-  registerAllDialects(reg);
-  MLIRContext ctx(reg);
-  ctx.loadAllAvailableDialects();
-  auto mod = parseSourceString<ModuleOp>(k.info.scheduled_ir, &ctx);
-  if (!mod) throw std::runtime_error("scheduled IR does not parse");
-  func::FuncOp fn;
-  mod->walk([&](func::FuncOp f) {
-    if (f.getSymName() == "sextant_gemm") fn = f;
-  });
-  gpu::LaunchOp launch;
-  fn.walk([&](gpu::LaunchOp l) { launch = l; });
-  if (!launch) throw std::runtime_error("no gpu.launch");
-  if (drop_loop_barriers) {
-    std::vector<gpu::BarrierOp> drop;
-    launch.walk([&](gpu::BarrierOp b) {
-      if (b->getParentOfType<scf::ForOp>()) drop.push_back(b);
-    });
-    if (drop.empty()) throw std::runtime_error("no barrier in the K loop");
-    for (auto b : drop) b.erase();
-  }
+  ScheduledKernel sk = parseScheduledKernel(k.info.scheduled_ir, drop_loop_barriers);
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> d(-4, 4);
   Buf A = makeBuf({w.m, w.k}), B = makeBuf({w.k, w.n}), C = makeBuf({w.m, w.n});
@@ -201,7 +181,7 @@ double runCase(const std::string& key, const std::string& knobs, const GpuTarget
   for (double& x : *C.data) x = 12345;  // the kernel must start from zero itself
   Interp in;
   in.extra = [&](Operation* op) { return subgroupMma(in, op, p.warp_size, wrong_b); };
-  runLaunch(in, fn, launch, A, B, C);
+  runLaunch(in, sk.fn, sk.launch, A, B, C);
   double worst = 0;
   for (int64_t i = 0; i < w.m; ++i)
     for (int64_t j = 0; j < w.n; ++j) {
