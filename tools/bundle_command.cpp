@@ -27,8 +27,7 @@ namespace {
 std::string routeOf(const Space& s, const Candidate& c) {
   const int k = s.knobIndex("mma");
   const int64_t v = k < 0 ? 0 : s.knobs()[size_t(k)].values[size_t(c[size_t(k)])];
-  const bool vulkan = s.name().size() > 7 && s.name().compare(s.name().size() - 7, 7, "_vulkan") == 0;
-  if (vulkan && v == 1) return "coop";  // Vulkan cooperative matrices
+  if (v == 1 && isVulkanSpace(s)) return "coop";  // Vulkan cooperative matrices
   return v == 0 ? "fma" : v == 1 ? "mma.sync" : v == 2 ? "wgmma" : "mma" + std::to_string(v);
 }
 

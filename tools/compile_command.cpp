@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <random>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -184,17 +183,13 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
   GpuModuleRequest req;
   req.nvidia = target.kind == TargetKind::Nvidia;
   req.vulkan = target.kind == TargetKind::Vulkan;
-  // Vulkan: per kernel, the plan (a cooperative-matrix kernel needs the SPIR-V 1.6 environment; the
+  // Vulkan: each function's plan (a cooperative-matrix kernel needs the SPIR-V 1.6 environment; the
   // others keep the version they need, spirv-update-vce lowers it; a required subgroup size is reported).
-  auto planOf = [&](const std::string& function) -> std::optional<GpuPlan> {
-    auto it = entry_in.find(function);
-    if (it == entry_in.end()) return std::nullopt;
-    const LibraryEntry& e = entries[it->second];
-    auto p = planGpuGemm(e.workload, e.space, e.candidate);
-    return p ? std::optional<GpuPlan>(*p) : std::nullopt;
-  };
+  std::map<std::string, GpuPlan> plan_in;  // function -> its GEMM's plan
   bool coop = false;
-  for (const auto& [function, i] : entry_in) coop |= req.vulkan && planOf(function) && planOf(function)->mma;
+  for (const auto& [function, i] : entry_in)
+    if (auto p = planGpuGemm(entries[i].workload, entries[i].space, entries[i].candidate); p && req.vulkan)
+      coop |= p->mma, plan_in[function] = *p;
   if (req.vulkan) req.spirv_target = coop ? vulkanCoopMatrixTargetEnv(*g, g->warp_size) : vulkanTargetEnv(*g);
   req.chip = g->chip;
   req.features = g->features;
@@ -222,9 +217,11 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
     std::string res;
     if (req.vulkan) {
       res = "SPIR-V, " + std::to_string(k.object.size()) + " bytes, spirv-val passed";
-      if (auto p = planOf(k.host_function); p && p->mma) res += ", cooperative matrices";
-      if (auto p = planOf(k.host_function); p && p->required_subgroup)
-        res += ", requires subgroups of " + std::to_string(p->required_subgroup) + " (requiredSubgroupSize)";
+      if (auto p = plan_in.find(k.host_function); p != plan_in.end()) {
+        if (p->second.mma) res += ", cooperative matrices";
+        if (p->second.required_subgroup)
+          res += ", requires subgroups of " + std::to_string(p->second.required_subgroup) + " (requiredSubgroupSize)";
+      }
     } else if (!req.nvidia) {
       GpuResources r = fromAmdgpuMetadata(k.stats);
       res = std::to_string(r.registers) + " VGPRs, " + std::to_string(r.smem_bytes) + " B LDS";

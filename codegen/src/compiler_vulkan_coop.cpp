@@ -56,10 +56,9 @@ int accumulatorsFromZero(mlir::gpu::LaunchOp launch) {
     for (mlir::Operation* u : mem.getUsers()) {
       if (!launch->isProperAncestor(u)) continue;
       mlir::Operation* t = topIn(body, u);
-      auto later = [&](mlir::Operation* a, mlir::Operation* b) { return !b || b->isBeforeInBlock(a); };
       if (auto w = llvm::dyn_cast<mlir::vector::TransferWriteOp>(u); w && isZeroSplat(w.getVector())) {
         zeros.push_back(w);
-        if (later(t, last_zero)) last_zero = t;
+        if (!last_zero || last_zero->isBeforeInBlock(t)) last_zero = t;
       } else if (auto r = llvm::dyn_cast<mlir::vector::TransferReadOp>(u)) {
         reads.push_back(r);
       } else {
@@ -97,10 +96,12 @@ int accumulatorsFromZero(mlir::gpu::LaunchOp launch) {
   return replaced;
 }
 
+}  // namespace
+
 // The pattern driver of convert-vector-to-gpu hoists constants out of the launch (gpu.launch is not
 // isolated from above), so the zero fragments (gpu.subgroup_mma_constant_matrix) end up before it,
 // where outlining would make them kernel arguments: each launch gets its own copy.
-int sinkMmaConstants(mlir::Operation* root) {
+int sinkMmaConstantsIntoLaunches(mlir::Operation* root) {
   llvm::SmallVector<mlir::gpu::SubgroupMmaConstantMatrixOp> outside;
   root->walk([&](mlir::gpu::SubgroupMmaConstantMatrixOp c) {
     if (!c->getParentOfType<mlir::gpu::LaunchOp>()) outside.push_back(c);
@@ -123,13 +124,15 @@ int sinkMmaConstants(mlir::Operation* root) {
   return n;
 }
 
+namespace {
+
 struct SinkMmaConstantsPass : public mlir::PassWrapper<SinkMmaConstantsPass, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SinkMmaConstantsPass)
   llvm::StringRef getArgument() const final { return "sextant-sink-mma-constants"; }
   llvm::StringRef getDescription() const final {
     return "Sextant: gpu.subgroup_mma_constant_matrix ops used in a gpu.launch copied into it (before outlining)";
   }
-  void runOnOperation() override { sinkMmaConstants(getOperation()); }
+  void runOnOperation() override { sinkMmaConstantsIntoLaunches(getOperation()); }
 };
 
 struct AccumulatorsFromZeroPass : public mlir::PassWrapper<AccumulatorsFromZeroPass, mlir::OperationPass<>> {
@@ -150,8 +153,6 @@ int accumulatorsFromZeroInLaunches(mlir::Operation* root) {
   root->walk([&](mlir::gpu::LaunchOp l) { n += accumulatorsFromZero(l); });
   return n;
 }
-
-int sinkMmaConstantsIntoLaunches(mlir::Operation* root) { return sinkMmaConstants(root); }
 
 void registerAccumulatorsFromZeroPass() {
   mlir::PassRegistration<AccumulatorsFromZeroPass>();

@@ -415,6 +415,8 @@ static Result<GpuPlan> planFromValues(const GemmWorkload& w, const std::vector<i
   return p;
 }
 
+bool isVulkanSpace(const Space& space) { return flavorOf(space) == Flavor::Vulkan; }
+
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c) {
   const Flavor f = flavorOf(space);
   if (space.knobs().size() != (f == Flavor::Vulkan ? kNumKnobs : kSg)) return Error{"not a GPU GEMM space: " + space.name()};

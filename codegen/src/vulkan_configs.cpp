@@ -66,8 +66,8 @@ std::vector<Candidate> vulkanVendorSeeds(const GemmWorkload& w, const Space& spa
   // Where the space has cooperative matrices (f16 on a device listing the shape): IREE tries them
   // first on such devices; here one seed, 64x64 blocks of four 32x32 subgroup tiles, K 32, promoted.
   const int mma = space.knobIndex("mma");
-  const std::vector<int64_t> none, &mv = mma >= 0 ? space.knobs()[size_t(mma)].values : none;
-  if (std::find(mv.begin(), mv.end(), 1) != mv.end()) {
+  if (mma >= 0 && std::find(space.knobs()[size_t(mma)].values.begin(), space.knobs()[size_t(mma)].values.end(), 1) !=
+                      space.knobs()[size_t(mma)].values.end()) {
     Candidate c = nearestGpuCandidate(space, {{"block_m", 64}, {"block_n", 64}, {"block_k", 32}, {"mma", 1}, {"warp_m", 32},
                                               {"warp_n", 32}, {"copy_bits", 128}, {"promote", 3}, {"vec4", 1}});
     if (!c.empty() && space.values(c)[size_t(mma)] == 1 && seen.insert(space.encode(c)).second) out.push_back(c);

@@ -208,9 +208,10 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
     if (!c.ok) {
       // A kernel the validator cannot check (cooperative matrices, an old spirv-val) compiled but
       // may not run: labelled compile-only, never bundled.
-      const bool unchecked = c.message.rfind(std::string("validate: ") + kSpirvUnchecked, 0) == 0;
+      const std::string stage = "validate: ";
+      const bool unchecked = c.message.rfind(stage + kSpirvUnchecked, 0) == 0;
       e.status = unchecked ? "rejected" : "compile_error";
-      e.message = unchecked ? c.message.substr(10) : c.message;
+      e.message = unchecked ? c.message.substr(stage.size()) : c.message;
       continue;
     }
     json stats{{"threads", plans[i].threads},

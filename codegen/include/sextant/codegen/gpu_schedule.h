@@ -71,6 +71,8 @@ std::string vulkanTargetEnv(const GpuTargetInfo& g);
 std::string vulkanCoopMatrixTargetEnv(const GpuTargetInfo& g, int64_t subgroup);
 
 Result<GpuPlan> planGpuGemm(const GemmWorkload& w, const Space& space, const Candidate& c);
+// Whether a GPU GEMM space is the Vulkan flavour (its mma = 1: cooperative matrices).
+bool isVulkanSpace(const Space& space);
 
 // A copy of rows x cols elements of elem_bits by `threads` threads with vectors of up to
 // align_bits, as transform.structured.gpu.map_copy_to_threads maps it (MLIR's CopyMappingInfo,
