@@ -19,6 +19,7 @@
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/hwspec/gpu_target.h"
 #include "sextant/codegen/library.h"
+#include "sextant/codegen/op_schedules.h"
 #include "sextant/common/strings.h"
 #include "sextant/costmodel/features.h"
 #include "sextant/costmodel/model.h"
@@ -113,9 +114,8 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     out.error = w.error();
     return out;
   }
-  if (convIsGemm(*w)) {
-    out.error = "a 1x1 convolution is tuned as the GEMM of its collapsed operands, which a Transform library "
-                "cannot apply to a conv op yet (issue #31): tune best prints the script";
+  if (std::string why = cpuSchedulesOf(*w).notInLibraries(*w); !why.empty()) {
+    out.error = why;
     return out;
   }
   TargetSpace ts = spaceFor(*w, target);

@@ -76,10 +76,10 @@ std::string fmt(const char* f, double v) {
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
   auto op = findOp(a.op);
   if (!op) return Error{op.error()};
-  const std::string shape = !a.shape.empty() ? a.shape : (*op)->default_shape;
+  const std::string shape = !a.shape.empty() ? a.shape : (*op)->defaultShape();
   auto w = (*op)->make(shape, a.dtype, a.layout);
   if (!w) return w;
-  if (!(*op)->gpu) {
+  if (!(*op)->tunesOnGpu()) {
     auto t = resolveTarget(a.target);
     // Batched matmul has GPU schedules on Vulkan only (one batch element per workgroup row, z).
     const bool vulkan_bmm = t && t->kind == TargetKind::Vulkan && w->batched();
@@ -92,13 +92,15 @@ Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
 
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
   std::string ops_help = "operation to tune:";
-  for (const OpInfo& op : registeredOps()) ops_help += std::string("\n  ") + op.name + ": " + op.summary;
+  std::string shape_help = "sizes:";
+  for (const OpDef* op : registeredOps()) {
+    ops_help += std::string("\n  ") + op->name() + ": " + op->summary();
+    shape_help += std::string(shape_help == "sizes:" ? " " : "; ") + op->name() + " " + op->shapeSyntax() +
+                  " (default " + op->defaultShape() + (op->kind() == OpKind::Gemm ? ", tuned in about 2-3 minutes" : "") +
+                  ")";
+  }
   app->add_option("--op", a.op, ops_help)->capture_default_str();
-  app->add_option("--shape", a.shape,
-                  std::string("sizes: gemm MxNxK (default: ") + opInfo(OpKind::Gemm).default_shape +
-                      ", tuned in about 2-3 minutes); batch_matmul BxMxNxK (default " +
-                      opInfo(OpKind::BatchMatmul).default_shape + "); conv2d a benchdnn descriptor (default " +
-                      opInfo(OpKind::Conv2d).default_shape + ")");
+  app->add_option("--shape", a.shape, shape_help);
   app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
       ->capture_default_str();
   app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sextant/codegen/ops.h"
 #include "sextant/hwspec/target.h"
 #include "tune_internal.h"
 #include "tune_summary.h"
@@ -234,7 +235,7 @@ int reportTune(const TuneReport& in) {
   printf("  db         %s  (tune show --db %s; tune best ... --db %s)\n", in.db_shown.c_str(), in.db_shown.c_str(),
          in.db_shown.c_str());
   // What every result was checked against: OpenBLAS, or (a convolution) direct loops in double.
-  const char* against = in.workload.isConv() ? "direct loops" : "OpenBLAS";
+  const char* against = opOf(in.workload).referenceName(in.workload);
   if (a.study > 0)
     printf("All figures are measurements on this machine by this worker of study %lld: medians of repeated\n"
            "calls with the operands flushed from the caches, every result verified against %s (workers\n"

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cpu_schedule_internal.h"
+#include "sextant/codegen/op_schedules.h"
 
 namespace sextant {
 using cpu_detail::dividing;
@@ -27,8 +28,10 @@ std::vector<int64_t> cpu_detail::dividing(const std::vector<int64_t>& options, i
 }
 
 Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
-  if (convIsGemm(w)) return buildCpuGemmSpace(convAsGemm(w), cpu, threads);
-  if (w.isConv()) return buildCpuConvSpace(w, cpu, threads);
+  return cpuSchedulesOf(w).space(w, cpu, threads);
+}
+
+Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
@@ -217,8 +220,10 @@ Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>&
 }
 
 Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
-  if (convIsGemm(w)) return defaultCpuCandidate(space, convAsGemm(w));
-  if (w.isConv()) return defaultCpuConvCandidate(space, w);
+  return cpuSchedulesOf(w).defaultCandidate(space, w);
+}
+
+Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there).
@@ -248,8 +253,12 @@ Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
 }
 
 std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload& w) {
-  if (w.isConv() || space.knobIndex("gemv_kblock") < 0) return {};
-  const Candidate def = defaultCpuCandidate(space, w);
+  return cpuSchedulesOf(w).seeds(space, w);
+}
+
+std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
+  if (space.knobIndex("gemv_kblock") < 0) return {};
+  const Candidate def = matmulDefault(space, w);
   if (space.valueOr(def, "gemv", 0) != 1 || space.valueOr(def, "gemv_kblock", 0) == 0) return {};
   // K whole, 16 of K per step, as many rows of B as the registers hold (8 at M = 2, 4 at M = 4, 2
   // at M = 8: nearestValid gives way). Hand sweep on Zen 4, 1 thread, 2026-11-27 (`tune --knobs`):
@@ -500,14 +509,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   return o.str();
 }
 
-// The ops a payload computes (payloadOp picks the workload's) and the schedule's handle on it:
-// emitted by emitCpuGemmSchedule, found by cpuGemmActionsOf.
-static const char* const kPayloadOps[] = {"linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nhwc_hwcf",
-                                          "linalg.depthwise_conv_2d_nhwc_hwc"};
-static const char* payloadOp(const GemmWorkload& w) {
-  if (w.isConv() && !convIsGemm(w)) return w.conv.depthwise() ? kPayloadOps[3] : kPayloadOps[2];
-  return w.batched() ? kPayloadOps[1] : kPayloadOps[0];  // (a 1x1 convolution's payload is a linalg.matmul)
-}
+// The line of a schedule that binds %mm to the payload's op.
 static std::string matchLine(const char* op) {
   return std::string("%mm = transform.structured.match ops{[\"") + op +
          "\"]} in %root : (!transform.any_op) -> !transform.any_op";
@@ -519,7 +521,7 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
   bool inside = false;
   while (std::getline(in, line)) {
     if (!inside) {
-      for (const char* op : kPayloadOps) inside = inside || line.find(matchLine(op)) != std::string::npos;
+      for (const char* op : allCpuPayloadOps()) inside = inside || line.find(matchLine(op)) != std::string::npos;
       continue;
     }
     const size_t first = line.find_first_not_of(' ');
@@ -530,16 +532,15 @@ std::string cpuGemmActionsOf(const std::string& schedule) {
 }
 
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c) {
-  const bool direct_conv = w.isConv() && !convIsGemm(w);  // (1x1 convolutions take the GEMM route)
+  const CpuOpSchedules& op = cpuSchedulesOf(w);
   std::ostringstream o;
-  o << "// Sextant CPU " << (w.isConv() ? "convolution" : "GEMM") << " schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
+  o << "// Sextant CPU " << op.title() << " schedule (space " << space.name() << " " << space.fingerprint() << ")\n"
     << "// workload: " << w.key() << "\n"
     << "// knobs: " << space.keyOf(c) << "\n"
     << "module attributes {transform.with_named_sequence} {\n"
     << "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-    << "    " << matchLine(payloadOp(w)) << "\n"
-    << (direct_conv ? emitCpuConvActions(space, c, "    ", w.conv.depthwise())
-                    : emitCpuGemmActions(space, c, "    ", w.batched(), w.m, w.layout, w.k))
+    << "    " << matchLine(op.payloadOp(w)) << "\n"
+    << op.actions(space, c, w, "    ")
     << "    transform.yield\n"
     << "  }\n"
     << "}\n";

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "sextant/codegen/space.h"
+#include "sextant/codegen/workload.h"
+#include "sextant/hwspec/target.h"
 
 namespace sextant::cpu_detail {
 
@@ -25,5 +27,11 @@ std::string hoistAndLowerContractions(const std::string& ind, const std::string&
 // call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
 // micro-kernel of the NN route on the packed panels.
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched);
+
+// The GEMM family's space, untuned default and extra starting points (cpu_schedule.cpp), which
+// the gemm and batch_matmul ops' schedules (ops/matmul_cpu.cpp) and 1x1 convolutions use.
+Space matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int threads);
+Candidate matmulDefault(const Space& space, const GemmWorkload& w);
+std::vector<Candidate> matmulSeeds(const Space& space, const GemmWorkload& w);
 
 }  // namespace sextant::cpu_detail

@@ -5,13 +5,12 @@
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/gpu_schedule.h"
+#include "sextant/codegen/op_schedules.h"
 
 namespace sextant {
 
 std::string matcherSignature(const GemmWorkload& w, int64_t batch) {
-  if (w.isConv()) return w.key();  // the matcher compares every loop size, the strides and the dilations
-  return (batch > 0 ? std::to_string(batch) + "x" : std::string()) + w.gemmShapeString() + ":" + std::to_string(dtypeBytes(w.a_type) * 8) + "," +
-         std::to_string(dtypeBytes(w.b_type) * 8) + "," + std::to_string(dtypeBytes(w.c_type) * 8);
+  return cpuSchedulesOf(w).matcherSignature(w, batch);
 }
 
 static std::string escape(const std::string& s) {
@@ -27,100 +26,8 @@ static std::string escape(const std::string& s) {
   return o;
 }
 
-// A convolution's matcher (issue #31): the op's name, every loop size ((n, oh, ow, f, kh, kw, c), or
-// (n, oh, ow, c, kh, kw) depthwise), the strides and the dilations, so 3x3/2 and 3x3/1 with the same
-// loop sizes are told apart. The padding is the producer's (a tensor.pad), not the op's.
-// `op`: the handle checked; the op is bound to %0. single_use: its result must have one user.
-static void emitConvChecks(std::ostringstream& o, const GemmWorkload& w, const std::string& op, bool single_use) {
-  const std::string H = "!transform.any_op", P = "!transform.param<i64>";
-  const ConvDesc& d = w.conv;
-  const bool dw = d.depthwise();
-  auto param = [&](const std::string& name, int64_t v) {
-    o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
-  };
-  auto cmp = [&](const std::string& a, const std::string& b) {
-    o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
-  };
-  o << "    transform.match.operation_name " << op << " [\"" << (dw ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
-    << "\"] : " << H << "\n"
-    << "    %0 = transform.match.structured failures(propagate) " << op << " : (" << H << ") -> " << H << " {\n"
-    << "    ^bb0(%s: " << H << "):\n";
-  const std::vector<int64_t> dims = dw ? std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw}
-                                       : std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw, d.ic};
-  for (size_t k = 0; k < dims.size(); ++k) {
-    o << "      %d" << k << " = transform.match.structured.dim %s[" << k << "] : (" << H << ") -> " << P << "\n";
-    param("d" + std::to_string(k) + "_want", dims[k]);
-    cmp("d" + std::to_string(k), "d" + std::to_string(k) + "_want");
-  }
-  o << "      %batch, %oi, %oc, %fl, %ic, %depth, %strides, %dilations = "
-       "transform.match.structured.classify_convolution_dims %s : ("
-    << H << ") -> (" << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P << ", " << P
-    << ")\n";
-  param("sh", d.sh);
-  param("sw", d.sw);
-  param("dil_h", d.dh + 1);
-  param("dil_w", d.dw + 1);
-  o << "      %strides_want = transform.merge_handles %sh, %sw : " << P << "\n"
-    << "      %dilations_want = transform.merge_handles %dil_h, %dil_w : " << P << "\n";
-  cmp("strides", "strides_want");
-  cmp("dilations", "dilations_want");
-  if (single_use) o << "      %use = transform.match.structured.result %s[0] single : (" << H << ") -> " << H << "\n";
-  o << "      transform.match.structured.yield %s : " << H << "\n"
-    << "    }\n";
-}
-
 static void emitChecks(std::ostringstream& o, const GemmWorkload& w, int64_t batch, const std::string& op, bool single_use) {
-  if (w.isConv()) return emitConvChecks(o, w, op, single_use);
-  const std::string H = "!transform.any_op", P = "!transform.param<i64>";
-  auto param = [&](const std::string& name, int64_t v) {
-    o << "      %" << name << " = transform.param.constant " << v << " : i64 -> " << P << "\n";
-  };
-  auto cmp = [&](const std::string& a, const std::string& b) {
-    o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
-  };
-  const int b = batch > 0 ? 1 : 0;  // loop offset of m, n, k
-  o << "    %0 = transform.match.structured failures(propagate) " << op << " : (" << H << ") -> " << H << " {\n"
-    << "    ^bb0(%s: " << H << "):\n"
-    << "      %rank = transform.match.structured.rank %s : (" << H << ") -> " << P << "\n";
-  param("rank_want", 3 + b);
-  cmp("rank", "rank_want");
-  o << "      %ins = transform.match.structured.num_inputs %s : (" << H << ") -> " << P << "\n";
-  param("two", 2);
-  cmp("ins", "two");
-  o << "      transform.match.structured.body %s { contraction = [\"arith.mulf\", \"arith.addf\"] } : " << H << "\n"
-    << "      %batch, %md, %nd, %kd = transform.match.structured.classify_contraction_dims %s : (" << H << ") -> ("
-    << P << ", " << P << ", " << P << ", " << P << ")\n";
-  param("m_pos", b);
-  param("n_pos", b + 1);
-  param("k_pos", b + 2);
-  cmp("md", "m_pos");
-  cmp("nd", "n_pos");
-  cmp("kd", "k_pos");
-  if (b) {
-    param("b_pos", 0);
-    cmp("batch", "b_pos");
-  }
-  const char* dn[] = {"batch_size", "m", "n", "k"};
-  int64_t dv[] = {batch, w.m, w.n, w.k};
-  for (int d = 1 - b; d < 4; ++d) {
-    o << "      %" << dn[d] << " = transform.match.structured.dim %s[" << d - 1 + b << "] : (" << H << ") -> " << P
-      << "\n";
-    param(std::string(dn[d]) + "_want", dv[d]);
-    cmp(dn[d], std::string(dn[d]) + "_want");
-  }
-  const char* on[] = {"a", "b", "c"};
-  int bits[] = {dtypeBytes(w.a_type) * 8, dtypeBytes(w.b_type) * 8, dtypeBytes(w.c_type) * 8};
-  for (int x = 0; x < 3; ++x) {
-    o << "      %" << on[x] << " = transform.match.structured." << (x < 2 ? "input" : "init") << " %s[" << (x < 2 ? x : 0)
-      << "] : (" << H << ") -> !transform.any_value\n"
-      << "      %" << on[x] << "_bits = transform.match.structured.elemental_bitwidth %" << on[x]
-      << " : (!transform.any_value) -> " << P << "\n";
-    param(std::string(on[x]) + "_bits_want", bits[x]);
-    cmp(std::string(on[x]) + "_bits", std::string(on[x]) + "_bits_want");
-  }
-  if (single_use) o << "      %use = transform.match.structured.result %s[0] single : (" << H << ") -> " << H << "\n";
-  o << "      transform.match.structured.yield %s : " << H << "\n"
-    << "    }\n";
+  cpuSchedulesOf(w).emitMatcherChecks(o, w, batch, op, single_use);
 }
 
 static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
@@ -141,7 +48,7 @@ static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_s
 // Whether a schedule's actions fuse the op's init into their tiles themselves (the direct
 // convolution route's, into its register tiles): then the init must be a fill, whatever the thread
 // count, and the epilogue variant leaves it to them.
-static bool fusesOwnInit(const std::string& actions) { return actions.find("%sx_init = ") != std::string::npos; }
+static bool fusesOwnInit(const std::string& actions) { return cpuActionsFuseOwnInit(actions); }
 
 // The direct convolution route's register tiling when its fill is fused (cpu_conv.cpp).
 static const char* const kConvRegisterTiles = "%t2, %r:3 = transform.structured.fuse %t1 tile_sizes [0, 1, ";
@@ -182,7 +89,7 @@ static void afterLine(std::string& t, const std::string& marker, const std::vect
 static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch,
                                 bool named_matmul) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>", V = "!transform.any_value";
-  const int rank = w.isConv() ? 4 : batch > 0 ? 3 : 2;
+  const int rank = cpuSchedulesOf(w).resultRank(w, batch);
   o << "  // " << w.key() << " with its epilogue (bias, activation, residual add), fused into its tiles\n"
     << "  transform.named_sequence @sextant_match_epilogue_" << i << "(%ep: " << H << " {transform.readonly}) -> (" << H
     << ", " << H << ", " << H << ") {\n"
@@ -199,7 +106,7 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
     << "    %op = transform.get_defining_op %acc : (" << V << ") -> " << H << "\n";
   emitChecks(o, w, batch, "%op", true);
   // (The epilogue in the register tiles finds the op in them by its name.)
-  if (named_matmul && !w.isConv()) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
+  if (named_matmul && !cpuSchedulesOf(w).matcherChecksName()) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
   o << "    %fill = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
     << "    transform.match.operation_name %fill [\"linalg.fill\"] : " << H << "\n"
     << "    transform.yield %0, %g, %fill : " << H << ", " << H << ", " << H << "\n"
@@ -313,12 +220,8 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
     // actions that did are emitted again from the knobs without it.)
     const std::string actions =
         gpu ? emitGpuLibraryActions(e.workload, e.space, e.candidate, "    ", gpuTag(i))
-        : e.workload.isConv()
-            ? emitCpuConvActions(e.space, e.candidate, "    ", e.workload.conv.depthwise(), !e.keeps_init)
-        : !e.actions.empty() && e.batch == 0 && !(e.keeps_init && fusesOwnInit(e.actions))
-            ? e.actions
-            : emitCpuGemmActions(e.space, e.candidate, "    ", e.batch > 0, e.workload.m, e.workload.layout,
-                                 e.keeps_init ? 0 : e.workload.k);
+            : cpuSchedulesOf(e.workload)
+                  .libraryActions(e.space, e.candidate, e.workload, e.batch, e.keeps_init, e.actions, "    ");
     // GPU schedules and CPU ones that fuse the op's init into their tiles need it to be a fill.
     emitMatcher(o, i, e.workload, e.batch, gpu || fusesOwnInit(actions));
     o << "  // schedule for " << e.workload.key() << " (" << e.source;

@@ -2,6 +2,7 @@
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/gpu_schedule.h"
+#include "sextant/codegen/op_schedules.h"
 #include "sextant/hwspec/gpu_target.h"
 
 #include <algorithm>
@@ -72,23 +73,11 @@ HostCpu cpuOfRecords(const std::string& llvm_cpu, const std::string& host_llvm_c
   return c;
 }
 
-// A direct-route convolution candidate read as the GEMM knobs of its implicit GEMM (issue #31): a
-// block of tile_oh x tile_ow output pixels (tile_m) by tile_f channels (tile_n) over reduction
-// chunks of kh x kw x block_c (tile_k; block_c absent: the whole ic), a register tile of reg_ow pixels (reg_m) by reg_f channels
-// (reg_n), tile_kw x tile_c reduction elements per step (unroll_k). An approximation: the features
-// (and the pretrained model, trained on GEMMs) know nothing of strides, padding or the filter's
-// shape beyond K.
-static std::vector<int64_t> convAsGemmKnobs(const GemmWorkload& w, const Space& space, const Candidate& c) {
-  auto k = [&](const char* n) { return space.valueOr(c, n, 1); };
-  const int64_t block_c = space.valueOr(c, "block_c", 0);
-  const int64_t tile_k = block_c > 0 ? w.conv.kh * w.conv.kw * block_c : w.k;
-  return {k("tile_oh") * k("tile_ow"), k("tile_f"), tile_k, k("reg_ow"), k("reg_f"), k("tile_kw") * k("tile_c"),
-          space.valueOr(c, "reg_loop_order", 0)};
-}
-
 std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, const Candidate& c, const HostCpu& cpu) {
-  const bool direct_conv = space.knobIndex("tile_oh") >= 0;
-  auto v = direct_conv ? convAsGemmKnobs(w, space, c) : space.values(c);
+  // The candidate as the knobs of a blocked GEMM, whatever the op (its schedules say how: a
+  // convolution's direct route reads as its implicit GEMM; op_schedules.h).
+  const CpuGemmView view = cpuSchedulesOf(w).gemmView(w, space, c);
+  const std::vector<int64_t>& v = view.knobs;
   const double tm = double(v[0]), tn = double(v[1]), tk = double(v[2]), rm = double(v[3]), rn = double(v[4]),
                uk = double(v[5]);
   const double vw = std::max(4, cpu.f32Lanes());
@@ -107,9 +96,7 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double b_row = knob("pack_b") == 1 ? tn : double(w.n);
   // Likewise A's row with pack_a (tile_k), and the forall's blocks with the outer loop order.
   const double a_row = knob("pack_a") == 1 ? tk : double(w.k);
-  const double blocks =
-      direct_conv ? double(cpuConvParallelBlocks(w.conv, knob("tile_oh"), knob("tile_ow"), knob("tile_f")))
-                  : double(w.batch) * double(cpuParallelBlocks(w.m, w.n, v[0], v[1], knob("outer_order")));
+  const double blocks = view.blocks;
   return {lg(tm), lg(tn), lg(tk), lg(rm), lg(rn), lg(uk), float(v[6]),
           lg(tm * tk * e / l1), lg(tk * tn * e / l2), lg(tm * tn * 4 / l2), lg((tm * tk + tk * tn) * e + tm * tn * 4) - lg(llc),
           lg(tk * rn * e / l1), float(acc / loads), float(acc / cpu.vector_registers), float(cols),

@@ -30,9 +30,11 @@ OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   const DnnlApi& api = s.api;
   const ConvDesc& d = wl.conv;
   dnnl_dims_t sd = {d.mb, d.ic, d.ih, d.iw}, wd = {d.oc, d.ic, d.kh, d.kw}, dd = {d.mb, d.oc, d.oh, d.ow};
-  // Depthwise: grouped weights {g, 1, 1, kh, kw}, stored kh x kw x c (the workload's HWC).
-  dnnl_dims_t gwd = {d.g, 1, 1, d.kh, d.kw}, gws = {1, 1, 1, d.kw * d.g, d.g};
-  const bool dw = d.depthwise();
+  // Groups: weights {g, oc/g, ic/g, kh, kw}, stored kh x kw x ic/g x oc (the workload's; group j
+  // holds output channels j oc/g..); depthwise (ic/g = oc/g = 1) the workload's HWC.
+  const int64_t icg = d.ic / d.g, ocg = d.oc / d.g;
+  dnnl_dims_t gwd = {d.g, ocg, icg, d.kh, d.kw}, gws = {ocg, 1, d.oc, d.kw * icg * d.oc, icg * d.oc};
+  const bool grouped = d.g > 1;
   dnnl_dims_t strides = {d.sh, d.sw}, dil = {d.dh, d.dw}, pad = {d.ph, d.pw};
   // The right padding that makes the output exactly oh x ow (oneDNN checks it).
   dnnl_dims_t pad_r = {(d.oh - 1) * d.sh + (d.kh - 1) * (d.dh + 1) + 1 - d.ih - d.ph,
@@ -41,8 +43,8 @@ OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   dnnl_convolution_desc_t cd;
   dnnl_primitive_desc_t pd = nullptr;
   if (!s.start() || api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
-      (dw ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio)) != dnnl_success ||
-      api.md_tag(&wany, dw ? 5 : 4, dw ? gwd : wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+      (grouped ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio)) != dnnl_success ||
+      api.md_tag(&wany, grouped ? 5 : 4, grouped ? gwd : wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
       api.md_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
       api.conv_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany, nullptr, &dmd, strides, dil, pad,
                     pad_r) != dnnl_success ||

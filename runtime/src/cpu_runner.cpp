@@ -14,36 +14,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sextant/codegen/ops.h"
 #include "sextant/hwspec/target.h"
 #include "sextant/runtime/isolation.h"
 
 namespace sextant {
 namespace {
 
-// MLIR's C-interface descriptor of a rank-R f32 memref; the kernels take row-major operands:
-// rank 2 (GEMM), 3 (batched matmul, the batch outermost; a depthwise filter kh x kw x c) and 4
-// (a convolution's NHWC / HWCF operands).
-template <int R>
-struct MemRef {
-  float* allocated;
-  float* aligned;
-  int64_t offset;
-  int64_t sizes[R];
-  int64_t strides[R];
+// MLIR's C-interface descriptor of a rank-R f32 memref, R at run time: {allocated, aligned,
+// offset, sizes[R], strides[R]}, each a 64-bit word; row-major (the kernels' operands of every op:
+// rank 2 for a GEMM, 3 for a batched matmul or a depthwise filter, 4 for a convolution's NHWC /
+// HWCF operands).
+class DynMemRef {
+ public:
+  DynMemRef(float* p, const std::vector<int64_t>& sizes) : words_(3 + 2 * sizes.size()) {
+    static_assert(sizeof(float*) == sizeof(int64_t), "64-bit descriptors");
+    memcpy(&words_[0], &p, sizeof p);
+    memcpy(&words_[1], &p, sizeof p);
+    words_[2] = 0;
+    const size_t r = sizes.size();
+    int64_t stride = 1;
+    for (size_t i = r; i-- > 0;) {
+      words_[3 + i] = sizes[i];
+      words_[3 + r + i] = stride;
+      stride *= sizes[i];
+    }
+  }
+  void* data() { return words_.data(); }
+
+ private:
+  std::vector<int64_t> words_;
 };
-template <typename... Dims>
-MemRef<int(sizeof...(Dims))> rowMajor(float* p, Dims... dims) {
-  constexpr int R = int(sizeof...(Dims));
-  MemRef<R> d{p, p, 0, {int64_t(dims)...}, {}};
-  int64_t stride = 1;
-  for (int i = R - 1; i >= 0; --i) d.strides[i] = stride, stride *= d.sizes[i];
-  return d;
-}
-// The kernel's entry point for operands of ranks A, B, C.
-template <int A, int B, int C>
-void callKernel(void* sym, MemRef<A> a, MemRef<B> b, MemRef<C> c) {
-  reinterpret_cast<void (*)(MemRef<A>*, MemRef<B>*, MemRef<C>*)>(sym)(&a, &b, &c);
-}
 
 struct AlignedFree {
   void operator()(float* p) const { free(p); }
@@ -98,19 +99,8 @@ class Bench {
     out["status"] = "ok";
     if (bad < 0) return out;
     char msg[256];
-    const int64_t mn = w.m * w.n;
-    if (w.isConv()) {
-      const ConvDesc& d = w.conv;
-      snprintf(msg, sizeof msg, "wrong result: output[n %lld][oh %lld][ow %lld][oc %lld] = %g, expected %g (max |error| %g)",
-               (long long)(bad / (d.oh * d.ow * d.oc)), (long long)(bad / (d.ow * d.oc) % d.oh),
-               (long long)(bad / d.oc % d.ow), (long long)(bad % d.oc), double(c[bad]), double(ref[bad]), max_err);
-    } else if (w.batched())
-      snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld][%lld] = %g, expected %g (max |error| %g)",
-               (long long)(bad / mn), (long long)(bad % mn / w.n), (long long)(bad % w.n), double(c[bad]),
-               double(ref[bad]), max_err);
-    else
-      snprintf(msg, sizeof msg, "wrong result: C[%lld][%lld] = %g, expected %g (max |error| %g)",
-               (long long)(bad / w.n), (long long)(bad % w.n), double(c[bad]), double(ref[bad]), max_err);
+    snprintf(msg, sizeof msg, "wrong result: %s = %g, expected %g (max |error| %g)", opOf(w).elementName(w, bad).c_str(),
+             double(c[bad]), double(ref[bad]), max_err);
     out["status"] = "wrong_result";
     out["message"] = msg;
     return out;
@@ -307,42 +297,9 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   return p;
 }
 
-// The convolution's reference: direct loops, accumulated in double (input NHWC, filter HWCF or,
-// depthwise, HWC; output NHWC; zero padding; benchdnn's dilation: a gap of d between taps).
-static void naiveConv(const ConvDesc& d, const float* in, const float* fil, float* out) {
-  std::vector<double> acc(size_t(d.oc));  // one output pixel's channels
-  for (int64_t n = 0; n < d.mb; ++n)
-    for (int64_t oy = 0; oy < d.oh; ++oy)
-      for (int64_t ox = 0; ox < d.ow; ++ox) {
-        float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t ky = 0; ky < d.kh; ++ky) {
-          const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
-          if (iy < 0 || iy >= d.ih) continue;
-          for (int64_t kx = 0; kx < d.kw; ++kx) {
-            const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
-            if (ix < 0 || ix >= d.iw) continue;
-            const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
-            if (d.depthwise()) {  // filter kh x kw x c: channel c reads input channel c
-              const float* f = fil + (ky * d.kw + kx) * d.ic;
-              for (int64_t c = 0; c < d.ic; ++c) acc[size_t(c)] += double(x[c]) * f[c];
-              continue;
-            }
-            const float* f = fil + (ky * d.kw + kx) * d.ic * d.oc;
-            for (int64_t c = 0; c < d.ic; ++c) {
-              const double xv = x[c];
-              const float* fr = f + c * d.oc;
-              for (int64_t oc = 0; oc < d.oc; ++oc) acc[size_t(oc)] += xv * fr[oc];
-            }
-          }
-        }
-        for (int64_t oc = 0; oc < d.oc; ++oc) o[oc] = float(acc[size_t(oc)]);
-      }
-}
-
 void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
-  if (w_.isConv()) {
-    naiveConv(w_.conv, a, b, c);
+  if (!opOf(w_).blasReference(w_)) {
+    opOf(w_).naiveReference(w_, a, b, c);
     return;
   }
   if (w_.batched()) {
@@ -380,25 +337,12 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
     error = "no _mlir_ciface_sextant_gemm in " + so_path;
     return nullptr;
   }
-  const bool ta = w.layout == Layout::TN, tb = w.layout == Layout::NT;
-  if (w.isConv()) {
-    const ConvDesc d = w.conv;
-    return [sym, d](float* a, float* b, float* c) {
-      auto da = rowMajor(a, d.mb, d.ih, d.iw, d.ic), dc = rowMajor(c, d.mb, d.oh, d.ow, d.oc);
-      if (d.depthwise())
-        callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic), dc);
-      else
-        callKernel(sym, da, rowMajor(b, d.kh, d.kw, d.ic, d.oc), dc);
-    };
-  }
-  if (w.batched())
-    return [sym, w, ta, tb](float* a, float* b, float* c) {
-      callKernel(sym, ta ? rowMajor(a, w.batch, w.k, w.m) : rowMajor(a, w.batch, w.m, w.k),
-                 tb ? rowMajor(b, w.batch, w.n, w.k) : rowMajor(b, w.batch, w.k, w.n), rowMajor(c, w.batch, w.m, w.n));
-    };
-  return [sym, w, ta, tb](float* a, float* b, float* c) {
-    callKernel(sym, ta ? rowMajor(a, w.k, w.m) : rowMajor(a, w.m, w.k), tb ? rowMajor(b, w.n, w.k) : rowMajor(b, w.k, w.n),
-               rowMajor(c, w.m, w.n));
+  // The operands as the op stores them (ops.h), whatever their ranks: the C interface takes
+  // pointers to the descriptors.
+  const std::vector<OperandDims> dims = opOf(w).operands(w);
+  return [sym, dims](float* a, float* b, float* c) {
+    DynMemRef da(a, dims[0]), db(b, dims[1]), dc(c, dims[2]);
+    reinterpret_cast<void (*)(void*, void*, void*)>(sym)(da.data(), db.data(), dc.data());
   };
 }
 

@@ -106,13 +106,21 @@ struct CoopMatrixPropertiesKHR {
   int32_t scope = 0;                                         // VkScopeKHR (3: subgroup)
 };
 
+// A Vulkan structure of type `type`, every other member zero (no missing-initializer warning).
+template <typename T>
+T vkStruct(VkStructureType type) {
+  T s{};
+  s.sType = type;
+  return s;
+}
+
 // What a device is created with beyond Vulkan 1.1: f16 inputs, subgroup size control and
 // cooperative matrices where it has them (pNext chain of VkDeviceCreateInfo and the extensions).
 struct DeviceFeatureChain {
-  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  VkPhysicalDeviceSubgroupSizeControlFeatures ssc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-  VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = vkStruct<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  VkPhysicalDevice16BitStorageFeatures s16 = vkStruct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  VkPhysicalDeviceSubgroupSizeControlFeatures ssc = vkStruct<VkPhysicalDeviceSubgroupSizeControlFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmm = vkStruct<VkPhysicalDeviceVulkanMemoryModelFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
   CoopMatrixFeaturesKHR coop;
   std::vector<const char*> extensions;
   void* head = nullptr;

@@ -60,8 +60,8 @@ TEST(BatchMatmul, BadShapesAndOpsSayWhatIsExpected) {
   ASSERT_FALSE(op.ok());
   EXPECT_NE(op.error().find("known: gemm, batch_matmul, conv2d"), std::string::npos) << op.error();
   ASSERT_TRUE(findOp("batch_matmul").ok());
-  EXPECT_EQ((*findOp("batch_matmul"))->kind, OpKind::BatchMatmul);
-  EXPECT_FALSE((*findOp("batch_matmul"))->gpu);
+  EXPECT_EQ((*findOp("batch_matmul"))->kind(), OpKind::BatchMatmul);
+  EXPECT_FALSE((*findOp("batch_matmul"))->tunesOnGpu());
   EXPECT_FALSE(parseWorkloadKey("batch_matmul:NN:8x8x8:f32*f32->f32").ok());  // three sizes: not a batched key
 }
 

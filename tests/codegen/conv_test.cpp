@@ -51,7 +51,7 @@ TEST(ConvDesc, BenchdnnFieldsDefaultsAndCanonicalForm) {
   EXPECT_EQ(all->ow, (9 + 2 - 5) / 2 + 1);
   // The canonical text parses to the same problem.
   EXPECT_EQ(*parseConvDesc(all->str()), *all);
-  // Depthwise (g = ic = oc) tunes; other groups parse but say they are not supported yet.
+  // Depthwise (g = ic = oc) is its own op; other groups a loop over one convolution per group.
   auto dw = parseConvDesc("g32ic32oc32ih56kh3ph1");
   ASSERT_TRUE(dw.ok());
   EXPECT_TRUE(dw->depthwise());
@@ -60,9 +60,14 @@ TEST(ConvDesc, BenchdnnFieldsDefaultsAndCanonicalForm) {
   ASSERT_TRUE(w.ok()) << w.error();
   EXPECT_NE(w->payloadMlir().find("linalg.depthwise_conv_2d_nhwc_hwc"), std::string::npos);
   EXPECT_NE(w->payloadMlir().find("memref<3x3x32xf32>"), std::string::npos);  // HWC filter
-  auto grouped = makeConvWorkload("g2ic32oc32ih56kh3ph1", "f32", "NHWC");
-  ASSERT_FALSE(grouped.ok());
-  EXPECT_NE(grouped.error().find("not supported yet"), std::string::npos) << grouped.error();
+  auto grouped = makeConvWorkload("g2ic32oc64ih56kh3ph1", "f32", "NHWC");
+  ASSERT_TRUE(grouped.ok()) << grouped.error();
+  EXPECT_EQ(grouped->k, 9 * 16);  // the reduction of one group
+  const std::string gp = grouped->payloadMlir();
+  EXPECT_NE(gp.find("scf.for"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("memref<3x3x16x64xf32>"), std::string::npos) << gp;  // kh x kw x ic/g x oc
+  EXPECT_NE(gp.find("tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32>"), std::string::npos) << gp;  // oc/g per group
+  EXPECT_EQ(gp.find("depthwise"), std::string::npos);
 }
 
 TEST(ConvDesc, BadDescriptorsAreOneClearLine) {
@@ -131,7 +136,9 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
                            "ic32ih7oc32kh3ph1", "ic16ih8oc48kh1", "ic16ih8oc32kh1sh2", "mb2ic8ih6oc16kh3",
                            // depthwise: padding, stride 2, dilation, an odd channel count
                            "g32ic32oc32ih14kh3ph1", "g48ic48oc48ih15kh3sh2ph1", "g16ic16oc16ih12kh3dh1ph2",
-                           "g24ic24oc24ih7kh5ph2"}) {
+                           "g24ic24oc24ih7kh5ph2",
+                           // grouped: padding, stride 2, dilation, channels per group below the vector width
+                           "g2ic16oc32ih10kh3ph1", "g4ic16oc32ih9kh3sh2ph1", "g2ic8oc16ih8kh3dh1ph2", "g4ic16oc16ih6kh3ph1"}) {
     GemmWorkload w = conv(desc);
     Space s = buildCpuGemmSpace(w, hostCpu());
     std::vector<Candidate> cands = {defaultCpuCandidate(s, w)};
@@ -141,10 +148,12 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
       EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " " << s.keyOf(c) << ": " << m.message;
     }
   }
-  GemmWorkload w = conv("ic16ih14oc32kh3ph1");
-  Space s2 = buildCpuGemmSpace(w, hostCpu(), 2);
-  Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2, "conv2t");
-  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  for (const char* desc : {"ic16ih14oc32kh3ph1", "g2ic16oc32ih14kh3ph1"}) {
+    GemmWorkload w = conv(desc);
+    Space s2 = buildCpuGemmSpace(w, hostCpu(), 2);
+    Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2, "conv2t");
+    EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << ": " << m.message;
+  }
 }
 
 // The reduction over channels in block-level chunks (block_c): each value compiles, verifies (a
@@ -184,6 +193,18 @@ TEST(ConvCompile, ChannelChunksCompileAndVerify) {
                          {"tile_kw", 1}, {"reg_loop_order", 0}});
   ASSERT_TRUE(old.ok()) << old.error();
   EXPECT_EQ(dw.valueOr(*old, "block_c", 0), 32);
+}
+
+// A grouped convolution's reference by hand: one pixel of 4 channels, 2 groups of 2 -> 1.
+TEST(ConvReference, GroupedHandComputedCase) {
+  GemmWorkload w = conv("g2ic4oc2ih1kh1");
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  // Filter kh x kw x (ic/g = 2) x oc: [c][oc] = {{1, 10}, {2, 20}}; output 0 reads channels 0-1,
+  // output 1 channels 2-3.
+  std::vector<float> in = {1, 2, 3, 4}, fil = {1, 10, 2, 20}, out(2, 0);
+  p->runBlas(in.data(), fil.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{1 * 1 + 2 * 2, 3 * 10 + 4 * 20}));
 }
 
 // The reference on a case small enough to compute by hand, and a kernel that ignores the

@@ -1,7 +1,8 @@
 // Workloads: what is tuned. A GEMM C[M,N] = A[M,K] * B[K,N], or a batched matmul
 // C[b,M,N] = A[b,M,K] * B[b,K,N] (issue #31), with static sizes, element types and a storage
-// layout for A and B. Knows nothing about schedules or devices. The ops themselves (names, shape
-// syntax, which targets tune them) are registered in ops.h.
+// layout for A and B. Knows nothing about schedules or devices. What differs between the ops (key
+// fields, operands, FLOPs, payload, verification) is each op's OpDef (ops.h), which the methods
+// below ask.
 #pragma once
 
 #include <cstdint>
@@ -52,12 +53,12 @@ struct GemmWorkload {
   // describe; a batched schedule runs it once per batch element).
   GemmWorkload element() const;
   bool isConv() const { return op == OpKind::Conv2d; }
-  double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+  double flops() const;  // the op's (ops.h)
   int64_t bytesNeeded() const;      // A + B + C (+ a reference copy of C)
   // Elements of A, B and C as stored (the batch included; a convolution's input, filter, output).
-  int64_t aElements() const { return isConv() ? conv.inputElements() : batch * m * k; }
-  int64_t bElements() const { return isConv() ? conv.filterElements() : batch * k * n; }
-  int64_t cElements() const { return isConv() ? conv.outputElements() : batch * m * n; }
+  int64_t aElements() const;
+  int64_t bElements() const;
+  int64_t cElements() const;
   // The payload: a public function `sextant_gemm(A, B, C)` on memrefs (C interface), whose body
   // is a linalg.fill + linalg.matmul (linalg.batch_matmul) on tensors (destination-passing,
   // bufferized in place).

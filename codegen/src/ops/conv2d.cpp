@@ -1,0 +1,220 @@
+// The `conv2d` op, workload level (ops.h; issue #31): linalg.conv_2d_nhwc_hwcf (input NHWC, filter
+// HWCF, output NHWC; depthwise g = ic = oc: linalg.depthwise_conv_2d_nhwc_hwc, filter HWC), the
+// problem a benchdnn descriptor (conv.h); grouped (1 < g < ic): a loop over the groups, each a
+// linalg.conv_2d_nhwc_hwcf on its channels, filter kh x kw x ic/g x oc. m, n, k are its implicit GEMM's (output pixels, output
+// channels, kh*kw*ic), what the GEMM-shaped parts of the data flow read. A 1x1 convolution with
+// stride 1 and no padding is the GEMM of its collapsed operands (convIsGemm). Verified against
+// direct loops accumulated in double. Its schedules: conv2d_cpu.cpp.
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "payload_text.h"
+#include "sextant/codegen/ops.h"
+
+namespace sextant {
+using ops_detail::shapedType;
+
+namespace {
+
+// linalg.conv_2d_nhwc_hwcf on the input padded by a tensor.pad (in the payload: the kernel pads,
+// as a library's convolution does).
+std::string convPayload(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  const std::string t = dtypeName(w.a_type);
+  const DType e = w.a_type;
+  const std::string in = shapedType({d.mb, d.ih, d.iw, d.ic}, e),
+                    inp = shapedType({d.mb, d.paddedH(), d.paddedW(), d.ic}, e),
+                    out = shapedType({d.mb, d.oh, d.ow, d.oc}, e);
+  // Depthwise: the filter is kh x kw x c (HWC).
+  // Grouped: kh x kw x ic/g x oc (group j's output channels j*oc/g.. read its ic/g input channels).
+  const std::string fil =
+      d.depthwise() ? shapedType({d.kh, d.kw, d.ic}, e) : shapedType({d.kh, d.kw, d.ic / d.g, d.oc}, e);
+  const bool pad = d.ph > 0 || d.pw > 0;
+  std::ostringstream o;
+  o << ops_detail::payloadHead(w.key(), in, fil, out, t);
+  if (pad)
+    o << "  %ap = tensor.pad %a low[0, " << d.ph << ", " << d.pw << ", 0] high[0, " << d.ph << ", " << d.pw
+      << ", 0] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : " << t
+      << "\n  } : tensor<" << in << "> to tensor<" << inp << ">\n";
+  if (d.g > 1 && !d.depthwise()) {
+    // Grouped: one linalg.conv_2d_nhwc_hwcf per group on its slices of the channels (the input's
+    // ic/g, the filter's and the output's oc/g), each output slice zero-filled first, in a loop
+    // over the groups (what the ONNX importer writes as one function per group).
+    const int64_t icg = d.ic / d.g, ocg = d.oc / d.g;
+    const std::string xs = shapedType({d.mb, d.paddedH(), d.paddedW(), icg}, e), fs = shapedType({d.kh, d.kw, icg, ocg}, e),
+                      os = shapedType({d.mb, d.oh, d.ow, ocg}, e);
+    o << "  %g0 = arith.constant 0 : index\n  %g1 = arith.constant 1 : index\n  %gn = arith.constant " << d.g
+      << " : index\n  %icg = arith.constant " << icg << " : index\n  %ocg = arith.constant " << ocg << " : index\n"
+      << "  %r = scf.for %g = %g0 to %gn step %g1 iter_args(%acc = %c) -> (tensor<" << out << ">) {\n"
+      << "    %ci = arith.muli %g, %icg : index\n    %co = arith.muli %g, %ocg : index\n"
+      << "    %x = tensor.extract_slice " << (pad ? "%ap" : "%a") << "[0, 0, 0, %ci] [" << d.mb << ", " << d.paddedH() << ", "
+      << d.paddedW() << ", " << icg << "] [1, 1, 1, 1] : tensor<" << inp << "> to tensor<" << xs << ">\n"
+      << "    %f = tensor.extract_slice %b[0, 0, 0, %co] [" << d.kh << ", " << d.kw << ", " << icg << ", " << ocg
+      << "] [1, 1, 1, 1] : tensor<" << fil << "> to tensor<" << fs << ">\n"
+      << "    %o0 = tensor.extract_slice %acc[0, 0, 0, %co] [" << d.mb << ", " << d.oh << ", " << d.ow << ", " << ocg
+      << "] [1, 1, 1, 1] : tensor<" << out << "> to tensor<" << os << ">\n"
+      << "    %z = linalg.fill ins(%zero : " << t << ") outs(%o0 : tensor<" << os << ">) -> tensor<" << os << ">\n"
+      << "    %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1
+      << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", " << d.sw << "]> : tensor<2xi64>} ins(%x, %f : tensor<"
+      << xs << ">, tensor<" << fs << ">) outs(%z : tensor<" << os << ">) -> tensor<" << os << ">\n"
+      << "    %n = tensor.insert_slice %y into %acc[0, 0, 0, %co] [" << d.mb << ", " << d.oh << ", " << d.ow << ", " << ocg
+      << "] [1, 1, 1, 1] : tensor<" << os << "> into tensor<" << out << ">\n"
+      << "    scf.yield %n : tensor<" << out << ">\n"
+      << "  }\n"
+      << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
+      << ">) -> ()\n"
+      << "  return\n"
+      << "}\n";
+    return o.str();
+  }
+  o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
+    << "  %r = " << (d.depthwise() ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
+    << " {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1 << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", "
+    << d.sw << "]> : tensor<2xi64>} ins(" << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in)
+    << ">, tensor<" << fil << ">) outs(%z : tensor<" << out << ">) -> tensor<" << out << ">\n"
+    << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
+    << ">) -> ()\n"
+    << "  return\n"
+    << "}\n";
+  return o.str();
+}
+
+// A 1x1 convolution with stride 1 and no padding as the GEMM it is: the NHWC input is M x K, the
+// HWCF filter K x N and the NHWC output M x N, row-major, so the payload collapses the memrefs
+// (no copy) and multiplies.
+std::string conv1x1Payload(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  const DType e = w.a_type;
+  auto ty2 = [e](int64_t a, int64_t b) { return shapedType({a, b}, e); };
+  const std::string in = shapedType({d.mb, d.ih, d.iw, d.ic}, e), fil = shapedType({1, 1, d.ic, d.oc}, e),
+                    out = shapedType({d.mb, d.oh, d.ow, d.oc}, e);
+  std::string body = convAsGemm(w).payloadMlir();
+  const size_t start = body.find("func.func"), end = body.find('\n', start);
+  std::ostringstream o;
+  o << "// Sextant payload for " << w.key() << " (a 1x1 convolution: the GEMM of its collapsed operands)\n"
+    << "func.func @sextant_gemm(%A4: memref<" << in << ">, %B4: memref<" << fil << ">, %C4: memref<" << out
+    << ">) attributes {llvm.emit_c_interface} {\n"
+    << "  %A = memref.collapse_shape %A4 [[0, 1, 2], [3]] : memref<" << in << "> into memref<" << ty2(w.m, w.k) << ">\n"
+    << "  %B = memref.collapse_shape %B4 [[0, 1, 2], [3]] : memref<" << fil << "> into memref<" << ty2(w.k, w.n) << ">\n"
+    << "  %C = memref.collapse_shape %C4 [[0, 1, 2], [3]] : memref<" << out << "> into memref<" << ty2(w.m, w.n)
+    << ">\n"
+    << body.substr(end + 1);
+  return o.str();
+}
+
+class Conv2dOp : public OpDef {
+ public:
+  OpKind kind() const override { return OpKind::Conv2d; }
+  const char* name() const override { return "conv2d"; }
+  const char* defaultShape() const override { return "mb1ic64ih56oc64kh3ph1"; }
+  const char* shapeSyntax() const override { return "a benchdnn descriptor"; }
+  const char* summary() const override {
+    return "2-D convolution (linalg.conv_2d_nhwc_hwcf): input NHWC, filter HWCF; strides, padding, dilation, groups "
+           "(one convolution per group), depthwise";
+  }
+
+  Result<GemmWorkload> make(const std::string& desc, const std::string& dtype, const std::string& layout) const override {
+    if (layout != "NN" && layout != "NHWC" && layout != "nhwc" && layout != "NHWC/HWCF")
+      return Error{"conv2d layout '" + layout +
+                   "' is not supported yet (supported: NHWC, i.e. NHWC input and output, HWCF filter)"};
+    auto d = parseConvDesc(desc);
+    if (!d) return Error{d.error()};
+    auto dt = parseDType(dtype);
+    if (!dt) return Error{dt.error()};
+    GemmWorkload w;
+    w.op = OpKind::Conv2d;
+    w.conv = *d;
+    w.m = d->gemmM(), w.n = d->gemmN(), w.k = d->gemmK();
+    w.a_type = w.b_type = *dt;
+    w.c_type = DType::F32;
+    return w;
+  }
+
+  std::string layoutField(const GemmWorkload&) const override { return "NHWC"; }
+  std::string shapeString(const GemmWorkload& w) const override { return w.conv.str(); }
+  Result<GemmWorkload> fromKey(const std::string& layout, const std::string& shape, DType a, DType, DType) const override {
+    if (layout != "NHWC") return Error{"conv2d's layout field is NHWC, not '" + layout + "'"};
+    return make(shape, dtypeName(a), layout);
+  }
+
+  std::vector<OperandDims> operands(const GemmWorkload& w) const override {
+    const ConvDesc& d = w.conv;
+    return {{d.mb, d.ih, d.iw, d.ic},
+            d.depthwise() ? OperandDims{d.kh, d.kw, d.ic} : OperandDims{d.kh, d.kw, d.ic / d.g, d.oc},
+            {d.mb, d.oh, d.ow, d.oc}};
+  }
+
+  std::string payloadMlir(const GemmWorkload& w) const override {
+    return convIsGemm(w) ? conv1x1Payload(w) : convPayload(w);
+  }
+
+  const char* referenceName(const GemmWorkload&) const override { return "direct loops"; }
+  bool blasReference(const GemmWorkload&) const override { return false; }
+  // Direct loops accumulated in double (input NHWC, filter HWCF or, depthwise, HWC; output NHWC;
+  // zero padding; benchdnn's dilation: a gap of d between taps).
+  void naiveReference(const GemmWorkload& w, const float* in, const float* fil, float* out) const override {
+    const ConvDesc& d = w.conv;
+    std::vector<double> acc(size_t(d.oc));  // one output pixel's channels
+    for (int64_t n = 0; n < d.mb; ++n)
+      for (int64_t oy = 0; oy < d.oh; ++oy)
+        for (int64_t ox = 0; ox < d.ow; ++ox) {
+          float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t ky = 0; ky < d.kh; ++ky) {
+            const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+            if (iy < 0 || iy >= d.ih) continue;
+            for (int64_t kx = 0; kx < d.kw; ++kx) {
+              const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
+              if (ix < 0 || ix >= d.iw) continue;
+              const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
+              if (d.depthwise()) {  // filter kh x kw x c: channel c reads input channel c
+                const float* f = fil + (ky * d.kw + kx) * d.ic;
+                for (int64_t c = 0; c < d.ic; ++c) acc[size_t(c)] += double(x[c]) * f[c];
+                continue;
+              }
+              // Group j: output channels [j ocg, (j + 1) ocg) from input channels [j icg, (j + 1) icg).
+              const int64_t icg = d.ic / d.g, ocg = d.oc / d.g;
+              const float* f = fil + (ky * d.kw + kx) * icg * d.oc;
+              for (int64_t j = 0; j < d.g; ++j)
+                for (int64_t c = 0; c < icg; ++c) {
+                  const double xv = x[j * icg + c];
+                  const float* fr = f + c * d.oc;
+                  for (int64_t oc = j * ocg; oc < (j + 1) * ocg; ++oc) acc[size_t(oc)] += xv * fr[oc];
+                }
+            }
+          }
+          for (int64_t oc = 0; oc < d.oc; ++oc) o[oc] = float(acc[size_t(oc)]);
+        }
+  }
+  std::string elementName(const GemmWorkload& w, int64_t i) const override {
+    const ConvDesc& d = w.conv;
+    return "output[n " + std::to_string(i / (d.oh * d.ow * d.oc)) + "][oh " + std::to_string(i / (d.ow * d.oc) % d.oh) +
+           "][ow " + std::to_string(i / d.oc % d.ow) + "][oc " + std::to_string(i % d.oc) + "]";
+  }
+};
+
+}  // namespace
+
+const OpDef& conv2dOp() {
+  static const Conv2dOp op;
+  return op;
+}
+
+Result<GemmWorkload> makeConvWorkload(const std::string& desc, const std::string& dtype, const std::string& layout) {
+  return conv2dOp().make(desc, dtype, layout);
+}
+
+bool convIsGemm(const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  return w.isConv() && d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 && d.g == 1;
+}
+
+GemmWorkload convAsGemm(const GemmWorkload& w) {
+  GemmWorkload g;
+  g.m = w.m, g.n = w.n, g.k = w.k;
+  g.a_type = w.a_type, g.b_type = w.b_type, g.c_type = w.c_type;
+  return g;
+}
+
+}  // namespace sextant
