@@ -103,7 +103,9 @@ void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
   app->add_option("--shape", a.shape, shape_help);
   app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
       ->capture_default_str();
-  app->add_option("--layout", a.layout, "storage of A and B: NN, NT (B transposed), TN (A transposed)")
+  app->add_option("--layout", a.layout,
+                  "storage of A and B: NN, NT (B transposed), TN (A transposed); conv2d: NHWC (HWCF filter, the "
+                  "default), NCHW (FCHW filter), NHWC/FHWC")
       ->capture_default_str();
   app->add_option("--target", a.target, "where to tune: " + join(knownTargetNames(), ", ") +
                   " (vulkan:N: the N-th Vulkan device; Mesa's lavapipe is CPU-emulated and measures no GPU)")

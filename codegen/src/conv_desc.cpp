@@ -75,4 +75,21 @@ Result<ConvDesc> parseConvDesc(const std::string& text) {
   return d;
 }
 
+const char* convLayoutKey(ConvLayout l) {
+  switch (l) {
+    case ConvLayout::NhwcHwcf: return "NHWC";
+    case ConvLayout::NchwFchw: return "NCHW";
+    case ConvLayout::NhwcFhwc: return "NHWC_FHWC";
+  }
+  return "?";
+}
+
+Result<ConvLayout> parseConvLayout(const std::string& s) {
+  if (s == "NN" || s == "NHWC" || s == "nhwc" || s == "NHWC/HWCF") return ConvLayout::NhwcHwcf;
+  if (s == "NCHW" || s == "nchw" || s == "NCHW/FCHW") return ConvLayout::NchwFchw;
+  if (s == "NHWC/FHWC" || s == "NHWC_FHWC" || s == "nhwc/fhwc") return ConvLayout::NhwcFhwc;
+  return Error{"conv2d layout '" + s +
+               "' is not supported (supported: NHWC = NHWC/HWCF, the default; NCHW = NCHW/FCHW; NHWC/FHWC)"};
+}
+
 }  // namespace sextant

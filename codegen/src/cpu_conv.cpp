@@ -90,12 +90,17 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
 }
 
 std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind, bool depthwise,
-                               bool fuse_init) {
+                               bool fuse_init, ConvLayout layout) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
   auto val = [&](const char* n) { return std::to_string(space.valueOr(c, n, 1)); };
   const bool f_outer = space.valueOr(c, "reg_loop_order", 0) == 1;
+  // NCHW / FCHW (linalg.conv_2d_nchw_fchw): loops (n, f, oh, ow, c, kh, kw) instead of (n, oh, ow,
+  // f, kh, kw, c); the same tiles at those positions. NHWC / FHWC: transpose_conv2d first (the
+  // filter transposed to HWCF by a linalg.transpose in the kernel), then the NHWC / HWCF schedule.
+  const bool nchw = layout == ConvLayout::NchwFchw;
+  const std::string mm = layout == ConvLayout::NhwcFhwc ? "%mm_fhwc" : "%mm";  // the op's handle
   // The reduction over channels in chunks of block_c around the register tiles (the whole of it:
   // no loop, the schedule as before the knob).
   const int64_t block_c = space.valueOr(c, "block_c", 0);
@@ -103,8 +108,8 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
   if (!depthwise && block_c > 0 && block_c < space.knobs()[size_t(space.knobIndex("block_c"))].values.back()) {
     blockC = ind + "// The reduction over channels in chunks of block_c, each chunk's filter slice reused by every\n" + ind +
              "// register tile of the block.\n" + ind +
-             "%t1c, %cl = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, 0, 0, " +
-             std::to_string(block_c) + "] : (" + H + ") -> (" + H + ", " + H + ")\n";
+             "%t1c, %cl = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, " +
+             (nchw ? std::to_string(block_c) + ", 0, 0" : "0, 0, " + std::to_string(block_c)) + "] : (" + H + ") -> (" + H + ", " + H + ")\n";
     t1c = "%t1c";
   }
   // The output's zero fill goes into the register tiles when the whole reduction is in registers
@@ -119,11 +124,16 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
   const bool fuse_fill = fuse_init && t1c == "%t1";
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
+  if (layout == ConvLayout::NhwcFhwc)
+    o << ind << "// TOSA's filter layout: transposed to HWCF in the kernel (decompose takes no FHWC).\n"
+      << ind << "%mm_fhwc = transform.structured.transpose_conv2d %mm : (" << H << ") -> " << H << "\n";
   if (fuse_fill)
-    o << ind << "%sx_init = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n";
-  o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [1, " << val("tile_oh") << ", "
-    << val("tile_ow") << ", " << val("tile_f") << "] : (" << H << ") -> (" << H << ", " << H << ")\n"
+    o << ind << "%sx_init = transform.get_producer_of_operand " << mm << "[2] : (" << H << ") -> " << H << "\n";
+  o << ind << "%f = transform.get_parent_op " << mm << " {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
+    << ind << "%t1, %blocks = transform.structured.tile_using_forall " << mm << " tile_sizes [1, "
+    << (nchw ? val("tile_f") + ", " + val("tile_oh") + ", " + val("tile_ow")
+             : val("tile_oh") + ", " + val("tile_ow") + ", " + val("tile_f"))
+    << "] : (" << H << ") -> (" << H << ", " << H << ")\n"
     << (space.knobIndex("threads") >= 0
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
             : std::string())
@@ -132,9 +142,15 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
     o << ind << "%sx_fill_blk, %sx_blocks_f = transform.structured.fuse_into_containing_op %sx_init into %blocks : (" << H
       << ", " << H << ") -> (" << H << ", " << H << ")\n";
   o << ind << "// The register tile: one output row, reg_ow columns, reg_f channels.\n"
-    << ind << "%t2, %r:3 = transform.structured." << (fuse_fill ? "fuse " : "tile_using_for ") << t1c << " tile_sizes [0, 1, "
-    << val("reg_ow") << ", " << val("reg_f") << ", 0, 0" << (depthwise ? "" : ", 0") << "]"
-    << (f_outer ? (fuse_fill ? " interchange [0, 1, 3, 2]" : " interchange = [0, 1, 3, 2]") : "") << " : (" << H
+    << ind << "%t2, %r:3 = transform.structured." << (fuse_fill ? "fuse " : "tile_using_for ") << t1c << " tile_sizes [0, "
+    << (nchw ? val("reg_f") + ", 1, " + val("reg_ow") : "1, " + val("reg_ow") + ", " + val("reg_f")) << ", 0, 0"
+    << (depthwise ? "" : ", 0") << "]"
+    // (The loops in the register tile's order: (oh, ow, f), or (oh, f, ow) with f outer; NCHW's
+    // dimensions are (f, oh, ow).)
+    << (nchw != f_outer ? (fuse_fill ? " interchange " : " interchange = ") +
+                              std::string(nchw ? "[0, 2, 3, 1]" : "[0, 1, 3, 2]")
+                        : std::string())
+    << " : (" << H
     << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n";
   if (fuse_fill)
     o << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r#0 : (" << H << ") -> " << H << "\n"
@@ -142,12 +158,16 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
   o
     << ind << "// The reduction in steps of one filter row, tile_kw columns"
     << (depthwise ? " (depthwise: no reduction over channels)" : ", tile_c channels") << ".\n"
-    << ind << "%t3, %s:" << (depthwise ? 2 : 3) << " = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, 1, "
-    << val("tile_kw") << (depthwise ? "" : ", " + val("tile_c")) << "] : (" << H << ") -> (" << H << ", " << H << ", " << H
-    << (depthwise ? "" : ", " + H) << ")\n"
-    << ind << "// (The loop over the filter's rows skips the rows on the input's zero padding after the\n"
-    << ind << "// schedule: compiler_cpu_conv_rows.cpp.)\n"
-    << ind << "transform.annotate %s#0 \"sextant.filter_rows\" : " << H << "\n"
+    << ind << "%t3, %s:" << (depthwise ? 2 : 3) << " = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 0, 0, "
+    << (nchw ? val("tile_c") + ", 1, " + val("tile_kw") : "1, " + val("tile_kw") + (depthwise ? "" : ", " + val("tile_c")))
+    << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << (depthwise ? "" : ", " + H) << ")\n";
+  // (NCHW: its first loop is over channels, and the input's rows are its dimension 2; the
+  // narrowing reads NHWC's.)
+  if (!nchw)
+    o << ind << "// (The loop over the filter's rows skips the rows on the input's zero padding after the\n"
+      << ind << "// schedule: compiler_cpu_conv_rows.cpp.)\n"
+      << ind << "transform.annotate %s#0 \"sextant.filter_rows\" : " << H << "\n";
+  o
     << ind << "%d = transform.structured.decompose %t3 : (" << H << ") -> " << H << "\n"
     << ind << "transform.structured.vectorize %d : " << H << "\n"
     << ind << "transform.apply_patterns to %f {\n"

@@ -1,4 +1,4 @@
-// oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC as the
+// oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC or NCHW as the
 // workload stores them, the weights in the layout oneDNN prefers (format any), reordered from the
 // workload's HWCF (depthwise: HWC) once, outside the timed calls, as an inference engine holds its
 // weights.
@@ -42,10 +42,15 @@ OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
   dnnl_memory_desc_t smd, umd, wany, dmd;
   dnnl_convolution_desc_t cd;
   dnnl_primitive_desc_t pd = nullptr;
-  if (!s.start() || api.md_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
-      (grouped ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, dnnl_hwio)) != dnnl_success ||
+  // The workload's layout (conv.h): activations NHWC or NCHW, filters HWCF, FCHW or FHWC.
+  const dnnl_format_tag_t act = d.layout == ConvLayout::NchwFchw ? dnnl_nchw : dnnl_nhwc;
+  const dnnl_format_tag_t fil = d.layout == ConvLayout::NchwFchw   ? dnnl_oihw
+                                : d.layout == ConvLayout::NhwcFhwc ? dnnl_ohwi
+                                                                   : dnnl_hwio;
+  if (!s.start() || api.md_tag(&smd, 4, sd, dnnl_f32, act) != dnnl_success ||
+      (grouped ? api.md_strides(&umd, 5, gwd, dnnl_f32, gws) : api.md_tag(&umd, 4, wd, dnnl_f32, fil)) != dnnl_success ||
       api.md_tag(&wany, grouped ? 5 : 4, grouped ? gwd : wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-      api.md_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+      api.md_tag(&dmd, 4, dd, dnnl_f32, act) != dnnl_success ||
       api.conv_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany, nullptr, &dmd, strides, dil, pad,
                     pad_r) != dnnl_success ||
       api.pd_create(&pd, &cd, nullptr, s.engine, nullptr) != dnnl_success ||

@@ -85,7 +85,8 @@ TEST(ConvDesc, BadDescriptorsAreOneClearLine) {
     EXPECT_NE(d.error().find(c.says), std::string::npos) << c.text << ": " << d.error();
     EXPECT_EQ(d.error().find('\n'), std::string::npos) << d.error();
   }
-  EXPECT_FALSE(makeConvWorkload("ic8ih8oc16kh3", "f32", "NCHW").ok());
+  EXPECT_FALSE(makeConvWorkload("ic8ih8oc16kh3", "f32", "HWNC").ok());
+  EXPECT_TRUE(makeConvWorkload("ic8ih8oc16kh3", "f32", "NCHW").ok());
 }
 
 TEST(ConvWorkload, KeyRoundTripsAndThe1x1IsAGemm) {
@@ -154,6 +155,81 @@ TEST(ConvCompile, EveryRouteCompilesAndVerifies) {
     Measurement m = compileAndMeasure(w, s2, defaultCpuCandidate(s2, w), 2, "conv2t");
     EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << ": " << m.message;
   }
+}
+
+// The other layouts (NCHW / FCHW, PyTorch's; NHWC / FHWC, TOSA's): keys, operands and payloads,
+// then the direct route on small problems (padding, stride 2, dilation, C = 3, 1x1, several
+// candidates each, two threads), each verified against the reference in its own layout.
+TEST(ConvCompile, LayoutsCompileAndVerify) {
+  auto bad = makeConvWorkload("ic16ih14oc32kh3ph1", "f32", "CHWN");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("supported: NHWC"), std::string::npos) << bad.error();
+  EXPECT_FALSE(makeConvWorkload("g2ic16oc32ih14kh3ph1", "f32", "NCHW").ok());  // groups: NHWC / HWCF only
+  std::mt19937_64 rng(5);
+  for (const char* layout : {"NCHW", "NHWC/FHWC"}) {
+    for (const char* desc : {"ic16ih14oc32kh3ph1", "ic8ih15oc16kh3sh2ph1", "ic8ih12oc16kh3dh1ph2", "ic3ih14oc16kh7sh2ph3",
+                             "ic16ih8oc48kh1", "mb2ic8ih6oc16kh3"}) {
+      auto w = makeConvWorkload(desc, "f32", layout);
+      ASSERT_TRUE(w.ok()) << w.error();
+      auto back = parseWorkloadKey(w->key());
+      ASSERT_TRUE(back.ok()) << back.error();
+      EXPECT_EQ(*back, *w) << w->key();
+      EXPECT_FALSE(convIsGemm(*w));  // a 1x1 takes the direct route in these layouts
+      const std::string payload = w->payloadMlir();
+      EXPECT_NE(payload.find(std::string(layout) == "NCHW" ? "linalg.conv_2d_nchw_fchw" : "linalg.conv_2d_nhwc_fhwc"),
+                std::string::npos)
+          << payload;
+      Space s = buildCpuGemmSpace(*w, hostCpu());
+      std::vector<Candidate> cands = {defaultCpuCandidate(s, *w)};
+      for (int i = 0; i < 3; ++i) cands.push_back(s.sample(rng));
+      for (const Candidate& c : cands) {
+        Measurement m = compileAndMeasure(*w, s, c, 1, "convlayout");
+        EXPECT_EQ(m.status, MeasureStatus::Ok) << layout << " " << desc << " " << s.keyOf(c) << ": " << m.message;
+      }
+    }
+    auto w = makeConvWorkload("ic16ih14oc32kh3ph1", "f32", layout);
+    Space s2 = buildCpuGemmSpace(*w, hostCpu(), 2);
+    Measurement m = compileAndMeasure(*w, s2, defaultCpuCandidate(s2, *w), 2, "convlayout2t");
+    EXPECT_EQ(m.status, MeasureStatus::Ok) << layout << ": " << m.message;
+  }
+}
+
+// The reference in the other layouts is the NHWC one permuted: the same problem's data stored
+// both ways gives the same outputs.
+TEST(ConvReference, LayoutsAgreeWithNhwc) {
+  auto nhwc = makeConvWorkload("ic3ih5oc4kh3sh2ph1", "f32", "NHWC");
+  auto nchw = makeConvWorkload("ic3ih5oc4kh3sh2ph1", "f32", "NCHW");
+  auto fhwc = makeConvWorkload("ic3ih5oc4kh3sh2ph1", "f32", "NHWC/FHWC");
+  ASSERT_TRUE(nhwc.ok() && nchw.ok() && fhwc.ok());
+  const ConvDesc& d = nhwc->conv;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(size_t(d.inputElements())), f(size_t(d.filterElements()));
+  for (float& v : x) v = u(rng);
+  for (float& v : f) v = u(rng);
+  // x NHWC (1, 5, 5, 3) -> NCHW; f HWCF (3, 3, 3, 4) -> FCHW and FHWC.
+  std::vector<float> xc(x.size()), fc(f.size()), ff(f.size());
+  for (int64_t h = 0; h < 5; ++h)
+    for (int64_t w = 0; w < 5; ++w)
+      for (int64_t c = 0; c < 3; ++c) xc[size_t((c * 5 + h) * 5 + w)] = x[size_t((h * 5 + w) * 3 + c)];
+  for (int64_t kh = 0; kh < 3; ++kh)
+    for (int64_t kw = 0; kw < 3; ++kw)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t o = 0; o < 4; ++o) {
+          const float v = f[size_t(((kh * 3 + kw) * 3 + c) * 4 + o)];
+          fc[size_t(((o * 3 + c) * 3 + kh) * 3 + kw)] = v;
+          ff[size_t(((o * 3 + kh) * 3 + kw) * 3 + c)] = v;
+        }
+  std::vector<float> y(size_t(d.outputElements())), yc(y.size()), yf(y.size());
+  opOf(*nhwc).naiveReference(*nhwc, x.data(), f.data(), y.data());
+  opOf(*nchw).naiveReference(*nchw, xc.data(), fc.data(), yc.data());
+  opOf(*fhwc).naiveReference(*fhwc, x.data(), ff.data(), yf.data());
+  EXPECT_EQ(yf, y);
+  for (int64_t h = 0; h < d.oh; ++h)
+    for (int64_t w = 0; w < d.ow; ++w)
+      for (int64_t o = 0; o < 4; ++o)
+        EXPECT_EQ(yc[size_t((o * d.oh + h) * d.ow + w)], y[size_t((h * d.ow + w) * 4 + o)]) << h << " " << w << " " << o;
+  EXPECT_EQ(opOf(*nchw).elementName(*nchw, 1), "output[n 0][oc 0][oh 0][ow 1]");
 }
 
 // The reduction over channels in block-level chunks (block_c): each value compiles, verifies (a

@@ -191,6 +191,35 @@ TEST(ConvCli, CompileAppliesEachConvolutionsOwnRecord) {
   removeDb(db);
 }
 
+// The other layouts tune and verify against oneDNN's convolution in the same layout; export says
+// why their records stay out of the library.
+TEST(ConvCli, LayoutsTuneAgainstOnednnInTheirLayout) {
+  const std::string db = tmp("convlayouts.db");
+  removeDb(db);
+  for (const char* layout : {"NCHW", "NHWC/FHWC"}) {
+    Outcome r = tune(std::string("--op conv2d --shape mb1ic16ih10oc32kh3ph1 --layout ") + layout +
+                     " --trials 2 --final-rounds 1 --min-time 0.001 --quiet --report json --db " + db);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j.value("workload", "").rfind(std::string("conv2d:") + (layout[0] == 'N' && layout[1] == 'C' ? "NCHW:" : "NHWC_FHWC:"), 0),
+              0u)
+        << r.out;
+    for (const auto& lib : j["libraries"]) {
+      if (lib.value("name", "") == "onednn") {
+        EXPECT_EQ(lib.value("status", ""), "ok") << lib.dump();
+      }
+    }
+  }
+  Outcome ex = tune("export --db " + db + " --target cpu -o " + tmp("convlayouts.mlir"));
+  EXPECT_NE(ex.err.find("NCHW records are not exported yet"), std::string::npos) << ex.err;
+  Outcome bad = tune("--op conv2d --shape g2ic16ih10oc32kh3 --layout NCHW --db " + db);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("NHWC/HWCF only"), std::string::npos) << bad.err;
+  removeDb(db);
+  std::filesystem::remove(tmp("convlayouts.mlir"));
+}
+
 TEST(ConvCli, BadDescriptorsAndGroupsAreOneClearLine) {
   Outcome a = tune("--op conv2d --shape ic64ih56oc64 --db " + tmp("y.db"));
   EXPECT_NE(a.code, 0);

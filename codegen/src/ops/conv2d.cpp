@@ -6,6 +6,7 @@
 // stride 1 and no padding is the GEMM of its collapsed operands (convIsGemm). Verified against
 // direct loops accumulated in double. Its schedules: conv2d_cpu.cpp.
 #include <algorithm>
+#include <array>
 #include <sstream>
 #include <vector>
 
@@ -23,19 +24,24 @@ std::string convPayload(const GemmWorkload& w) {
   const ConvDesc& d = w.conv;
   const std::string t = dtypeName(w.a_type);
   const DType e = w.a_type;
-  const std::string in = shapedType({d.mb, d.ih, d.iw, d.ic}, e),
-                    inp = shapedType({d.mb, d.paddedH(), d.paddedW(), d.ic}, e),
-                    out = shapedType({d.mb, d.oh, d.ow, d.oc}, e);
+  const bool nchw = d.layout == ConvLayout::NchwFchw;
+  auto act = [&](int64_t c, int64_t h, int64_t wd) {  // an activation's type in the layout
+    return nchw ? shapedType({d.mb, c, h, wd}, e) : shapedType({d.mb, h, wd, c}, e);
+  };
+  const std::string in = act(d.ic, d.ih, d.iw), inp = act(d.ic, d.paddedH(), d.paddedW()), out = act(d.oc, d.oh, d.ow);
   // Depthwise: the filter is kh x kw x c (HWC).
   // Grouped: kh x kw x ic/g x oc (group j's output channels j*oc/g.. read its ic/g input channels).
-  const std::string fil =
-      d.depthwise() ? shapedType({d.kh, d.kw, d.ic}, e) : shapedType({d.kh, d.kw, d.ic / d.g, d.oc}, e);
+  const std::string fil = d.depthwise()                        ? shapedType({d.kh, d.kw, d.ic}, e)
+                          : d.layout == ConvLayout::NchwFchw ? shapedType({d.oc, d.ic, d.kh, d.kw}, e)
+                          : d.layout == ConvLayout::NhwcFhwc ? shapedType({d.oc, d.kh, d.kw, d.ic}, e)
+                                                             : shapedType({d.kh, d.kw, d.ic / d.g, d.oc}, e);
   const bool pad = d.ph > 0 || d.pw > 0;
   std::ostringstream o;
   o << ops_detail::payloadHead(w.key(), in, fil, out, t);
   if (pad)
-    o << "  %ap = tensor.pad %a low[0, " << d.ph << ", " << d.pw << ", 0] high[0, " << d.ph << ", " << d.pw
-      << ", 0] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : " << t
+    o << "  %ap = tensor.pad %a low[0, " << (nchw ? "0, " : "") << d.ph << ", " << d.pw << (nchw ? "" : ", 0")
+      << "] high[0, " << (nchw ? "0, " : "") << d.ph << ", " << d.pw << (nchw ? "" : ", 0")
+      << "] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : " << t
       << "\n  } : tensor<" << in << "> to tensor<" << inp << ">\n";
   if (d.g > 1 && !d.depthwise()) {
     // Grouped: one linalg.conv_2d_nhwc_hwcf per group on its slices of the channels (the input's
@@ -69,7 +75,11 @@ std::string convPayload(const GemmWorkload& w) {
     return o.str();
   }
   o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
-    << "  %r = " << (d.depthwise() ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
+    << "  %r = "
+    << (d.depthwise()                        ? "linalg.depthwise_conv_2d_nhwc_hwc"
+        : d.layout == ConvLayout::NchwFchw ? "linalg.conv_2d_nchw_fchw"
+        : d.layout == ConvLayout::NhwcFhwc ? "linalg.conv_2d_nhwc_fhwc"
+                                           : "linalg.conv_2d_nhwc_hwcf")
     << " {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1 << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", "
     << d.sw << "]> : tensor<2xi64>} ins(" << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in)
     << ">, tensor<" << fil << ">) outs(%z : tensor<" << out << ">) -> tensor<" << out << ">\n"
@@ -103,6 +113,59 @@ std::string conv1x1Payload(const GemmWorkload& w) {
   return o.str();
 }
 
+// A 4-D row-major array of sizes `dims` with its dimensions permuted: dimension i of the result is
+// dimension perm[i] of the source.
+std::vector<float> permute4(const float* src, const std::array<int64_t, 4>& dims, const std::array<int, 4>& perm) {
+  std::array<int64_t, 4> rdims, rstride;  // the result's sizes, and its stride for each source dimension
+  for (int i = 0; i < 4; ++i) rdims[size_t(i)] = dims[size_t(perm[size_t(i)])];
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) rstride[size_t(perm[size_t(i)])] = stride, stride *= rdims[size_t(i)];
+  std::vector<float> out(static_cast<size_t>(stride));
+  int64_t k = 0;
+  for (int64_t a = 0; a < dims[0]; ++a)
+    for (int64_t b = 0; b < dims[1]; ++b)
+      for (int64_t c = 0; c < dims[2]; ++c)
+        for (int64_t e = 0; e < dims[3]; ++e)
+          out[size_t(a * rstride[0] + b * rstride[1] + c * rstride[2] + e * rstride[3])] = src[k++];
+  return out;
+}
+
+// Direct loops accumulated in double (input NHWC, filter HWCF or, depthwise, HWC; output NHWC;
+// zero padding; benchdnn's dilation: a gap of d between taps).
+void naiveNhwc(const ConvDesc& d, const float* in, const float* fil, float* out) {
+  std::vector<double> acc(size_t(d.oc));  // one output pixel's channels
+  for (int64_t n = 0; n < d.mb; ++n)
+    for (int64_t oy = 0; oy < d.oh; ++oy)
+      for (int64_t ox = 0; ox < d.ow; ++ox) {
+        float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t ky = 0; ky < d.kh; ++ky) {
+          const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+          if (iy < 0 || iy >= d.ih) continue;
+          for (int64_t kx = 0; kx < d.kw; ++kx) {
+            const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
+            if (ix < 0 || ix >= d.iw) continue;
+            const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
+            if (d.depthwise()) {  // filter kh x kw x c: channel c reads input channel c
+              const float* f = fil + (ky * d.kw + kx) * d.ic;
+              for (int64_t c = 0; c < d.ic; ++c) acc[size_t(c)] += double(x[c]) * f[c];
+              continue;
+            }
+            // Group j: output channels [j ocg, (j + 1) ocg) from input channels [j icg, (j + 1) icg).
+            const int64_t icg = d.ic / d.g, ocg = d.oc / d.g;
+            const float* f = fil + (ky * d.kw + kx) * icg * d.oc;
+            for (int64_t j = 0; j < d.g; ++j)
+              for (int64_t c = 0; c < icg; ++c) {
+                const double xv = x[j * icg + c];
+                const float* fr = f + c * d.oc;
+                for (int64_t oc = j * ocg; oc < (j + 1) * ocg; ++oc) acc[size_t(oc)] += xv * fr[oc];
+              }
+          }
+        }
+        for (int64_t oc = 0; oc < d.oc; ++oc) o[oc] = float(acc[size_t(oc)]);
+      }
+}
+
 class Conv2dOp : public OpDef {
  public:
   OpKind kind() const override { return OpKind::Conv2d; }
@@ -110,16 +173,18 @@ class Conv2dOp : public OpDef {
   const char* defaultShape() const override { return "mb1ic64ih56oc64kh3ph1"; }
   const char* shapeSyntax() const override { return "a benchdnn descriptor"; }
   const char* summary() const override {
-    return "2-D convolution (linalg.conv_2d_nhwc_hwcf): input NHWC, filter HWCF; strides, padding, dilation, groups "
-           "(one convolution per group), depthwise";
+    return "2-D convolution (linalg.conv_2d_nhwc_hwcf): input NHWC, filter HWCF; --layout NCHW (FCHW filter), "
+           "NHWC/FHWC; strides, padding, dilation, groups (one convolution per group), depthwise";
   }
 
   Result<GemmWorkload> make(const std::string& desc, const std::string& dtype, const std::string& layout) const override {
-    if (layout != "NN" && layout != "NHWC" && layout != "nhwc" && layout != "NHWC/HWCF")
-      return Error{"conv2d layout '" + layout +
-                   "' is not supported yet (supported: NHWC, i.e. NHWC input and output, HWCF filter)"};
+    auto lay = parseConvLayout(layout);
+    if (!lay) return Error{lay.error()};
     auto d = parseConvDesc(desc);
     if (!d) return Error{d.error()};
+    d->layout = *lay;
+    if (d->g > 1 && *lay != ConvLayout::NhwcHwcf)
+      return Error{std::string("grouped and depthwise convolutions are NHWC/HWCF only (not ") + convLayoutKey(*lay) + ")"};
     auto dt = parseDType(dtype);
     if (!dt) return Error{dt.error()};
     GemmWorkload w;
@@ -131,15 +196,20 @@ class Conv2dOp : public OpDef {
     return w;
   }
 
-  std::string layoutField(const GemmWorkload&) const override { return "NHWC"; }
+  std::string layoutField(const GemmWorkload& w) const override { return convLayoutKey(w.conv.layout); }
   std::string shapeString(const GemmWorkload& w) const override { return w.conv.str(); }
   Result<GemmWorkload> fromKey(const std::string& layout, const std::string& shape, DType a, DType, DType) const override {
-    if (layout != "NHWC") return Error{"conv2d's layout field is NHWC, not '" + layout + "'"};
+    if (layout != "NHWC" && layout != "NCHW" && layout != "NHWC_FHWC")
+      return Error{"conv2d's layout field is NHWC, NCHW or NHWC_FHWC, not '" + layout + "'"};
     return make(shape, dtypeName(a), layout);
   }
 
   std::vector<OperandDims> operands(const GemmWorkload& w) const override {
     const ConvDesc& d = w.conv;
+    if (d.layout == ConvLayout::NchwFchw)
+      return {{d.mb, d.ic, d.ih, d.iw}, {d.oc, d.ic, d.kh, d.kw}, {d.mb, d.oc, d.oh, d.ow}};
+    if (d.layout == ConvLayout::NhwcFhwc)
+      return {{d.mb, d.ih, d.iw, d.ic}, {d.oc, d.kh, d.kw, d.ic}, {d.mb, d.oh, d.ow, d.oc}};
     return {{d.mb, d.ih, d.iw, d.ic},
             d.depthwise() ? OperandDims{d.kh, d.kw, d.ic} : OperandDims{d.kh, d.kw, d.ic / d.g, d.oc},
             {d.mb, d.oh, d.ow, d.oc}};
@@ -151,44 +221,26 @@ class Conv2dOp : public OpDef {
 
   const char* referenceName(const GemmWorkload&) const override { return "direct loops"; }
   bool blasReference(const GemmWorkload&) const override { return false; }
-  // Direct loops accumulated in double (input NHWC, filter HWCF or, depthwise, HWC; output NHWC;
-  // zero padding; benchdnn's dilation: a gap of d between taps).
+  // Direct loops accumulated in double on NHWC / HWCF operands (naiveNhwc); other layouts are
+  // permuted to those and the result back.
   void naiveReference(const GemmWorkload& w, const float* in, const float* fil, float* out) const override {
     const ConvDesc& d = w.conv;
-    std::vector<double> acc(size_t(d.oc));  // one output pixel's channels
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t oy = 0; oy < d.oh; ++oy)
-        for (int64_t ox = 0; ox < d.ow; ++ox) {
-          float* o = out + ((n * d.oh + oy) * d.ow + ox) * d.oc;
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t ky = 0; ky < d.kh; ++ky) {
-            const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
-            if (iy < 0 || iy >= d.ih) continue;
-            for (int64_t kx = 0; kx < d.kw; ++kx) {
-              const int64_t ix = ox * d.sw - d.pw + kx * (d.dw + 1);
-              if (ix < 0 || ix >= d.iw) continue;
-              const float* x = in + ((n * d.ih + iy) * d.iw + ix) * d.ic;
-              if (d.depthwise()) {  // filter kh x kw x c: channel c reads input channel c
-                const float* f = fil + (ky * d.kw + kx) * d.ic;
-                for (int64_t c = 0; c < d.ic; ++c) acc[size_t(c)] += double(x[c]) * f[c];
-                continue;
-              }
-              // Group j: output channels [j ocg, (j + 1) ocg) from input channels [j icg, (j + 1) icg).
-              const int64_t icg = d.ic / d.g, ocg = d.oc / d.g;
-              const float* f = fil + (ky * d.kw + kx) * icg * d.oc;
-              for (int64_t j = 0; j < d.g; ++j)
-                for (int64_t c = 0; c < icg; ++c) {
-                  const double xv = x[j * icg + c];
-                  const float* fr = f + c * d.oc;
-                  for (int64_t oc = j * ocg; oc < (j + 1) * ocg; ++oc) acc[size_t(oc)] += xv * fr[oc];
-                }
-            }
-          }
-          for (int64_t oc = 0; oc < d.oc; ++oc) o[oc] = float(acc[size_t(oc)]);
-        }
+    if (d.layout == ConvLayout::NhwcHwcf) return naiveNhwc(d, in, fil, out);
+    const bool nchw = d.layout == ConvLayout::NchwFchw;
+    const std::vector<float> f = nchw ? permute4(fil, {d.oc, d.ic, d.kh, d.kw}, {2, 3, 1, 0})
+                                      : permute4(fil, {d.oc, d.kh, d.kw, d.ic}, {1, 2, 3, 0});
+    if (!nchw) return naiveNhwc(d, in, f.data(), out);  // FHWC: only the filter differs
+    const std::vector<float> x = permute4(in, {d.mb, d.ic, d.ih, d.iw}, {0, 2, 3, 1});
+    std::vector<float> y(static_cast<size_t>(d.outputElements()));
+    naiveNhwc(d, x.data(), f.data(), y.data());
+    const std::vector<float> back = permute4(y.data(), {d.mb, d.oh, d.ow, d.oc}, {0, 3, 1, 2});
+    std::copy(back.begin(), back.end(), out);
   }
   std::string elementName(const GemmWorkload& w, int64_t i) const override {
     const ConvDesc& d = w.conv;
+    if (d.layout == ConvLayout::NchwFchw)
+      return "output[n " + std::to_string(i / (d.oc * d.oh * d.ow)) + "][oc " + std::to_string(i / (d.oh * d.ow) % d.oc) +
+             "][oh " + std::to_string(i / d.ow % d.oh) + "][ow " + std::to_string(i % d.ow) + "]";
     return "output[n " + std::to_string(i / (d.oh * d.ow * d.oc)) + "][oh " + std::to_string(i / (d.ow * d.oc) % d.oh) +
            "][ow " + std::to_string(i / d.oc % d.ow) + "][oc " + std::to_string(i % d.oc) + "]";
   }
@@ -207,7 +259,8 @@ Result<GemmWorkload> makeConvWorkload(const std::string& desc, const std::string
 
 bool convIsGemm(const GemmWorkload& w) {
   const ConvDesc& d = w.conv;
-  return w.isConv() && d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 && d.g == 1;
+  return w.isConv() && d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 && d.g == 1 &&
+         d.layout == ConvLayout::NhwcHwcf;
 }
 
 GemmWorkload convAsGemm(const GemmWorkload& w) {

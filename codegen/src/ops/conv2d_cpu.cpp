@@ -105,15 +105,19 @@ class Conv2dSchedules : public CpuOpSchedules {
 
   const char* payloadOp(const GemmWorkload& w) const override {
     if (convIsGemm(w)) return "linalg.matmul";  // the payload collapses the operands into a GEMM
-    return w.conv.depthwise() ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf";
+    if (w.conv.depthwise()) return "linalg.depthwise_conv_2d_nhwc_hwc";
+    return w.conv.layout == ConvLayout::NchwFchw   ? "linalg.conv_2d_nchw_fchw"
+           : w.conv.layout == ConvLayout::NhwcFhwc ? "linalg.conv_2d_nhwc_fhwc"
+                                                   : "linalg.conv_2d_nhwc_hwcf";
   }
   std::vector<const char*> payloadOps() const override {
-    return {"linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc"};
+    return {"linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc", "linalg.conv_2d_nchw_fchw",
+            "linalg.conv_2d_nhwc_fhwc"};
   }
   const char* title() const override { return "convolution"; }
   std::string actions(const Space& space, const Candidate& c, const GemmWorkload& w, const std::string& ind) const override {
     if (!directSpace(space)) return emitCpuGemmActions(space, c, ind, false, w.m, Layout::NN, w.k);
-    return emitCpuConvActions(space, c, ind, w.conv.depthwise());
+    return emitCpuConvActions(space, c, ind, w.conv.depthwise(), true, w.conv.layout);
   }
 
   std::string matcherSignature(const GemmWorkload& w, int64_t) const override { return w.key(); }
@@ -126,6 +130,9 @@ class Conv2dSchedules : public CpuOpSchedules {
     if (convIsGemm(w))
       return "a 1x1 convolution is tuned as the GEMM of its collapsed operands, which a Transform library cannot apply to "
              "a conv op yet (issue #31): tune best prints the script";
+    if (w.conv.layout != ConvLayout::NhwcHwcf)
+      return std::string("tune compile and the library match NHWC / HWCF convolutions (what the ONNX importer writes): ") +
+             convLayoutKey(w.conv.layout) + " records are not exported yet (issue #31); tune best prints the script";
     if (w.conv.g > 1 && !w.conv.depthwise())
       return "a grouped convolution's schedule is that of one group's convolution, and a module holds its groups as "
              "separate convolutions (the ONNX importer writes one per group): tune the per-group workload (g1, ic/g and "

@@ -13,9 +13,19 @@
 
 namespace sextant {
 
+// How the operands are stored (--layout): input / filter, the output as the input. NhwcHwcf is
+// the default (and the only one before 2026-11-28); NchwFchw is PyTorch's, NhwcFhwc TOSA's.
+enum class ConvLayout { NhwcHwcf, NchwFchw, NhwcFhwc };
+// The workload key's layout field: "NHWC", "NCHW", "NHWC_FHWC".
+const char* convLayoutKey(ConvLayout l);
+// --layout: NHWC, NHWC/HWCF (and NN, tune's default), NCHW, NCHW/FCHW, NHWC/FHWC, NHWC_FHWC; the
+// error is one line naming the supported ones.
+Result<ConvLayout> parseConvLayout(const std::string& s);
+
 struct ConvDesc {
   int64_t mb = 1, g = 1, ic = 0, ih = 0, iw = 0, oc = 0, oh = 0, ow = 0, kh = 0, kw = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 0, dw = 0;
+  ConvLayout layout = ConvLayout::NhwcHwcf;  // not part of str(): the key's layout field
 
   // Canonical text: every field, fixed order ("mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0",
   // "g32" after mb when groups > 1). Two problems are the same iff their texts are.

@@ -43,8 +43,10 @@ int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_o
 Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
 // fuse_init: the zero fill of the output goes into the register tiles where the schedule allows
 // (false: the op's init is left alone, for an op that accumulates into its output).
+// layout: the operands' (NCHW tiles the same sizes at its loops' positions; NHWC / FHWC transposes
+// the filter to HWCF in the kernel first).
 std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false,
-                               bool fuse_init = true);
+                               bool fuse_init = true, ConvLayout layout = ConvLayout::NhwcHwcf);
 // The largest M that has the GEMV route (gemv knob; layout NT).
 constexpr int64_t kGemvMaxM = 8;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
