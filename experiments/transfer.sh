@@ -14,7 +14,8 @@
 # (Until 2026-11-24 the Intel part ran sa, model, evolutionary only, and two parts "glimpse" and
 # "glimpse_intel" ran glimpse beside sa; their last outputs are in git history at commit 61d0f24.)
 # Results: experiments/results/transfer_{zen5,intel,zen4}.{txt,json,csv.gz} and transfer.png.
-# Usage: experiments/transfer.sh [--part zen5|intel|zen4] [--model-seed N] [extra transfer options, e.g. --seeds 3]
+#   - conv: the convolution held-outs (issue #31), below.
+# Usage: experiments/transfer.sh [--part zen5|intel|zen4|conv] [--model-seed N] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
@@ -48,6 +49,12 @@ run zen5 "$base" "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,
 run intel "$base" "@ emeraldrapids" sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 run zen4 "$base datasets/cpu/zen4/replay_*.jsonl.gz" "@ znver4" sa,model,evolutionary,chameleon,glimpse \
   cold,pretrained,cross "$@"
+# conv (issue #31): the four Zen 5 convolution datasets held out one at a time, the model trained on
+# every other dataset (the GEMMs of all three CPUs and the other convolutions), the default
+# strategy (glimpse) and model-based search against cold annealing. Not in the plot below (its
+# curves are the GEMM parts'); its own summary: experiments/transfer_summary.py on its output.
+run conv "$base datasets/cpu/zen4/replay_*.jsonl.gz datasets/cpu/zen5/replay_conv_*.jsonl.gz" "conv2d:" \
+  sa,model,glimpse cold,pretrained "$@"
 [ "$part" = all ] || [ "$part" = zen5 ] || [ "$part" = intel ] || [ "$part" = zen4 ] || exit 0
 # The plot and the summary need the zen5 and intel parts, and take the zen4 part when it is there
 # (a part run alone plots with the others' last outputs).

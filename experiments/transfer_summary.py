@@ -16,7 +16,7 @@ import math, re, statistics, sys
 def table(path):
     rows, w = {}, None
     for line in open(path):
-        m = re.match(r"(gemm:\S+ @ \S+):", line)
+        m = re.match(r"((?:gemm|batch_matmul|conv2d):\S+ @ \S+):", line)
         if m:
             w = m.group(1)
             continue

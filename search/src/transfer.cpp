@@ -60,6 +60,10 @@ std::vector<const ReplayWorkload*> leaveOneOut(const std::vector<const ReplayWor
   std::vector<const ReplayWorkload*> out;
   for (const ReplayWorkload* w : all) {
     if (w->workload.key() == held.workload.key()) continue;
+    // A convolution and its implicit GEMM (the same M, N, K: e.g. 3136x64x576 and ResNet-50's 56x56
+    // 3x3 64-channel layer) are the same computation: neither trains a model for the other.
+    const GemmWorkload &a = w->workload, &b = held.workload;
+    if (a.isConv() != b.isConv() && a.batch == 1 && b.batch == 1 && a.m == b.m && a.n == b.n && a.k == b.k) continue;
     if (other_machines_only && w->device == held.device) continue;
     out.push_back(w);
   }

@@ -119,6 +119,19 @@ TEST(Transfer, LeaveOneOutNeverLeaksTheHeldOutWorkload) {
   ASSERT_EQ(cross.size(), 1u);
   EXPECT_EQ(cross[0], &c);
   for (auto* w : cross) EXPECT_NE(w->device, a1.device);
+  // A convolution held out: its implicit GEMM (3136x64x576 for the 56x56 3x3 64-channel layer)
+  // trains nothing, on any machine; another GEMM does. And the other way round.
+  ReplayWorkload conv = fakeReplay(1, 1, 1, "znver5"), implicit = fakeReplay(3136, 64, 576, "emeraldrapids");
+  auto cw = makeConvWorkload("mb1ic64ih56oc64kh3ph1", "f32", "NHWC");
+  ASSERT_TRUE(cw.ok());
+  conv.workload = *cw;
+  std::vector<const ReplayWorkload*> with_conv = {&conv, &implicit, &b};
+  auto lc = leaveOneOut(with_conv, conv, false);
+  ASSERT_EQ(lc.size(), 1u);
+  EXPECT_EQ(lc[0], &b);
+  auto lg = leaveOneOut(with_conv, implicit, false);
+  ASSERT_EQ(lg.size(), 1u);
+  EXPECT_EQ(lg[0], &b);
 }
 
 TEST(Transfer, SamplesLearnTheMedianUnlessToldToUseTheFastestCall) {

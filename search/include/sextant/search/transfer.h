@@ -33,7 +33,8 @@ CostModel trainCpuModel(const std::vector<const ReplayWorkload*>& data, const Tr
 std::string replayName(const ReplayWorkload& w);
 
 // Leave-one-workload-out: every workload of `all` except the held-out one's workload key on any
-// machine (the same shape measured on another CPU would leak it); with `other_machines_only`,
+// machine (the same shape measured on another CPU would leak it), nor a convolution's implicit GEMM
+// when a convolution is held out (or the other way round); with `other_machines_only`,
 // only workloads measured on another device than the held-out one (the cross-CPU variant).
 std::vector<const ReplayWorkload*> leaveOneOut(const std::vector<const ReplayWorkload*>& all, const ReplayWorkload& held,
                                                bool other_machines_only);
