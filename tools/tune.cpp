@@ -93,11 +93,12 @@ Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
   std::string ops_help = "operation to tune:";
   std::string shape_help = "sizes:";
+  const char* sep = " ";
   for (const OpDef* op : registeredOps()) {
     ops_help += std::string("\n  ") + op->name() + ": " + op->summary();
-    shape_help += std::string(shape_help == "sizes:" ? " " : "; ") + op->name() + " " + op->shapeSyntax() +
-                  " (default " + op->defaultShape() + (op->kind() == OpKind::Gemm ? ", tuned in about 2-3 minutes" : "") +
-                  ")";
+    shape_help += std::string(sep) + op->name() + " " + op->shapeSyntax() + " (default " + op->defaultShape() +
+                  (op->kind() == OpKind::Gemm ? ", tuned in about 2-3 minutes" : "") + ")";
+    sep = "; ";
   }
   app->add_option("--op", a.op, ops_help)->capture_default_str();
   app->add_option("--shape", a.shape, shape_help);

@@ -75,6 +75,16 @@ Result<ConvDesc> parseConvDesc(const std::string& text) {
   return d;
 }
 
+const char* convOpName(const ConvDesc& d) {
+  if (d.depthwise()) return "linalg.depthwise_conv_2d_nhwc_hwc";
+  switch (d.layout) {
+    case ConvLayout::NchwFchw: return "linalg.conv_2d_nchw_fchw";
+    case ConvLayout::NhwcFhwc: return "linalg.conv_2d_nhwc_fhwc";
+    case ConvLayout::NhwcHwcf: break;
+  }
+  return "linalg.conv_2d_nhwc_hwcf";
+}
+
 const char* convLayoutKey(ConvLayout l) {
   switch (l) {
     case ConvLayout::NhwcHwcf: return "NHWC";

@@ -26,15 +26,11 @@ static std::string escape(const std::string& s) {
   return o;
 }
 
-static void emitChecks(std::ostringstream& o, const GemmWorkload& w, int64_t batch, const std::string& op, bool single_use) {
-  cpuSchedulesOf(w).emitMatcherChecks(o, w, batch, op, single_use);
-}
-
 static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, int64_t batch, bool needs_fill) {
   const std::string H = "!transform.any_op";
   o << "  // " << (batch > 0 && !w.batched() ? "batch " + std::to_string(batch) + " x " : std::string()) << w.key() << "\n"
     << "  transform.named_sequence @sextant_match_" << i << "(%op: " << H << " {transform.readonly}) -> " << H << " {\n";
-  emitChecks(o, w, batch, "%op", false);
+  cpuSchedulesOf(w).emitMatcherChecks(o, w, batch, "%op", false);
   if (needs_fill)
     o << "    // The schedule fuses the C initialisation into its tiles: it must be a linalg.fill.\n"
       << "    %init = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
@@ -45,10 +41,9 @@ static void emitMatcher(std::ostringstream& o, size_t i, const GemmWorkload& w, 
 
 static std::string gpuTag(size_t i) { return "sextant.gpu_schedule_" + std::to_string(i); }
 
-// Whether a schedule's actions fuse the op's init into their tiles themselves (the direct
-// convolution route's, into its register tiles): then the init must be a fill, whatever the thread
-// count, and the epilogue variant leaves it to them.
-static bool fusesOwnInit(const std::string& actions) { return cpuActionsFuseOwnInit(actions); }
+// (Schedules whose actions fuse the op's init into their tiles themselves, cpuActionsFuseOwnInit:
+// the direct convolution route's, into its register tiles, need the init to be a fill whatever the
+// thread count, and the epilogue variant leaves it to them.)
 
 // The direct convolution route's register tiling when its fill is fused (cpu_conv.cpp).
 static const char* const kConvRegisterTiles = "%t2, %r:3 = transform.structured.fuse %t1 tile_sizes [0, 1, ";
@@ -104,7 +99,7 @@ static void emitEpilogueMatcher(std::ostringstream& o, size_t i, const GemmWorkl
     << "      transform.match.structured.yield %e, %einit : " << H << ", " << V << "\n"
     << "    }\n"
     << "    %op = transform.get_defining_op %acc : (" << V << ") -> " << H << "\n";
-  emitChecks(o, w, batch, "%op", true);
+  cpuSchedulesOf(w).emitMatcherChecks(o, w, batch, "%op", true);
   // (The epilogue in the register tiles finds the op in them by its name.)
   if (named_matmul && !cpuSchedulesOf(w).matcherChecksName()) o << "    transform.match.operation_name %0 [\"linalg.matmul\"] : " << H << "\n";
   o << "    %fill = transform.get_producer_of_operand %0[2] : (" << H << ") -> " << H << "\n"
@@ -135,7 +130,7 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   const std::string fuse = "transform.structured.fuse_into_containing_op ", types = " : (" + H + ", " + H + ") -> (" + H + ", " + H + ")";
   std::string out = actions.substr(0, at) + "%t1_ep, %blocks_ep = transform.structured.tile_using_forall %sx_ep " +
                     actions.substr(at + forall.size(), eol - at - forall.size()) + "\n" + ind;
-  if (threaded && !fusesOwnInit(actions))
+  if (threaded && !cpuActionsFuseOwnInit(actions))
     out += "%t1, %blocks_op = " + fuse + "%mm into %blocks_ep" + types + "\n" + ind + "%fill_tile, %blocks = " + fuse +
            "%sx_fill into %blocks_op" + types;
   else
@@ -149,7 +144,7 @@ std::string epilogueActions(const std::string& actions, bool threaded, bool* in_
   // each block, which on MobileNetV2's 16-deep expansions cost about as much as the GEMM itself
   // (docs/models.md). GEMMs: unpacked ones (any loop order, peeled register loops too); direct
   // convolutions: unchunked ones (the epilogue tiled [0, 1, reg_ow, reg_f]).
-  if (!fusesOwnInit(actions)) return out;
+  if (!cpuActionsFuseOwnInit(actions)) return out;
   std::string t = out;
   if (t.find(kConvRegisterTiles) != std::string::npos) {
     if (!retileAsEpilogue(t, kConvRegisterTiles, ", 0, 0", "0, 1, ", "%sx_ep_reg, %r:3", "%t1_ep", 4,
@@ -223,7 +218,7 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
             : cpuSchedulesOf(e.workload)
                   .libraryActions(e.space, e.candidate, e.workload, e.batch, e.keeps_init, e.actions, "    ");
     // GPU schedules and CPU ones that fuse the op's init into their tiles need it to be a fill.
-    emitMatcher(o, i, e.workload, e.batch, gpu || fusesOwnInit(actions));
+    emitMatcher(o, i, e.workload, e.batch, gpu || cpuActionsFuseOwnInit(actions));
     o << "  // schedule for " << e.workload.key() << " (" << e.source;
     for (const auto& [k, v] : e.provenance) o << ", " << k << " " << v;
     o << ")\n";

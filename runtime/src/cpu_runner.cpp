@@ -27,11 +27,8 @@ namespace {
 // HWCF operands).
 class DynMemRef {
  public:
-  DynMemRef(float* p, const std::vector<int64_t>& sizes) : words_(3 + 2 * sizes.size()) {
+  explicit DynMemRef(const std::vector<int64_t>& sizes) : words_(3 + 2 * sizes.size()) {
     static_assert(sizeof(float*) == sizeof(int64_t), "64-bit descriptors");
-    memcpy(&words_[0], &p, sizeof p);
-    memcpy(&words_[1], &p, sizeof p);
-    words_[2] = 0;
     const size_t r = sizes.size();
     int64_t stride = 1;
     for (size_t i = r; i-- > 0;) {
@@ -40,7 +37,12 @@ class DynMemRef {
       stride *= sizes[i];
     }
   }
-  void* data() { return words_.data(); }
+  // The descriptor of the data at p (allocated = aligned = p, offset 0).
+  void* at(float* p) {
+    memcpy(&words_[0], &p, sizeof p);
+    memcpy(&words_[1], &p, sizeof p);
+    return words_.data();
+  }
 
  private:
   std::vector<int64_t> words_;
@@ -339,10 +341,11 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
   }
   // The operands as the op stores them (ops.h), whatever their ranks: the C interface takes
   // pointers to the descriptors.
+  // The descriptors are made once here, not in the timed calls; each call sets their pointers.
   const std::vector<OperandDims> dims = opOf(w).operands(w);
-  return [sym, dims](float* a, float* b, float* c) {
-    DynMemRef da(a, dims[0]), db(b, dims[1]), dc(c, dims[2]);
-    reinterpret_cast<void (*)(void*, void*, void*)>(sym)(da.data(), db.data(), dc.data());
+  return [sym, da = DynMemRef(dims[0]), db = DynMemRef(dims[1]), dc = DynMemRef(dims[2])](
+             float* a, float* b, float* c) mutable {
+    reinterpret_cast<void (*)(void*, void*, void*)>(sym)(da.at(a), db.at(b), dc.at(c));
   };
 }
 

@@ -18,6 +18,17 @@ using ops_detail::shapedType;
 
 namespace {
 
+// Input, filter and output as stored in the layout (depthwise filter kh x kw x c; grouped kh x kw x
+// ic/g x oc: group j's output channels j*oc/g.. read its ic/g input channels).
+std::vector<OperandDims> convOperands(const ConvDesc& d) {
+  if (d.layout == ConvLayout::NchwFchw)
+    return {{d.mb, d.ic, d.ih, d.iw}, {d.oc, d.ic, d.kh, d.kw}, {d.mb, d.oc, d.oh, d.ow}};
+  if (d.layout == ConvLayout::NhwcFhwc) return {{d.mb, d.ih, d.iw, d.ic}, {d.oc, d.kh, d.kw, d.ic}, {d.mb, d.oh, d.ow, d.oc}};
+  return {{d.mb, d.ih, d.iw, d.ic},
+          d.depthwise() ? OperandDims{d.kh, d.kw, d.ic} : OperandDims{d.kh, d.kw, d.ic / d.g, d.oc},
+          {d.mb, d.oh, d.ow, d.oc}};
+}
+
 // linalg.conv_2d_nhwc_hwcf on the input padded by a tensor.pad (in the payload: the kernel pads,
 // as a library's convolution does).
 std::string convPayload(const GemmWorkload& w) {
@@ -25,16 +36,14 @@ std::string convPayload(const GemmWorkload& w) {
   const std::string t = dtypeName(w.a_type);
   const DType e = w.a_type;
   const bool nchw = d.layout == ConvLayout::NchwFchw;
-  auto act = [&](int64_t c, int64_t h, int64_t wd) {  // an activation's type in the layout
-    return nchw ? shapedType({d.mb, c, h, wd}, e) : shapedType({d.mb, h, wd, c}, e);
-  };
-  const std::string in = act(d.ic, d.ih, d.iw), inp = act(d.ic, d.paddedH(), d.paddedW()), out = act(d.oc, d.oh, d.ow);
-  // Depthwise: the filter is kh x kw x c (HWC).
-  // Grouped: kh x kw x ic/g x oc (group j's output channels j*oc/g.. read its ic/g input channels).
-  const std::string fil = d.depthwise()                        ? shapedType({d.kh, d.kw, d.ic}, e)
-                          : d.layout == ConvLayout::NchwFchw ? shapedType({d.oc, d.ic, d.kh, d.kw}, e)
-                          : d.layout == ConvLayout::NhwcFhwc ? shapedType({d.oc, d.kh, d.kw, d.ic}, e)
-                                                             : shapedType({d.kh, d.kw, d.ic / d.g, d.oc}, e);
+  const std::vector<OperandDims> dims = convOperands(d);
+  OperandDims padded = dims[0];  // the input with its zero border
+  padded[nchw ? 2 : 1] = d.paddedH(), padded[nchw ? 3 : 2] = d.paddedW();
+  const std::string in = shapedType(dims[0], e), inp = shapedType(padded, e), fil = shapedType(dims[1], e),
+                    out = shapedType(dims[2], e);
+  const std::string attrs = "{dilations = dense<[" + std::to_string(d.dh + 1) + ", " + std::to_string(d.dw + 1) +
+                            "]> : tensor<2xi64>, strides = dense<[" + std::to_string(d.sh) + ", " + std::to_string(d.sw) +
+                            "]> : tensor<2xi64>}";
   const bool pad = d.ph > 0 || d.pw > 0;
   std::ostringstream o;
   o << ops_detail::payloadHead(w.key(), in, fil, out, t);
@@ -61,29 +70,17 @@ std::string convPayload(const GemmWorkload& w) {
       << "    %o0 = tensor.extract_slice %acc[0, 0, 0, %co] [" << d.mb << ", " << d.oh << ", " << d.ow << ", " << ocg
       << "] [1, 1, 1, 1] : tensor<" << out << "> to tensor<" << os << ">\n"
       << "    %z = linalg.fill ins(%zero : " << t << ") outs(%o0 : tensor<" << os << ">) -> tensor<" << os << ">\n"
-      << "    %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1
-      << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", " << d.sw << "]> : tensor<2xi64>} ins(%x, %f : tensor<"
-      << xs << ">, tensor<" << fs << ">) outs(%z : tensor<" << os << ">) -> tensor<" << os << ">\n"
+      << "    %y = " << convOpName(d) << " " << attrs << " ins(%x, %f : tensor<" << xs << ">, tensor<" << fs << ">) outs(%z : tensor<" << os << ">) -> tensor<" << os << ">\n"
       << "    %n = tensor.insert_slice %y into %acc[0, 0, 0, %co] [" << d.mb << ", " << d.oh << ", " << d.ow << ", " << ocg
       << "] [1, 1, 1, 1] : tensor<" << os << "> into tensor<" << out << ">\n"
       << "    scf.yield %n : tensor<" << out << ">\n"
-      << "  }\n"
-      << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
-      << ">) -> ()\n"
-      << "  return\n"
-      << "}\n";
-    return o.str();
+      << "  }\n";
+  } else {
+    o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
+      << "  %r = " << convOpName(d) << " " << attrs << " ins(" << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in) << ">, tensor<" << fil << ">) outs(%z : tensor<"
+      << out << ">) -> tensor<" << out << ">\n";
   }
-  o << "  %z = linalg.fill ins(%zero : " << t << ") outs(%c : tensor<" << out << ">) -> tensor<" << out << ">\n"
-    << "  %r = "
-    << (d.depthwise()                        ? "linalg.depthwise_conv_2d_nhwc_hwc"
-        : d.layout == ConvLayout::NchwFchw ? "linalg.conv_2d_nchw_fchw"
-        : d.layout == ConvLayout::NhwcFhwc ? "linalg.conv_2d_nhwc_fhwc"
-                                           : "linalg.conv_2d_nhwc_hwcf")
-    << " {dilations = dense<[" << d.dh + 1 << ", " << d.dw + 1 << "]> : tensor<2xi64>, strides = dense<[" << d.sh << ", "
-    << d.sw << "]> : tensor<2xi64>} ins(" << (pad ? "%ap" : "%a") << ", %b : tensor<" << (pad ? inp : in)
-    << ">, tensor<" << fil << ">) outs(%z : tensor<" << out << ">) -> tensor<" << out << ">\n"
-    << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
+  o << "  bufferization.materialize_in_destination %r in restrict writable %C : (tensor<" << out << ">, memref<" << out
     << ">) -> ()\n"
     << "  return\n"
     << "}\n";
@@ -204,16 +201,7 @@ class Conv2dOp : public OpDef {
     return make(shape, dtypeName(a), layout);
   }
 
-  std::vector<OperandDims> operands(const GemmWorkload& w) const override {
-    const ConvDesc& d = w.conv;
-    if (d.layout == ConvLayout::NchwFchw)
-      return {{d.mb, d.ic, d.ih, d.iw}, {d.oc, d.ic, d.kh, d.kw}, {d.mb, d.oc, d.oh, d.ow}};
-    if (d.layout == ConvLayout::NhwcFhwc)
-      return {{d.mb, d.ih, d.iw, d.ic}, {d.oc, d.kh, d.kw, d.ic}, {d.mb, d.oh, d.ow, d.oc}};
-    return {{d.mb, d.ih, d.iw, d.ic},
-            d.depthwise() ? OperandDims{d.kh, d.kw, d.ic} : OperandDims{d.kh, d.kw, d.ic / d.g, d.oc},
-            {d.mb, d.oh, d.ow, d.oc}};
-  }
+  std::vector<OperandDims> operands(const GemmWorkload& w) const override { return convOperands(w.conv); }
 
   std::string payloadMlir(const GemmWorkload& w) const override {
     return convIsGemm(w) ? conv1x1Payload(w) : convPayload(w);

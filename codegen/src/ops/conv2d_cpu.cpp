@@ -10,9 +10,6 @@
 
 namespace sextant {
 
-void emitContractionChecks(std::ostream& o, const GemmWorkload& w, int64_t batch, const std::string& handle,
-                           bool single_use);  // matmul_cpu.cpp
-
 namespace {
 
 // A convolution's matcher: the op's name, every loop size ((n, oh, ow, f, kh, kw, c), or (n, oh,
@@ -28,8 +25,7 @@ void emitConvChecks(std::ostream& o, const GemmWorkload& w, const std::string& h
   auto cmp = [&](const std::string& a, const std::string& b) {
     o << "      transform.match.param.cmpi eq %" << a << ", %" << b << " : " << P << "\n";
   };
-  o << "    transform.match.operation_name " << handle << " [\"" << (dw ? "linalg.depthwise_conv_2d_nhwc_hwc" : "linalg.conv_2d_nhwc_hwcf")
-    << "\"] : " << H << "\n"
+  o << "    transform.match.operation_name " << handle << " [\"" << convOpName(d) << "\"] : " << H << "\n"
     << "    %0 = transform.match.structured failures(propagate) " << handle << " : (" << H << ") -> " << H << " {\n"
     << "    ^bb0(%s: " << H << "):\n";
   const std::vector<int64_t> dims = dw ? std::vector<int64_t>{d.mb, d.oh, d.ow, d.oc, d.kh, d.kw}
@@ -104,11 +100,8 @@ class Conv2dSchedules : public CpuOpSchedules {
   }
 
   const char* payloadOp(const GemmWorkload& w) const override {
-    if (convIsGemm(w)) return "linalg.matmul";  // the payload collapses the operands into a GEMM
-    if (w.conv.depthwise()) return "linalg.depthwise_conv_2d_nhwc_hwc";
-    return w.conv.layout == ConvLayout::NchwFchw   ? "linalg.conv_2d_nchw_fchw"
-           : w.conv.layout == ConvLayout::NhwcFhwc ? "linalg.conv_2d_nhwc_fhwc"
-                                                   : "linalg.conv_2d_nhwc_hwcf";
+    // (A 1x1 convolution's payload collapses the operands into a GEMM.)
+    return convIsGemm(w) ? "linalg.matmul" : convOpName(w.conv);
   }
   std::vector<const char*> payloadOps() const override {
     return {"linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc", "linalg.conv_2d_nchw_fchw",

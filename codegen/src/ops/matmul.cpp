@@ -48,17 +48,12 @@ class MatmulOp : public OpDef {
   }
   bool tunesOnGpu() const override { return !batched_; }
 
+  // (The shape's error first, then the dtype's, then the layout's.)
   Result<GemmWorkload> make(const std::string& shape, const std::string& dtype, const std::string& layout) const override {
-    auto w = batched_ ? parseBatchMatmulShape(shape) : parseGemmShape(shape);
-    if (!w) return w;
+    if (auto w = parseShape(shape); !w) return w;
     auto dt = parseDType(dtype);
     if (!dt) return Error{dt.error()};
-    auto lay = parseLayout(layout);
-    if (!lay) return Error{lay.error()};
-    w->a_type = w->b_type = *dt;
-    w->c_type = DType::F32;
-    w->layout = *lay;
-    return w;
+    return fromKey(layout, shape, *dt, *dt, DType::F32);
   }
 
   std::string layoutField(const GemmWorkload& w) const override { return layoutName(w.layout); }
@@ -67,8 +62,8 @@ class MatmulOp : public OpDef {
   }
   Result<GemmWorkload> fromKey(const std::string& layout, const std::string& shape, DType a, DType b,
                                DType c) const override {
-    auto w = batched_ ? parseBatchMatmulShape(shape) : parseGemmShape(shape);
-    if (!w) return Error{w.error()};
+    auto w = parseShape(shape);
+    if (!w) return w;
     auto l = parseLayout(layout);
     if (!l) return Error{l.error()};
     w->layout = *l;
@@ -147,6 +142,9 @@ class MatmulOp : public OpDef {
   }
 
  private:
+  Result<GemmWorkload> parseShape(const std::string& shape) const {
+    return batched_ ? parseBatchMatmulShape(shape) : parseGemmShape(shape);
+  }
   bool batched_;
 };
 

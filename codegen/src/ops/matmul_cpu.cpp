@@ -9,10 +9,10 @@
 #include "sextant/codegen/op_schedules.h"
 
 namespace sextant {
+namespace {
 
 // A contraction's matcher: rank, two inputs, a mul-add body, m, n, k (and the batch) in place,
-// their sizes and the operands' element widths. Shared with 1x1 convolutions tuned as GEMMs
-// (conv2d_cpu.cpp). batch > 0: a rank-3 op with that batch.
+// their sizes and the operands' element widths. batch > 0: a rank-3 op with that batch.
 void emitContractionChecks(std::ostream& o, const GemmWorkload& w, int64_t batch, const std::string& handle,
                            bool single_use) {
   const std::string H = "!transform.any_op", P = "!transform.param<i64>";
@@ -66,8 +66,6 @@ void emitContractionChecks(std::ostream& o, const GemmWorkload& w, int64_t batch
   o << "      transform.match.structured.yield %s : " << H << "\n"
     << "    }\n";
 }
-
-namespace {
 
 class MatmulSchedules : public CpuOpSchedules {
  public:

@@ -1,7 +1,7 @@
 // Text pieces of the ops' payloads (codegen/src/ops/).
 #pragma once
 
-#include <initializer_list>
+#include <vector>
 #include <sstream>
 #include <string>
 
@@ -10,7 +10,7 @@
 namespace sextant::ops_detail {
 
 // "4x8x16xf32": a tensor or memref type's shape and element type.
-inline std::string shapedType(std::initializer_list<int64_t> dims, DType t) {
+inline std::string shapedType(const std::vector<int64_t>& dims, DType t) {
   std::string s;
   for (int64_t d : dims) s += std::to_string(d) + "x";
   return s + dtypeName(t);

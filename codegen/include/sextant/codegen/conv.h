@@ -47,6 +47,11 @@ struct ConvDesc {
   bool operator==(const ConvDesc&) const = default;
 };
 
+// The linalg op that computes the problem in its layout: linalg.conv_2d_nhwc_hwcf (also each group
+// of a grouped one), linalg.depthwise_conv_2d_nhwc_hwc, linalg.conv_2d_nchw_fchw,
+// linalg.conv_2d_nhwc_fhwc.
+const char* convOpName(const ConvDesc& d);
+
 // Parses a benchdnn descriptor; the error is one line naming the field or the inconsistency.
 // benchdnn's default mb is 2; Sextant's is 1 (inference).
 Result<ConvDesc> parseConvDesc(const std::string& text);
