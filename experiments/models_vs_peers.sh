@@ -30,8 +30,9 @@ tune=$root/build/tools/tune
 zoo=${SEXTANT_ZOO:-/tmp/sextant-zoo}
 work=$(mktemp -d /tmp/sextant-models.XXXXXX)
 venv=$root/experiments/models/.venv
+/usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null || "$root/scripts/setup.sh" --with-models >&2
 /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null ||
-  { echo "models_vs_peers: needs Debian's python3-torch python3-torchvision python3-onnx (apt-get install them)"; exit 1; }
+  { echo "models_vs_peers: needs Debian's python3-torch python3-torchvision python3-onnx (scripts/setup.sh --with-models)"; exit 1; }
 [ -x "$venv/bin/python" ] || "$root/experiments/models/setup_venv.sh"
 jsonl=$work/results.jsonl
 : > "$jsonl"

@@ -35,7 +35,15 @@ PACKAGES=(
 )
 # Plots of the experiment scripts (experiments/replay_strategies.sh asks for them): not needed to
 # build or test, so CI does not install them.
-if [ "${1:-}" = "--with-plots" ]; then PACKAGES+=(python3-matplotlib); fi
+# Whole-network peers of experiments/models_vs_peers.sh (issue #32: PyTorch eager, the zoo's ONNX
+# export; ONNX Runtime and IREE come from PyPI into the experiment's own venv): likewise not CI's.
+for opt in "$@"; do
+  case $opt in
+    --with-plots) PACKAGES+=(python3-matplotlib) ;;
+    --with-models) PACKAGES+=(python3-matplotlib python3-torch python3-torchvision python3-onnx python3-venv) ;;
+    *) echo "setup: unknown option '$opt' (known: --with-plots, --with-models)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do
