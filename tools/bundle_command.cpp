@@ -65,7 +65,9 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   if (!target->isGpu()) return fail("tune bundle is for GPU targets; '" + a.target + "' is not one");
   auto g = gpuTargetInfo(*target);
   if (!g) return fail(g.error());
-  if (auto st = applyVulkanDeviceFile(*g, *target, a.vulkan_device); !st) return fail(st.error());
+  VulkanLimits l;
+  if (auto st = applyVulkanDeviceFile(*g, *target, a.vulkan_device, &l); !st) return fail(st.error());
+  const std::string device_json = a.vulkan_device.empty() ? "" : vulkanDeviceJson(l);
   auto w = makeGemmWorkload(a.shape, a.dtype, a.layout);
   if (!w) return fail(w.error());
   if (a.random < 0) return fail("--random must be 0 or more");
@@ -75,6 +77,8 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
       return fail("unknown route '" + r + "' (known: " + join(kRoutes, ", ") + ", all)");
   if (auto m = readBundle(a.out); m && (m->target != target->name || m->arch != g->chip))
     return fail(a.out + " is a bundle for " + m->target + " (" + m->arch + "); use another --out for " + target->name);
+  else if (m)
+    if (auto st = sameBundleDevice(*m, device_json, a.out); !st) return fail(st.error());
 
   Space space = buildGpuGemmSpace(*w, *g);
   if (space.size() == 0)
@@ -116,6 +120,7 @@ int cmdBundle(const BundleArgs& a, const std::atomic<bool>& stop) {
   eo.mode = GpuMeasureMode::Bundle;
   eo.jobs = a.jobs;
   eo.bundle_dir = a.out;
+  eo.vulkan_device = device_json;
   GpuEvaluator ev(*w, space, *g, eo);
   fprintf(stderr, "tune bundle: %s on %s (%s): %zu candidates (%s) -> %s\n", w->key().c_str(), target->name.c_str(),
           g->chip.c_str(), batch.size(), a.routes.c_str(), a.out.c_str());

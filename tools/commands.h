@@ -16,6 +16,7 @@ class App;
 namespace sextant {
 struct HostCpu;
 struct DeviceInfo;
+struct BundleManifest;
 }
 
 namespace sextant::cli {
@@ -106,6 +107,13 @@ int cmdHwCheck();
 int cmdHwShowVulkan(bool as_json = false);
 // A device of such a description (FILE or FILE:N): what the Vulkan space takes from it.
 Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec);
+// One device entry as JSON text (what a Vulkan bundle's manifest keeps: the device its kernels were
+// compiled for) and back; origin names the text in errors.
+std::string vulkanDeviceJson(const VulkanLimits& l);
+Result<VulkanLimits> parseVulkanDevice(const std::string& device_json, const std::string& origin);
+// Kernels compiled for the Vulkan device device_json ("" none named) may join the bundle m at out
+// only if its kernels were compiled for the same one (gpu_commands.cpp).
+Status sameBundleDevice(const BundleManifest& m, const std::string& device_json, const std::string& out);
 // --vulkan-device SPEC for target t: the described device's limits and class applied to g (nothing
 // when SPEC is empty); an error for another target or an unreadable description.
 Status applyVulkanDeviceFile(GpuTargetInfo& g, const Target& t, const std::string& spec, VulkanLimits* applied = nullptr);
@@ -149,7 +157,9 @@ struct GpuTuneArgs {
 };
 int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop);
 // Reads a bundle's results file (tune-runner) into the database as measured records.
-int cmdImportResults(const std::string& dir, const std::string& results, const std::string& db);
+// vulkan_device: FILE[:N], the description a Vulkan bundle was compiled for where its manifest names none.
+int cmdImportResults(const std::string& dir, const std::string& results, const std::string& db,
+                     const std::string& vulkan_device = "");
 // The machine key of a GPU's measurements: "gpu:NAME:ARCH:driver-VERSION" (issue #35).
 std::string gpuMachineKey(const DeviceInfo& d);
 

@@ -55,18 +55,28 @@ std::string noDeviceHelp(const std::string& why, const Target& t) {
 
 }  // namespace
 
+Status sameBundleDevice(const BundleManifest& m, const std::string& device_json, const std::string& out) {
+  const json mine = device_json.empty() ? json() : json::parse(device_json, nullptr, false);
+  if (mine == m.vulkan_device) return okStatus();
+  auto name = [](const json& d) { return d.is_object() ? "'" + d.value("name", std::string("?")) + "'" : std::string("this machine's own"); };
+  return Error{out + " holds kernels compiled for the Vulkan device " + name(m.vulkan_device) + ", not " + name(mine) +
+               ": use another --out"};
+}
+
 int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   auto target = resolveTarget(a.target);
   if (!target) return fail(target.error());
   auto g = gpuTargetInfo(*target);
   if (!g) return fail(g.error());
+  VulkanLimits l;
+  std::string device_json;  // the described device, kept in a bundle's manifest
   if (!a.vulkan_device.empty()) {
     // Compile for another machine's Vulkan device: its limits, subgroup size, f16 and class.
     if (target->kind == TargetKind::Vulkan && a.measure == "device")
       return fail("--vulkan-device describes a device elsewhere: use it with --measure bundle or none (a device "
                   "measured here describes itself)");
-    VulkanLimits l;
     if (auto st = applyVulkanDeviceFile(*g, *target, a.vulkan_device, &l); !st) return fail(st.error());
+    device_json = vulkanDeviceJson(l);
     if (!a.quiet)
       fprintf(stderr, "compiling for %s (%s, class %s) as described in %s\n", g->display.c_str(), l.device_type.c_str(),
               g->vulkan_class.c_str(), a.vulkan_device.c_str());
@@ -87,6 +97,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
     auto t = resolveTarget(a.target);
     if (t && (m->target != t->name || m->arch != t->arch))
       return fail(a.out + " is a bundle for " + m->target + " (" + m->arch + "); use another --out for " + t->name);
+    if (auto st = sameBundleDevice(*m, device_json, a.out); !st) return fail(st.error());
   }
   if (a.trials <= 0 || a.batch <= 0) return fail("--trials and --batch must be at least 1");
   if (a.report != "text" && a.report != "json") return fail("--report must be text or json");
@@ -100,6 +111,7 @@ int cmdTuneGpu(const GpuTuneArgs& a, const std::atomic<bool>& stop) {
   eo.mode = *mode;
   eo.jobs = a.jobs;
   eo.bundle_dir = a.out;
+  eo.vulkan_device = device_json;
   std::string device_name = g->display + " (datasheet; not present)";
   std::string machine = "none";  // compiled only: nothing measured
   if (*mode == GpuMeasureMode::Device) {
@@ -327,7 +339,8 @@ std::string gpuMachineKey(const DeviceInfo& d) {
   return "gpu:" + name + ":" + d.arch + ":driver-" + d.driver_version;
 }
 
-int cmdImportResults(const std::string& dir, const std::string& results_path, const std::string& db_path) {
+int cmdImportResults(const std::string& dir, const std::string& results_path, const std::string& db_path,
+                     const std::string& vulkan_device) {
   auto manifest = readBundle(dir);
   if (!manifest) return fail(manifest.error());
   std::string rp = results_path.empty() ? (fs::path(dir) / "results.json").string() : results_path;
@@ -338,6 +351,15 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
   if (!target) return fail(dir + "/manifest.json: " + target.error());
   auto g = gpuTargetInfo(*target);
   if (!g) return fail(g.error());
+  // Vulkan: the space of the device the kernels were compiled for (the manifest's, else --vulkan-device).
+  if (!manifest->vulkan_device.is_null()) {
+    if (!vulkan_device.empty()) return fail(dir + " names the Vulkan device it was compiled for: leave out --vulkan-device");
+    auto l = parseVulkanDevice(manifest->vulkan_device.dump(), dir + "/manifest.json");
+    if (!l) return fail(l.error());
+    applyVulkanLimits(*g, *l);
+  } else if (auto st = applyVulkanDeviceFile(*g, *target, vulkan_device); !st) {
+    return fail(st.error());
+  }
   auto db = Database::open(db_path);
   if (!db) return fail(db.error());
   std::map<std::string, const BundleKernel*> kernels;
@@ -471,6 +493,8 @@ int cmdImportResults(const std::string& dir, const std::string& results_path, co
   printf("\nimported %lld measurements from %s into %s (device: %s); %lld skipped by the runner, %lld already imported",
          (long long)imported, rp.c_str(), db_path.c_str(), device.c_str(), (long long)skipped, (long long)duplicates);
   if (outside) printf(", %lld outside this version's space (not imported)", (long long)outside);
+  if (outside && target->kind == TargetKind::Vulkan && manifest->vulkan_device.is_null() && vulkan_device.empty())
+    printf("\n(compiled for a described Vulkan device? name it: --vulkan-device FILE)");
   printf("\n");
   return 0;
 }

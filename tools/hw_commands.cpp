@@ -63,6 +63,41 @@ int cmdHwCheck() {
 }
 
 
+namespace {
+
+// One device entry of a description; origin names it in errors.
+Result<VulkanLimits> vulkanLimitsOf(const json& d, const std::string& origin) {
+  try {
+    VulkanLimits l;
+    l.name = d.at("name").get<std::string>();
+    l.max_invocations = d.at("max_invocations").get<int64_t>();
+    for (int i = 0; i < 3; ++i) l.max_size[i] = d.at("max_size").at(size_t(i)).get<int64_t>();
+    l.shared_bytes = d.at("shared_bytes").get<int64_t>();
+    l.subgroup_size = d.at("subgroup_size").get<int64_t>();
+    l.float16 = d.at("float16").get<bool>();
+    l.vendor_id = d.at("vendor_id").get<uint32_t>();
+    l.device_type = d.at("type").get<std::string>();
+    // Optional (descriptions from before subgroup size control and cooperative matrices: neither).
+    if (d.contains("subgroup_size_range")) {
+      l.min_subgroup_size = d.at("subgroup_size_range").at(0).get<int64_t>();
+      l.max_subgroup_size = d.at("subgroup_size_range").at(1).get<int64_t>();
+    }
+    l.subgroup_size_control = d.value("subgroup_size_control", false);
+    if (d.contains("cooperative_matrix_shapes"))
+      l.coop_matrix_shapes = d.at("cooperative_matrix_shapes").get<std::vector<std::string>>();
+    if (l.max_invocations <= 0 || l.shared_bytes <= 0 || l.subgroup_size <= 0 || l.max_size[0] <= 0)
+      return Error{origin + ": device '" + l.name + "' has a limit of 0 or less"};
+    if (l.subgroup_size_control && (l.min_subgroup_size <= 0 || l.max_subgroup_size < l.min_subgroup_size ||
+                                    l.subgroup_size < l.min_subgroup_size || l.subgroup_size > l.max_subgroup_size))
+      return Error{origin + ": device '" + l.name + "' has subgroup_size_control but no valid subgroup_size_range around its subgroup_size"};
+    return l;
+  } catch (const json::exception& e) {
+    return Error{origin + ": a device lacks a field or has one of the wrong type (" + std::string(e.what()) + ")"};
+  }
+}
+
+}  // namespace
+
 Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
   // FILE or FILE:N (the N-th device of the file; default the first).
   std::string path = spec;
@@ -85,33 +120,29 @@ Result<VulkanLimits> readVulkanDeviceFile(const std::string& spec) {
       break;
     }
   if (!pick) return Error{path + ": no device " + std::to_string(index)};
-  try {
-    VulkanLimits l;
-    l.name = pick->at("name").get<std::string>();
-    l.max_invocations = pick->at("max_invocations").get<int64_t>();
-    for (int i = 0; i < 3; ++i) l.max_size[i] = pick->at("max_size").at(size_t(i)).get<int64_t>();
-    l.shared_bytes = pick->at("shared_bytes").get<int64_t>();
-    l.subgroup_size = pick->at("subgroup_size").get<int64_t>();
-    l.float16 = pick->at("float16").get<bool>();
-    l.vendor_id = pick->at("vendor_id").get<uint32_t>();
-    l.device_type = pick->at("type").get<std::string>();
-    // Optional (descriptions from before subgroup size control and cooperative matrices: neither).
-    if (pick->contains("subgroup_size_range")) {
-      l.min_subgroup_size = pick->at("subgroup_size_range").at(0).get<int64_t>();
-      l.max_subgroup_size = pick->at("subgroup_size_range").at(1).get<int64_t>();
-    }
-    l.subgroup_size_control = pick->value("subgroup_size_control", false);
-    if (pick->contains("cooperative_matrix_shapes"))
-      l.coop_matrix_shapes = pick->at("cooperative_matrix_shapes").get<std::vector<std::string>>();
-    if (l.max_invocations <= 0 || l.shared_bytes <= 0 || l.subgroup_size <= 0 || l.max_size[0] <= 0)
-      return Error{path + ": device '" + l.name + "' has a limit of 0 or less"};
-    if (l.subgroup_size_control && (l.min_subgroup_size <= 0 || l.max_subgroup_size < l.min_subgroup_size ||
-                                    l.subgroup_size < l.min_subgroup_size || l.subgroup_size > l.max_subgroup_size))
-      return Error{path + ": device '" + l.name + "' has subgroup_size_control but no valid subgroup_size_range around its subgroup_size"};
-    return l;
-  } catch (const json::exception& e) {
-    return Error{path + ": a device lacks a field or has one of the wrong type (" + std::string(e.what()) + ")"};
-  }
+  return vulkanLimitsOf(*pick, path);
+}
+
+Result<VulkanLimits> parseVulkanDevice(const std::string& device_json, const std::string& origin) {
+  json d = json::parse(device_json, nullptr, false);
+  if (d.is_discarded() || !d.is_object()) return Error{origin + ": the Vulkan device is not a JSON object"};
+  return vulkanLimitsOf(d, origin);
+}
+
+std::string vulkanDeviceJson(const VulkanLimits& l) {
+  return json{{"name", l.name},
+              {"type", l.device_type},
+              {"vendor_id", l.vendor_id},
+              {"class", vulkanDeviceClass(l.vendor_id, l.device_type)},
+              {"max_invocations", l.max_invocations},
+              {"max_size", {l.max_size[0], l.max_size[1], l.max_size[2]}},
+              {"shared_bytes", l.shared_bytes},
+              {"subgroup_size", l.subgroup_size},
+              {"subgroup_size_range", {l.min_subgroup_size, l.max_subgroup_size}},
+              {"subgroup_size_control", l.subgroup_size_control},
+              {"float16", l.float16},
+              {"cooperative_matrix_shapes", l.coop_matrix_shapes}}
+      .dump();
 }
 
 Status applyVulkanDeviceFile(GpuTargetInfo& g, const Target& t, const std::string& spec, VulkanLimits* applied) {

@@ -295,10 +295,13 @@ int main(int argc, char** argv) {
 
   auto* impr = app.add_subcommand("import-results",
                                    "read a bundle's results (tune-runner) into the database as measured records");
-  std::string impr_dir, impr_results, impr_db = "sextant.db";
+  std::string impr_dir, impr_results, impr_db = "sextant.db", impr_vk;
   impr->add_option("dir", impr_dir, "bundle directory (tune --measure bundle --out DIR)")->required();
   impr->add_option("--results", impr_results, "results file (default: DIR/results.json)");
   impr->add_option("--db", impr_db, "database")->capture_default_str();
+  impr->add_option("--vulkan-device", impr_vk,
+                   "vulkan: the device description FILE[:N] the bundle was compiled for, where its manifest names none "
+                   "(bundles made before it did)");
   cli::BundleArgs bundle_args;
   auto* bundle_cmd = cli::addBundleCommand(app, bundle_args);
   auto* dataset = app.add_subcommand("dataset", "recorded measurement datasets (for replay experiments)");
@@ -433,7 +436,7 @@ int main(int argc, char** argv) {
     mt.args_json = args.dump();
     return cli::cmdModelTrain(mt);
   }
-  if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db);
+  if (*impr) return cli::cmdImportResults(impr_dir, impr_results, impr_db, impr_vk);
   if (*bundle_cmd) {
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);

@@ -21,13 +21,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 const char* kernelFormatName(KernelFormat f) {
-  switch (f) {
-    case KernelFormat::Ptx: return "ptx";
-    case KernelFormat::Cubin: return "cubin";
-    case KernelFormat::Hsaco: return "hsaco";
-    case KernelFormat::Spirv: return "spirv";
-  }
-  return "?";
+  return f == KernelFormat::Ptx ? "ptx" : f == KernelFormat::Cubin ? "cubin" : f == KernelFormat::Hsaco ? "hsaco" : "spirv";
 }
 
 Result<KernelFormat> parseKernelFormat(const std::string& s) {
@@ -255,6 +249,7 @@ json toJson(const BundleManifest& m) {
   j["target"] = m.target;
   j["vendor"] = m.vendor;
   j["arch"] = m.arch;
+  if (!m.vulkan_device.is_null()) j["vulkan_device"] = m.vulkan_device;
   j["workloads"] = json::array();
   for (const auto& w : m.workloads) j["workloads"].push_back({{"key", w}});
   j["kernels"] = json::array();
@@ -295,6 +290,8 @@ Result<BundleManifest> manifestFromJson(const json& j, const std::string& origin
     if (!validArch(m.vendor, m.arch))
       fail("arch", "'" + m.arch + "' is not an " + m.vendor + " architecture (e.g. " +
                        (m.vendor == "nvidia" ? "sm_90" : m.vendor == "vulkan" ? "spirv1.3" : "gfx942") + ")");
+    if (j.contains("vulkan_device") && !j["vulkan_device"].is_null())  // Vulkan: compiled for that device
+      m.vulkan_device = m.vendor == "vulkan" ? getObject(j, "vulkan_device", "") : (fail("vulkan_device", "not a vulkan bundle"), json());
     const json& ws = getArray(j, "workloads", "");
     std::set<std::string> keys;
     for (size_t i = 0; i < ws.size(); ++i) {

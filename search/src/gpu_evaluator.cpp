@@ -193,6 +193,7 @@ std::vector<Evaluation> GpuEvaluator::evaluate(const std::vector<Candidate>& bat
       manifest.target = g_.target.name;
       manifest.vendor = g_.target.vendor();
       manifest.arch = g_.chip;
+      if (!o_.vulkan_device.empty()) manifest.vulkan_device = nlohmann::json::parse(o_.vulkan_device, nullptr, false);
     }
     if (o_.mode == GpuMeasureMode::Device) manifest.kernels.clear();
     if (std::find(manifest.workloads.begin(), manifest.workloads.end(), w_.key()) == manifest.workloads.end())

@@ -258,6 +258,44 @@ TEST(VulkanEndToEnd, BundlesForADescribedDevice) {
   EXPECT_EQ(first["block_k"], 32);
   EXPECT_EQ(first["promote"], 3);
   EXPECT_EQ(m["kernels"][0]["block"][0].get<int>() * m["kernels"][0]["block"][1].get<int>(), 256);
+  // The manifest names the device the kernels were compiled for, and import-results rebuilds that
+  // device's space from it (lavapipe's space has none of these kernels: subgroups of 32). A results
+  // file as tune-runner writes it on that device:
+  ASSERT_TRUE(m.contains("vulkan_device"));
+  EXPECT_EQ(m["vulkan_device"]["name"], "NVIDIA H200");
+  EXPECT_EQ(m["vulkan_device"]["subgroup_size"], 32);
+  json res{{"format", "sextant-results"}, {"version", 1}, {"runner", "test"}, {"date", "2026-11-28T00:00:00Z"},
+           {"command", "test"}, {"host", "test"}, {"options", json::object()}, {"references", json::array()},
+           {"notes", json::array()}, {"results", json::array()},
+           {"device", {{"vendor", "vulkan"}, {"name", "NVIDIA H200"}, {"arch", "vulkan-discrete-gpu"},
+                       {"driver_version", "1.4.312/1"}, {"sm_count", 0}, {"l2_bytes", 0}, {"memory_bytes", 0}}}};
+  for (const auto& k : m["kernels"])
+    res["results"].push_back({{"id", k["id"]}, {"workload", k["workload"]}, {"status", "ok"}, {"message", ""},
+                              {"times_s", {0.001, 0.001}}, {"median_s", 0.001}, {"cv", 0.0}, {"gflops", 2147.5},
+                              {"max_abs_err", 0.0}, {"checked_entries", 4096}, {"resources", nullptr}});
+  std::ofstream(dir + "/results.json", std::ios::trunc) << res.dump();
+  Outcome imp = tune("import-results " + dir + " --db " + db);
+  ASSERT_EQ(imp.code, 0) << imp.err << imp.out;
+  EXPECT_NE(imp.out.find("imported 3 measurements"), std::string::npos) << imp.out << imp.err;
+  EXPECT_EQ(imp.out.find("outside this version's space"), std::string::npos) << imp.out;
+  // Without the manifest's device (a bundle from before it was kept): outside lavapipe's space, and
+  // the line says how to name the device; --vulkan-device then imports them.
+  json old = m;
+  old.erase("vulkan_device");
+  std::ofstream(dir + "/manifest.json", std::ios::trunc) << old.dump();
+  const std::string db2 = tmp("vk-described2.db");
+  removeDb(db2);
+  Outcome lost = tune("import-results " + dir + " --db " + db2);
+  EXPECT_NE(lost.out.find("3 outside this version's space"), std::string::npos) << lost.out << lost.err;
+  EXPECT_NE(lost.out.find("--vulkan-device FILE"), std::string::npos) << lost.out;
+  Outcome named = tune("import-results " + dir + " --db " + db2 + " --vulkan-device " + desc);
+  EXPECT_NE(named.out.find("imported 3 measurements"), std::string::npos) << named.out << named.err;
+  removeDb(db2);
+  // Kernels for another device cannot join the bundle.
+  std::ofstream(dir + "/manifest.json", std::ios::trunc) << m.dump();
+  Outcome mixed = tune("--op gemm --target vulkan --shape 1024x1024x1024 --trials 1 --measure bundle --out " + dir + " --db " + db);
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.err.find("compiled for the Vulkan device 'NVIDIA H200'"), std::string::npos) << mixed.err;
   for (const auto& [args, why] : std::vector<std::pair<std::string, std::string>>{
            {"--target vulkan --vulkan-device " + desc, "use it with --measure bundle or none"},
            {"--target vulkan --measure none --vulkan-device " + desc + ".missing", "cannot read the Vulkan device description"},

@@ -85,6 +85,10 @@ struct BundleManifest {
   std::string arch;        // "sm_90", "sm_90a", "gfx942"
   std::vector<std::string> workloads;  // canonical keys
   std::vector<BundleKernel> kernels;
+  // Vulkan: the device description the kernels were compiled for (one device entry of a
+  // "sextant-vulkan-devices" file, tune --vulkan-device), so that tune import-results rebuilds the
+  // space they came from; null: the compiling machine's own (lavapipe's limits).
+  nlohmann::json vulkan_device;
   bool operator==(const BundleManifest&) const = default;
 };
 

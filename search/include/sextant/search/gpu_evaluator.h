@@ -30,6 +30,9 @@ struct GpuEvaluatorOptions {
   std::vector<std::string> runner_args;  // extra tune-runner options (--min-time ...)
   double runner_timeout_s = 1800;
   std::string work_dir;          // empty: a fresh temporary directory, removed afterwards
+  // Vulkan: the description of the device the kernels are compiled for (one device entry, JSON
+  // text; tune --vulkan-device), kept in the bundle's manifest; "": this machine's own limits.
+  std::string vulkan_device;
 };
 
 class GpuEvaluator : public Evaluator {
