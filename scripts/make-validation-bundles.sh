@@ -14,8 +14,9 @@
 # Vulkan backend builds against (OUT_DIR/vulkan-include) and, where apt can fetch them, Debian's
 # Vulkan loader and GL vendor-neutral libraries (OUT_DIR/vulkan-loader/*.deb) for a GPU machine
 # that lacks them. The Vulkan space takes the limits of --vulkan-device FILE (a device description:
-# RESULTS_DIR/vulkan-devices.json of an earlier gpu-validate.sh run on that machine); for NVIDIA
-# targets without one, datasets/gpu/vulkan-devices-nvidia-assumed.json (hand-written, labelled).
+# RESULTS_DIR/vulkan-devices.json of an earlier gpu-validate.sh run on that machine); without one,
+# for h100/h200 datasets/gpu/vulkan-devices-h100.json (read on an H100, 2026-11-28), for other
+# NVIDIA targets datasets/gpu/vulkan-devices-nvidia-assumed.json (hand-written, labelled).
 # Also writes OUT_DIR/PROVENANCE.json and OUT_DIR.tar.gz (what travels to the GPU machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,10 +40,11 @@ while [ $# -gt 0 ]; do
     *) echo "make-validation-bundles: unknown option $1" >&2; exit 2 ;;
   esac
 done
-# NVIDIA targets: unless a description is named, the hand-written NVIDIA limits (labelled so in
-# the file), not lavapipe's.
+# NVIDIA targets: unless a description is named, the H100's (read there) or the hand-written NVIDIA
+# limits (labelled so in the file), not lavapipe's.
 case "$target" in
-  h100|h200|a100|sm_*) [ -n "$vulkan_device" ] || vulkan_device=$root/datasets/gpu/vulkan-devices-nvidia-assumed.json ;;
+  h100|h200) [ -n "$vulkan_device" ] || vulkan_device=$root/datasets/gpu/vulkan-devices-h100.json ;;
+  a100|sm_*) [ -n "$vulkan_device" ] || vulkan_device=$root/datasets/gpu/vulkan-devices-nvidia-assumed.json ;;
 esac
 tune=${TUNE:-$root/build/tools/tune}
 [ -x "$tune" ] || "$root/scripts/build.sh"

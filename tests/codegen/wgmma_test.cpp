@@ -90,6 +90,25 @@ TEST(Wgmma, SpaceHasTheRouteOnSm90ForF16AndBf16NNOnly) {
   EXPECT_GT(brute.size(), 60u);
 }
 
+// The default on large sm_90 f16/bf16 GEMMs: 256x128 blocks in two 128-row consumer warpgroups, 4
+// stages, no producer (chosen from the H200 and H100 runs, datasets/gpu/README.md).
+TEST(Wgmma, DefaultIsTwo128RowWarpgroupsOf256x128) {
+  auto h100 = *gpuTargetInfo(*resolveTarget("h100"));
+  for (const char* key : {"gemm:NN:4096x4096x4096:f16*f16->f32", "gemm:NN:8192x28672x8192:bf16*bf16->f32"}) {
+    auto w = *parseWorkloadKey(key);
+    Space s = buildGpuGemmSpace(w, h100);
+    auto p = planGpuGemm(w, s, defaultGpuCandidate(w, s, h100));
+    ASSERT_TRUE(p.ok()) << key;
+    EXPECT_TRUE(p->wgmma) << key;
+    EXPECT_EQ(p->block_m, 256) << key;
+    EXPECT_EQ(p->block_n, 128) << key;
+    EXPECT_EQ(p->warpgroup_m, 128) << key;
+    EXPECT_EQ(p->pipeline, 4) << key;
+    EXPECT_FALSE(p->warp_specialize) << key;
+    EXPECT_EQ(p->threads, 256) << key;
+  }
+}
+
 TEST(Wgmma, F16KernelHasTmaMbarriersAndWgmma) {
   Built b = build("h100", kF16, knobs(128, 128, 16, 3));
   ASSERT_TRUE(b.out.ok) << b.out.stage << ": " << b.out.message;
