@@ -7,9 +7,11 @@
 # over seeds of the best measured after 16 / 32 / all trials and of the trial at which a run first
 # reached 90/95/99% of it. Runs interleave the configurations (seed-major). Measurements during
 # tuning (--min-time 0.2 s each), no final re-measurement (--final-rounds 0); one machine, one session.
-# Usage: experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS] [TAG]
+# Usage: [OP=conv2d] experiments/live_curves.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [CONFIGS] [TAG]
 #   defaults: 16x4096x4096 NT 48 "1 2 3" "sa:none model:default glimpse:default evolutionary:default"
-#   CONFIGS: STRATEGY:PRETRAINED pairs (PRETRAINED: default = the shipped model, none = cold start)
+#   CONFIGS: STRATEGY:PRETRAINED pairs (PRETRAINED: default = the shipped model, none = cold start,
+#   or a model file in the repository's root, named without a slash)
+#   OP: the op (default gemm; conv2d takes a benchdnn descriptor as SHAPE and NHWC as LAYOUT)
 # Output: experiments/results/live_curves_SHAPE_LAYOUT[_TAG].txt and .json
 set -e
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ for s in $seeds; do
   for c in $configs; do
     st=${c%%:*} pre=${c#*:}
     echo "== $st/$pre seed $s: $(date -u +%T)" >&2
-    build/tools/tune --shape "$shape" --layout "$layout" --trials "$trials" --seed "$s" --strategy "$st" \
+    build/tools/tune --op "${OP:-gemm}" --shape "$shape" --layout "$layout" --trials "$trials" --seed "$s" --strategy "$st" \
       --pretrained "$pre" --final-rounds 0 --quiet --report json --db "$tmp/$st-$pre-$s.db" > "$tmp/$st-$pre-$s.json"
   done
 done
@@ -65,7 +67,7 @@ json.dump({"shape": shape, "layout": layout, "trials": int(trials), "seeds": [in
           open(out, "w"), indent=1)
 PY
 {
-  echo "# command: experiments/live_curves.sh $shape $layout $trials \"$seeds\" \"$configs\" $tag"
+  echo "# command: ${OP:+OP=$OP }experiments/live_curves.sh $shape $layout $trials \"$seeds\" \"$configs\" $tag"
   echo "# machine: $machine"
   /usr/bin/python3 experiments/live_curves_table.py "$out.json"
 } | tee "$out.txt"
