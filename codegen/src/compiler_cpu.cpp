@@ -171,6 +171,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   std::string err;
   auto tm = hostTargetMachine(err);
   if (!tm) return finish("codegen", "no host target machine: " + err);
+  relaxCpuFloatMath(*llmod);
   llmod->setDataLayout(tm->createDataLayout());
   llmod->setTargetTriple(tm->getTargetTriple());
   auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());

@@ -57,6 +57,9 @@ struct Finisher {
 std::string hostFeatureString();
 // The host's target machine (CPU name and features), PIC, -O3; null with err set on failure.
 std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string& err);
+// Contract on floating-point multiplies/adds and reassoc on vector reductions of a CPU kernel's
+// LLVM IR (compiler_cpu_fp.cpp says why); the number of instructions changed.
+int relaxCpuFloatMath(llvm::Module& m);
 // Runs args[0] (looked up in PATH) with stdout and stderr into out; the exit status, -1 if it
 // could not run or did not exit.
 int runProgram(const std::vector<std::string>& args, std::string& out);

@@ -12,6 +12,7 @@ namespace sextant {
 using cpu_detail::dividing;
 using cpu_detail::hoistAndLowerContractions;
 using cpu_detail::knobOp;
+using cpu_detail::addGemvKnobs;
 
 std::vector<int64_t> cpu_detail::dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
   std::vector<int64_t> out;
@@ -121,69 +122,7 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
                                         kdim % 16 == 0);
                               }});
   }
-  // The GEMV route (issue #14): one row of C (M = 1) with B stored N x K (NT: a weight matrix times
-  // a token's activations) is a stream over B's rows, K contiguous. gemv = 1: tile_n columns of C
-  // per forall block, gemv_rows rows of B at a time, each with gemv_k-wide vector partial sums kept
-  // in registers over K (a split reduction), reduced once at the end. The GEMM knobs then stay at
-  // their first values. Records from before the knobs read as gemv 0 (the GEMM route).
-  // Issue #35: also for M up to 8 (LLM decode steps of a few tokens, where the GEMM route reached
-  // 0.67-0.78x oneDNN/BLIS at M = 2-4 on Zen 5): all M rows of A at once, M x gemv_rows partial
-  // sums per step, each row of B loaded once for all of them.
-  std::vector<int64_t> gk;
-  if (w.m <= kGemvMaxM && w.layout == Layout::NT && !batched)
-    for (int64_t f : {1, 2, 4, 8})
-      if (w.k % (vw * f) == 0) gk.push_back(vw * f);
-  // Only spaces where the route exists have these knobs: every other space, its fingerprint and its
-  // candidates' keys stay as they were.
-  const bool gemv_ok = !gk.empty();
-  if (gemv_ok) {
-    knobs.push_back({"gemv", {0, 1},
-                     "1: the GEMV route (M = 1, NT): rows of B streamed with vector partial sums over K; 0: GEMM", 0});
-    knobs.push_back({"gemv_rows", {1, 2, 4, 8}, "GEMV: rows of B (columns of C) per step", 1});
-    knobs.push_back({"gemv_k", gk, "GEMV: elements of K per step (vector partial sums of that width per row)", gk.front()});
-    const int gi = int(knobs.size()) - 3, ri = gi + 1, ki = gi + 2;
-    std::vector<int> gemv_knobs = {ri, ki};
-    // M > 1: K in blocks (issue #35), so that the block of A that every row of B meets stays in L1
-    // (at 4 x 4096 A is 64 KiB: without blocks it streams from L2 once per gemv_rows rows of B).
-    // 0: K whole. Measured by hand on 4x4096x4096 NT (Zen 5): 45-49 GFLOP/s with 512 against 35-45.
-    if (w.m > 1) {
-      std::vector<int64_t> kb = {0};
-      for (int64_t b : {256, 512, 1024})
-        if (b < w.k && w.k % b == 0 && b % gk.front() == 0) kb.push_back(b);
-      knobs.push_back({"gemv_kblock", kb, "GEMV, M > 1: K in blocks of this size (0: whole), A's block kept in L1", 0});
-      gemv_knobs.push_back(int(knobs.size()) - 1);
-    }
-    std::vector<int> all(knobs.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
-    std::vector<int64_t> first(knobs.size());
-    for (size_t i = 0; i < knobs.size(); ++i) first[i] = knobs[i].values.front();
-    cons.push_back(Constraint{"GEMV: GEMM knobs at their first values, GEMV knobs at theirs for GEMM", all,
-                              [gi, gemv_knobs, first](const std::vector<int64_t>& v) {
-                                const bool gemv = v[size_t(gi)] == 1;
-                                for (size_t i = 0; i < v.size(); ++i) {
-                                  const bool gemv_knob =
-                                      std::find(gemv_knobs.begin(), gemv_knobs.end(), int(i)) != gemv_knobs.end();
-                                  // tile_n and the route itself are free in both; the rest is fixed in one
-                                  if (i == 1 || int(i) == gi || gemv_knob != !gemv) continue;
-                                  if (v[i] != first[i]) return false;
-                                }
-                                return true;
-                              }});
-    if (w.m > 1) {
-      const int bi = gemv_knobs.back();
-      cons.push_back(Constraint{"GEMV: K blocks hold whole gemv_k steps", {ki, bi}, [ki, bi](const std::vector<int64_t>& v) {
-                                  return v[size_t(bi)] == 0 || v[size_t(bi)] % v[size_t(ki)] == 0;
-                                }});
-    }
-    // M x rows partial sums and M rows of A (gemv_k wide each) stay in registers.
-    const int64_t m = w.m;
-    cons.push_back(Constraint{"GEMV: rows divide tile_n, partial sums fit the vector registers", {1, gi, ri, ki},
-                              [gi, ri, ki, vw, nregs, m](const std::vector<int64_t>& v) {
-                                if (v[size_t(gi)] == 0) return true;
-                                const int64_t vecs = v[size_t(ki)] / vw;
-                                return v[1] % v[size_t(ri)] == 0 && m * v[size_t(ri)] * vecs + m * vecs <= nregs;
-                              }});
-  }
+  addGemvKnobs(knobs, cons, w, vw, nregs);
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
 }
 
@@ -227,15 +166,19 @@ Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there).
-  // M = 2-8 (a gemv_kblock knob): where A (M x K floats) is larger than 32 KiB, 2 rows of B x 32
-  // of K with K in blocks of 512 (the best of a hand sweep on 4x4096x4096 NT, AMD EPYC Zen 5,
-  // 2026-11-25: 49 GFLOP/s, BLIS 47); where A fits L1, 4 rows x 32 with K whole (2x4096x4096 NT:
-  // 28-34 GFLOP/s, and 18 with K blocks of 512, whose extra passes over C cost more than A's reuse
-  // gains there).
+  // M = 2-16 (a gemv_kblock knob): the split-K GEMV route (cpu_route_gemv.cpp), 16 columns of C per
+  // block, 16 of K per step, 16 accumulators as gemv_m rows of A x gemv_rows rows of B (4 x 4; 2 x 8
+  // at M = 2), K in blocks of 512 where A (M x K floats) is larger than 32 KiB, K whole where it fits
+  // L1. Hand sweep on AMD EPYC Zen 4, 1 thread, 2026-11-28 (`tune --knobs`), x4096x4096 NT:
+  // M = 2 24.5 GFLOP/s (oneDNN 25), M = 4 37.6 (oneDNN 28), M = 8 55.0 (1.09x oneDNN call by
+  // call), M = 16 70.0 (0.98x); the register-held GEMV route (gemv 1, the default before) reached
+  // 36-40 at M = 8 and the GEMM route 49 at M = 16.
   if (space.knobIndex("gemv_kblock") >= 0) {
     const bool a_fits_l1 = w.m * w.k * 4 <= 32 * 1024;
-    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", a_fits_l1 ? 4 : 2}, {"gemv_k", 32},
-                                {"gemv_kblock", a_fits_l1 ? 0 : 512}});
+    const int64_t gm = w.m <= 4 ? w.m : w.m % 4 == 0 ? 4 : w.m % 2 == 0 ? 2 : 1;
+    const int64_t vw = space.knobs()[size_t(space.knobIndex("gemv_k"))].values.front();
+    return nearestValid(space, {{"gemv", 2}, {"tile_n", 16}, {"gemv_m", gm}, {"gemv_rows", std::min<int64_t>(8, 16 / gm)},
+                                {"gemv_k", vw}, {"gemv_kblock", a_fits_l1 ? 0 : 512}});
   }
   if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
     return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
@@ -257,16 +200,18 @@ std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload&
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
-  if (space.knobIndex("gemv_kblock") < 0) return {};
+  if (space.knobIndex("gemv_kblock") < 0 || w.m > 8) return {};
   const Candidate def = matmulDefault(space, w);
-  if (space.valueOr(def, "gemv", 0) != 1 || space.valueOr(def, "gemv_kblock", 0) == 0) return {};
-  // K whole, 16 of K per step, as many rows of B as the registers hold (8 at M = 2, 4 at M = 4, 2
-  // at M = 8: nearestValid gives way). Hand sweep on Zen 4, 1 thread, 2026-11-27 (`tune --knobs`):
-  // 2x4096x11008 NT 23.8 GFLOP/s against 9.1 for the default (K blocks of 256), 4x11008x4096 33.1
-  // against 16.8-27.9 with K blocks, 8x4096x4096 36.0 against 17.9-30.8, 2x32000x4096 20.5
+  if (space.valueOr(def, "gemv", 0) == 0) return {};
+  // M = 2-8: the register-held GEMV route (gemv 1) with K whole, 16 of K per step, as many rows of
+  // B as the registers hold (8 at M = 2, 4 at M = 4, 2 at M = 8: nearestValid gives way), measured
+  // right after the default: the best of gemv 1 in hand sweeps on Zen 4, 1 thread, 2026-11-27
+  // (`tune --knobs`): 2x4096x11008 NT 23.8 GFLOP/s against 9.1 with K blocks of 256, 4x11008x4096
+  // 33.1 against 16.8-27.9 with K blocks, 8x4096x4096 36.0 against 17.9-30.8, 2x32000x4096 20.5
   // against 9.5-20.0 (experiments/results/gemv_kblock_zen4.txt).
-  Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 16}, {"gemv_kblock", 0}});
-  if (c.empty() || c == def || space.valueOr(c, "gemv_kblock", 0) != 0) return {};
+  Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 16}, {"gemv_kblock", 0},
+                                     {"gemv_m", w.m}});
+  if (c.empty() || c == def || space.valueOr(c, "gemv", 0) != 1 || space.valueOr(c, "gemv_kblock", 0) != 0) return {};
   return {c};
 }
 
@@ -369,47 +314,9 @@ std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const 
          "  transform.apply_patterns.vector.lower_outerproduct\n" + also + ind + "} : " + H + "\n";
 }
 
-// The GEMV route (knob gemv = 1): blocks of tile_n columns of C on the forall, gemv_rows rows of B
-// per step, the K loop a split reduction (transform.structured.tile_reduction_using_for) whose
-// gemv_rows x gemv_k partial sums stay in vector registers, then one reduction per column of C.
-static std::string emitGemvActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m) {
-  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
-  const auto& k = space.knobs();
-  auto v = space.values(c);
-  const int64_t rows = space.valueOr(c, "gemv_rows", 1), kv = space.valueOr(c, "gemv_k", 16);
-  const int64_t kblock = space.valueOr(c, "gemv_kblock", 0);
-  std::ostringstream o;
-  for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
-  o << ind << "// GEMV: rows of B streamed, vector partial sums over K in registers, reduced at the end.\n"
-    << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [0, %tile_n] : (" << H << ", "
-    << P << ") -> (" << H << ", " << H << ")\n"
-    << (space.knobIndex("threads") >= 0
-            ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
-            : std::string())
-    << (kblock > 0 ? ind + "%t1k, %kblocks = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %gemv_kblock] : (" +
-                         H + ", " + P + ") -> (" + H + ", " + H + ")\n"
-                   : std::string())
-    << ind << "%t2, %rows = transform.structured.tile_using_for " << (kblock > 0 ? "%t1k" : "%t1")
-    << " tile_sizes [0, %gemv_rows, 0] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%init, %partial, %merge, %kloop = transform.structured.tile_reduction_using_for %t2 by tile_sizes = [0, 0, "
-    << kv << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %partial vector_sizes [" << m << ", " << rows << ", " << kv << "] : " << H << "\n"
-    << ind << "transform.structured.vectorize %init : " << H << "\n"
-    << ind << "transform.structured.vectorize %merge : " << H << "\n"
-    << ind << "transform.apply_patterns to %f {\n"
-    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
-    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
-    << ind << "  transform.apply_patterns.canonicalization\n"
-    << ind << "} : " << H << "\n"
-    << ind << "// The partial sums stay in registers across the K loop.\n"
-    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n");
-  return o.str();
-}
-
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
                                int64_t m, Layout layout, int64_t k_dim) {
-  if (!batched && space.valueOr(c, "gemv", 0) == 1) return emitGemvActions(space, c, ind, m);
+  if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
     return cpu_detail::emitTransposedBPackActions(space, c, ind, batched);
   auto v = space.values(c);

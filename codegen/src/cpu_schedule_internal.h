@@ -1,6 +1,6 @@
-// Pieces of the CPU spaces and emitters shared by their routes (cpu_schedule.cpp: the GEMM and GEMV
-// routes; cpu_route_transposed_b.cpp: B stored transposed, packed by a transpose; cpu_conv.cpp:
-// convolutions).
+// Pieces of the CPU spaces and emitters shared by their routes (cpu_schedule.cpp: the GEMM route;
+// cpu_route_gemv.cpp: the GEMV routes; cpu_route_transposed_b.cpp: B stored transposed, packed by
+// a transpose; cpu_conv.cpp: convolutions).
 #pragma once
 
 #include <string>
@@ -27,6 +27,12 @@ std::string hoistAndLowerContractions(const std::string& ind, const std::string&
 // call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
 // micro-kernel of the NN route on the packed panels.
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched);
+
+// The GEMV routes (cpu_route_gemv.cpp; NT, M <= kGemvMaxM): their knobs and constraints appended to
+// the GEMM space's (none where the route does not exist), and their actions (knob gemv 1 or 2).
+void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const GemmWorkload& w, int64_t vw,
+                  int64_t nregs);
+std::string emitGemvActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m);
 
 // The GEMM family's space, untuned default and extra starting points (cpu_schedule.cpp), which
 // the gemm and batch_matmul ops' schedules (ops/matmul_cpu.cpp) and 1x1 convolutions use.

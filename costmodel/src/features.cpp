@@ -118,8 +118,10 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2),
           is(rm == 6), is(rm == 12), is(rm == 14), is(v[0] % v[3] != 0),
           // version 4
-          is(knob("gemv") == 1), knob("gemv") == 1 ? lg(double(knob("gemv_rows"))) : 0.f,
-          knob("gemv") == 1 ? float(double(knob("gemv_k")) / vw) : 0.f};
+          // the GEMV routes: 1 (partial sums in registers), 2 (split-K, issue #35: the same feature
+          // slot, so that models trained before the route read its candidates as GEMV ones)
+          float(knob("gemv")), knob("gemv") != 0 ? lg(double(knob("gemv_rows"))) : 0.f,
+          knob("gemv") != 0 ? float(double(knob("gemv_k")) / vw) : 0.f};
 }
 
 std::vector<std::string> gpuGemmFeatureNames() {

@@ -47,8 +47,8 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
 // the filter to HWCF in the kernel first).
 std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& indent, bool depthwise = false,
                                bool fuse_init = true, ConvLayout layout = ConvLayout::NhwcHwcf);
-// The largest M that has the GEMV route (gemv knob; layout NT).
-constexpr int64_t kGemvMaxM = 8;
+// The largest M that has the GEMV routes (gemv knob; layout NT).
+constexpr int64_t kGemvMaxM = 16;
 // A Transform-dialect script whose knobs are transform.tune.knob ops with `selected` filled.
 std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const Candidate& c);
 // The body of that script: knob ops, then the schedule applied to the handle `%mm` (consumed),
