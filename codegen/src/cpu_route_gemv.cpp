@@ -111,22 +111,43 @@ void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const
                             }});
 }
 
-// gemv = 1: see the top of the file.
-static std::string emitGemvRegisterActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m) {
+// Both routes: the knob ops, %f, the forall over blocks of tile_n columns (%t1) and its threads.
+static std::string prologue(const Space& space, const Candidate& c, const std::string& ind, const std::string& comment) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
-  const int64_t rows = space.valueOr(c, "gemv_rows", 1), kv = space.valueOr(c, "gemv_k", 16);
-  const int64_t kblock = space.valueOr(c, "gemv_kblock", 0);
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
-  o << ind << "// GEMV: rows of B streamed, vector partial sums over K in registers, reduced at the end.\n"
+  o << ind << "// " << comment << "\n"
     << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
     << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [0, %tile_n] : (" << H << ", "
     << P << ") -> (" << H << ", " << H << ")\n"
     << (space.knobIndex("threads") >= 0
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
-            : std::string())
+            : std::string());
+  return o.str();
+}
+
+// Both routes: the partial sums' init and final reduction vectorized, the transfers cleaned up, the
+// partial sums hoisted into registers over the K loop, the contractions and reductions lowered.
+static std::string epilogue(const std::string& ind, const std::string& init, const std::string& merge,
+                            const std::string& comment) {
+  const std::string H = "!transform.any_op";
+  return ind + "transform.structured.vectorize " + init + " : " + H + "\n" + ind + "transform.structured.vectorize " +
+         merge + " : " + H + "\n" + ind + "transform.apply_patterns to %f {\n" + ind +
+         "  transform.apply_patterns.vector.transfer_permutation_patterns\n" + ind +
+         "  transform.apply_patterns.vector.lower_masked_transfers\n" + ind +
+         "  transform.apply_patterns.canonicalization\n" + ind + "} : " + H + "\n" + ind + "// " + comment + "\n" +
+         hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n");
+}
+
+// gemv = 1: see the top of the file.
+static std::string emitGemvRegisterActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m) {
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
+  const int64_t rows = space.valueOr(c, "gemv_rows", 1), kv = space.valueOr(c, "gemv_k", 16);
+  const int64_t kblock = space.valueOr(c, "gemv_kblock", 0);
+  std::ostringstream o;
+  o << prologue(space, c, ind, "GEMV: rows of B streamed, vector partial sums over K in registers, reduced at the end.")
     << (kblock > 0 ? ind + "%t1k, %kblocks = transform.structured.tile_using_for %t1 tile_sizes [0, 0, %gemv_kblock] : (" +
                          H + ", " + P + ") -> (" + H + ", " + H + ")\n"
                    : std::string())
@@ -135,36 +156,19 @@ static std::string emitGemvRegisterActions(const Space& space, const Candidate& 
     << ind << "%init, %partial, %merge, %kloop = transform.structured.tile_reduction_using_for %t2 by tile_sizes = [0, 0, "
     << kv << "] : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n"
     << ind << "transform.structured.vectorize %partial vector_sizes [" << m << ", " << rows << ", " << kv << "] : " << H << "\n"
-    << ind << "transform.structured.vectorize %init : " << H << "\n"
-    << ind << "transform.structured.vectorize %merge : " << H << "\n"
-    << ind << "transform.apply_patterns to %f {\n"
-    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
-    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
-    << ind << "  transform.apply_patterns.canonicalization\n"
-    << ind << "} : " << H << "\n"
-    << ind << "// The partial sums stay in registers across the K loop.\n"
-    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n");
+    << epilogue(ind, "%init", "%merge", "The partial sums stay in registers across the K loop.");
   return o.str();
 }
 
 // gemv = 2: see the top of the file. The split op's loops are m, n, K / gemv_k (reduction),
 // gemv_k (parallel).
 static std::string emitGemvSplitActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m) {
-  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
-  const auto& k = space.knobs();
-  auto v = space.values(c);
+  const std::string H = "!transform.any_op";
   const int64_t rows = space.valueOr(c, "gemv_rows", 1), kv = space.valueOr(c, "gemv_k", 16);
   const int64_t kblock = space.valueOr(c, "gemv_kblock", 0), gm = space.valueOr(c, "gemv_m", m);
   const int64_t tile_n = space.valueOr(c, "tile_n", 16), chunk = tile_n % 16 == 0 ? 16 : tile_n;
   std::ostringstream o;
-  for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
-  o << ind << "// Split-K GEMV: K as [K / gemv_k][gemv_k], the block's partial sums live across the K blocks.\n"
-    << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [0, %tile_n] : (" << H << ", "
-    << P << ") -> (" << H << ", " << H << ")\n"
-    << (space.knobIndex("threads") >= 0
-            ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
-            : std::string())
+  o << prologue(space, c, ind, "Split-K GEMV: K as [K / gemv_k][gemv_k], the block's partial sums live across the K blocks.")
     << ind << "%init, %fill, %split, %merge = transform.structured.split_reduction %t1 {split_factor = " << kv
     << ", insert_split_dimension = 2, inner_parallel} : (" << H << ") -> (" << H << ", " << H << ", " << H << ", " << H
     << ")\n";
@@ -189,15 +193,7 @@ static std::string emitGemvSplitActions(const Space& space, const Candidate& c, 
     << ") -> (" << H << ", " << H << ")\n"
     << ind << "%merge16, %mergeloop = transform.structured.tile_using_for %merge tile_sizes [0, " << chunk << "] : (" << H
     << ") -> (" << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %fill16 : " << H << "\n"
-    << ind << "transform.structured.vectorize %merge16 : " << H << "\n"
-    << ind << "transform.apply_patterns to %f {\n"
-    << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
-    << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"
-    << ind << "  transform.apply_patterns.canonicalization\n"
-    << ind << "} : " << H << "\n"
-    << ind << "// A register block's partial sums stay in registers across the K steps of a K block.\n"
-    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction\n");
+    << epilogue(ind, "%fill16", "%merge16", "A register block's partial sums stay in registers across the K steps of a K block.");
   return o.str();
 }
 
