@@ -15,6 +15,11 @@
 //   (AMD EPYC Zen 4, 1 thread, 2026-11-28, `tune --schedule`): 51 and 71 GFLOP/s where gemv = 1
 //   reached 36-40 at M = 8, the GEMM route 49 at M = 16, oneDNN 45 and 64.
 //
+// gemv_k's values are whole vectors, then (AVX-512) half a vector: at M = 1 the stream over B with
+// 256-bit vectors (8 rows x 8 of K per step) reaches 1.01-1.02x BLIS's sgemv call by call on the four
+// decode shapes where 512-bit vectors reach 0.92-0.96x (AMD EPYC Zen 4, 1 thread, 2026-11-28; a C
+// probe of the same loop: 5-8% more with ymm). BLIS's own kernel there is AVX2 (zen dotxf, 8 rows).
+//
 // The GEMM knobs stay at their first values on both routes. Records from before the knobs read as
 // gemv 0 (the GEMM route) and gemv_m = M.
 #include <algorithm>
@@ -36,6 +41,9 @@ void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const
   if (w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched())
     for (int64_t f : {1, 2, 4, 8})
       if (w.k % (vw * f) == 0) gk.push_back(vw * f);
+  // Half-width vectors last (the first value stays the GEMM candidates' value and the split-K
+  // default): on AVX-512 a 256-bit stream reads memory faster at M = 1 (see the top of the file).
+  if (!gk.empty() && vw >= 16 && w.k % (vw / 2) == 0) gk.push_back(vw / 2);
   // Only spaces where the route exists have these knobs: every other space, its fingerprint and its
   // candidates' keys stay as they were.
   if (gk.empty()) return;
@@ -103,7 +111,7 @@ void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const
                             [gi, ri, ki, mi, vw, nregs, m](const std::vector<int64_t>& v) {
                               const int64_t route = v[size_t(gi)];
                               if (route == 0) return true;
-                              const int64_t vecs = v[size_t(ki)] / vw, rows = v[size_t(ri)];
+                              const int64_t vecs = (v[size_t(ki)] + vw - 1) / vw, rows = v[size_t(ri)];
                               if (v[1] % rows != 0) return false;
                               if (route == 1) return m * rows * vecs + m * vecs <= nregs;
                               return v[size_t(mi)] * rows * vecs + rows * vecs + 1 <= nregs &&

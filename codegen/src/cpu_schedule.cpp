@@ -162,10 +162,18 @@ Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
   return cpuSchedulesOf(w).defaultCandidate(space, w);
 }
 
+// The GEMV route's half-width gemv_k value (AVX-512: 8), 0 where the space has none.
+static int64_t gemvHalfWidth(const Space& space) {
+  const int i = space.knobIndex("gemv_k");
+  if (i < 0) return 0;
+  const auto& v = space.knobs()[size_t(i)].values;
+  return v.size() > 1 && v.back() < v.front() ? v.back() : 0;
+}
+
 Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
-  // GEMM schedules reach 2.7-5.3 there).
+  // GEMM schedules reach 2.7-5.3 there); 8 elements of K (256-bit vectors) on AVX-512, below.
   // M = 2-16 (a gemv_kblock knob): the split-K GEMV route (cpu_route_gemv.cpp), 16 columns of C per
   // block, 16 of K per step, 16 accumulators as gemv_m rows of A x gemv_rows rows of B (4 x 4; 2 x 8
   // at M = 2), K in blocks of 512 where A (M x K floats) is larger than 32 KiB, K whole where it fits
@@ -180,8 +188,14 @@ Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
     return nearestValid(space, {{"gemv", 2}, {"tile_n", 16}, {"gemv_m", gm}, {"gemv_rows", std::min<int64_t>(8, 16 / gm)},
                                 {"gemv_k", vw}, {"gemv_kblock", a_fits_l1 ? 0 : 512}});
   }
-  if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
-    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 32}});
+  // On AVX-512, M = 1 streams B with 256-bit vectors (gemv_k of half a vector, its last value):
+  // 1.01-1.02x BLIS's sgemv call by call on the four decode shapes (1x4096x4096, 1x11008x4096,
+  // 1x4096x11008, 1x32000x4096 NT), where 512-bit vectors reached 0.92-0.96x (AMD EPYC Zen 4, 1
+  // thread, 2026-11-28, `tune --knobs ... --versus blis`); a C probe of the same loop agrees (5-8%).
+  if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1) {
+    const int64_t half = gemvHalfWidth(space);
+    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", half > 0 ? half : 32}});
+  }
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
   // B stored transposed (NT) where the transposed-B route exists (issue #31): 32 x 32 blocks, K
   // chunks of 128, an 8 x two-vector register tile on B packed by a transpose (hand-measured on
@@ -200,6 +214,12 @@ std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload&
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
+  // M = 1 with half-width vectors as the default: full-width ones (16 of K per step) right after it.
+  if (int g = space.knobIndex("gemv"); g >= 0 && w.m == 1 && gemvHalfWidth(space) > 0) {
+    Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 2 * gemvHalfWidth(space)}});
+    if (c.empty() || c == matmulDefault(space, w)) return {};
+    return {c};
+  }
   if (space.knobIndex("gemv_kblock") < 0 || w.m > 8) return {};
   const Candidate def = matmulDefault(space, w);
   if (space.valueOr(def, "gemv", 0) == 0) return {};

@@ -10,12 +10,22 @@
 using namespace sextant;
 using namespace sextant::test;
 
+// gemv_k's values on a CPU of vw float lanes (K divisible by all): whole vectors, then half of one
+// on AVX-512; and the vector registers a step of gk holds per row.
+static std::vector<int64_t> gemvKValues(int64_t vw) {
+  std::vector<int64_t> v = {vw, 2 * vw, 4 * vw, 8 * vw};
+  if (vw >= 16) v.push_back(vw / 2);
+  return v;
+}
+static int64_t vecsOf(int64_t gk, int64_t vw) { return (gk + vw - 1) / vw; }
+
 // The GEMV route (gemv = 1; M = 1, NT): only there, the GEMM knobs at their first values, its
 // points against a brute force; kernels verified against the reference at several rows, vector
 // widths and K = 176 (11 x 16), on 1 and 2 threads; the default of such a space is a GEMV.
 TEST(Compiler, GemvRouteCompilesAndVerifies) {
   const HostCpu cpu = hostCpu();
   const int64_t vw = std::max(4, cpu.f32Lanes());
+  const std::vector<int64_t> gks = gemvKValues(vw);
   auto space = [&](int64_t m, int64_t n, int64_t k, Layout l, int threads = 1) {
     GemmWorkload w;
     w.m = m, w.n = n, w.k = k, w.layout = l;
@@ -46,8 +56,8 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
   }
   for (int64_t tn : s.knobs()[size_t(s.knobIndex("tile_n"))].values)
     for (int64_t rows : {1, 2, 4, 8})
-      for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
-        brute += 512 % gk == 0 && tn % rows == 0 && rows * (gk / vw) + gk / vw <= cpu.vector_registers;
+      for (int64_t gk : gks)
+        brute += 512 % gk == 0 && tn % rows == 0 && rows * vecsOf(gk, vw) + vecsOf(gk, vw) <= cpu.vector_registers;
   EXPECT_EQ(in_space, brute);
   {
     GemmWorkload w1;
@@ -63,7 +73,7 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     EXPECT_EQ(s4k.valueOr(defaultCpuCandidate(s4k, w4), "gemv", 0), 2);
     EXPECT_EQ(s4k.valueOr(defaultCpuCandidate(s4k, w4), "gemv_kblock", -1), 512);
     // The other starting point at M = 2-8: the register-held route with K whole (16 of K per step,
-    // as many rows of B as the registers hold); none for M = 1 (no such knob) nor above M = 8.
+    // as many rows of B as the registers hold); none above M = 8.
     auto seeds = cpuSeedCandidates(s4k, w4);
     ASSERT_EQ(seeds.size(), 1u);
     EXPECT_EQ(s4k.valueOr(seeds[0], "gemv", 0), 1);
@@ -72,7 +82,20 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     EXPECT_TRUE(s4k.isValid(seeds[0]));
     ASSERT_EQ(cpuSeedCandidates(s2, w2).size(), 1u);
     EXPECT_EQ(s2.valueOr(cpuSeedCandidates(s2, w2)[0], "gemv", 0), 1);
-    EXPECT_TRUE(cpuSeedCandidates(s, w1).empty());
+    // M = 1 on AVX-512: half-width vectors (8 of K per step) by default, full-width ones the other
+    // starting point; elsewhere 32 of K and no other starting point.
+    const Candidate d1 = defaultCpuCandidate(s, w1);
+    if (vw >= 16) {
+      EXPECT_EQ(s.valueOr(d1, "gemv_k", -1), vw / 2) << s.keyOf(d1);
+      EXPECT_EQ(s.valueOr(d1, "gemv_rows", -1), 8) << s.keyOf(d1);
+      auto seeds1 = cpuSeedCandidates(s, w1);
+      ASSERT_EQ(seeds1.size(), 1u);
+      EXPECT_EQ(s.valueOr(seeds1[0], "gemv", 0), 1);
+      EXPECT_EQ(s.valueOr(seeds1[0], "gemv_k", -1), vw);
+    } else {
+      EXPECT_EQ(s.valueOr(d1, "gemv_k", -1), 32) << s.keyOf(d1);
+      EXPECT_TRUE(cpuSeedCandidates(s, w1).empty());
+    }
     GemmWorkload w16 = w4;
     w16.m = 16;
     EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(w16, cpu), w16).empty());
@@ -83,8 +106,9 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     int threads;
     int64_t tile_n, rows, gk;
   };
-  for (const Case& cs : std::vector<Case>{{256, 512, 1, 64, 8, 2 * vw}, {128, 176, 1, 128, 1, vw},
-                                          {256, 512, 2, 64, 4, 4 * vw}, {96, 256, 1, 32, 2, vw}}) {
+  std::vector<Case> cases = {{256, 512, 1, 64, 8, 2 * vw}, {128, 176, 1, 128, 1, vw}, {256, 512, 2, 64, 4, 4 * vw}, {96, 256, 1, 32, 2, vw}};
+  if (vw >= 16) cases.push_back({256, 512, 1, 256, 8, vw / 2});  // half-width vectors: M = 1's default on AVX-512
+  for (const Case& cs : cases) {
     Space sp = space(1, cs.n, cs.k, Layout::NT, cs.threads);
     std::map<std::string, int64_t> want = {{"gemv", 1}, {"tile_n", cs.tile_n}, {"gemv_rows", cs.rows}, {"gemv_k", cs.gk}};
     if (cs.threads > 1) want["threads"] = cs.threads;
@@ -96,8 +120,10 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
     w.m = 1, w.n = cs.n, w.k = cs.k, w.layout = Layout::NT;
     const std::string script = emitCpuGemmSchedule(w, sp, c);
     EXPECT_NE(script.find("tile_reduction_using_for"), std::string::npos);
+    // Half-width steps really are 256-bit FMAs.
     expectCompilesAndVerifies(w, script, sp.keyOf(c),
-                              "gemv-" + std::to_string(cs.n) + "-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + ".so");
+                              "gemv-" + std::to_string(cs.n) + "-" + std::to_string(cs.k) + "-" + std::to_string(cs.threads) + ".so",
+                              cs.gk * 2 == vw ? "'vfmadd[0-9a-z]*.*ymm'" : "");
   }
   // M = 2 to 8 (issue #35): all rows of A at once; M x rows partial sums and M rows of A fit the
   // registers (a brute force of the constraint), and the kernels verify.
@@ -106,10 +132,10 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
   for (uint64_t i = 0; i < s4.size(); ++i) in4 += s4.valueOr(s4.at(i), "gemv", 0) == 1;
   for (int64_t tn : s4.knobs()[size_t(s4.knobIndex("tile_n"))].values)
     for (int64_t rows : {1, 2, 4, 8})
-      for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
+      for (int64_t gk : gks)
         for (int64_t kb : {0, 256})  // K blocks: divisors of K below it, whole gemv_k steps
-          brute4 += 512 % gk == 0 && tn % rows == 0 && 4 * rows * (gk / vw) + 4 * (gk / vw) <= cpu.vector_registers &&
-                    kb % gk == 0;
+          brute4 += 512 % gk == 0 && tn % rows == 0 &&
+                    4 * rows * vecsOf(gk, vw) + 4 * vecsOf(gk, vw) <= cpu.vector_registers && kb % gk == 0;
   EXPECT_EQ(in4, brute4);
   EXPECT_LT(space(1, 256, 512, Layout::NT).knobIndex("gemv_kblock"), 0) << "M = 1 keeps its space";
   struct SmallM {
@@ -146,6 +172,7 @@ TEST(Compiler, GemvRouteCompilesAndVerifies) {
 TEST(Compiler, SplitKGemvRouteCompilesAndVerifies) {
   const HostCpu cpu = hostCpu();
   const int64_t vw = std::max(4, cpu.f32Lanes());
+  const std::vector<int64_t> gks = gemvKValues(vw);
   auto space = [&](int64_t m, int64_t n, int64_t k, int threads = 1) {
     GemmWorkload w;
     w.m = m, w.n = n, w.k = k, w.layout = Layout::NT;
@@ -164,11 +191,11 @@ TEST(Compiler, SplitKGemvRouteCompilesAndVerifies) {
     }
     for (int64_t tn : s8.knobs()[size_t(s8.knobIndex("tile_n"))].values)
       for (int64_t rows : {1, 2, 4, 8})
-        for (int64_t gk : {vw, 2 * vw, 4 * vw, 8 * vw})
+        for (int64_t gk : gks)
           for (int64_t kb : {0, 256})
             for (int64_t gm : {8, 1, 2, 4})
               brute8 += 512 % gk == 0 && tn % rows == 0 && kb % gk == 0 &&
-                        gm * rows * (gk / vw) + rows * (gk / vw) + 1 <= cpu.vector_registers &&
+                        gm * rows * vecsOf(gk, vw) + rows * vecsOf(gk, vw) + 1 <= cpu.vector_registers &&
                         8 * tn * gk * 4 <= 32 * 1024;
     EXPECT_EQ(in8, brute8);
     EXPECT_LT(space(1, 64, 512).knobIndex("gemv_m"), 0) << "M = 1 keeps its space";
@@ -182,8 +209,10 @@ TEST(Compiler, SplitKGemvRouteCompilesAndVerifies) {
                                           {2, 64, 1024, 2, 8, vw, 512, 2},
                                           {6, 48, 256, 2, 4, 2 * vw, 0, 1},
                                           {3, 32, 176, 3, 2, vw, 0, 1},
-                                          {12, 64, 1024, 4, 2, vw, 256, 2}}) {
-    const int64_t vecs = cs.gk / vw;
+                                          {12, 64, 1024, 4, 2, vw, 256, 2},
+                                          {2, 32, 512, 2, 8, std::max<int64_t>(vw / 2, 4), 0, 1}}) {
+    if (std::find(gks.begin(), gks.end(), cs.gk) == gks.end()) continue;  // half-width steps: AVX-512 only
+    const int64_t vecs = vecsOf(cs.gk, vw);
     if (cs.gm * cs.rows * vecs + cs.rows * vecs + 1 > cpu.vector_registers) continue;  // a CPU with fewer registers
     Space sp = space(cs.m, cs.n, cs.k, cs.threads);
     std::map<std::string, int64_t> want = {{"gemv", 2}, {"tile_n", 16}, {"gemv_m", cs.gm}, {"gemv_rows", cs.rows},
