@@ -9,6 +9,7 @@
 # left. Prints one line per round and the count of rounds that held; output
 # experiments/results/studies_chaos.txt.
 # Usage: experiments/studies_chaos.sh [--rounds N] [--trials T]   (build first: scripts/build.sh)
+# CHAOS_OUT=FILE writes the output there instead (e.g. a second machine kind's run beside the first).
 set -u
 cd "$(dirname "$0")/.."
 rounds=20
@@ -37,7 +38,7 @@ python3 experiments/tcp_cut_proxy.py "$proxy_port" "$port" "$dir/control" &
 proxy=$!
 trap 'kill $proxy 2>/dev/null; $as "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1; rm -rf "$dir"' EXIT
 q() { psql -At -h 127.0.0.1 -p "$port" -U sextant -d "$1" -c "$2" 2>/dev/null; }
-out=experiments/results/studies_chaos.txt
+out=${CHAOS_OUT:-experiments/results/studies_chaos.txt}
 mkdir -p experiments/results
 held=0
 {
