@@ -6,6 +6,13 @@ exactly as a candidate of a Sextant run, in the same database and harness). Assi
 space (a constraint violated) cost no measurement: Optuna is told they are worth 0 GFLOP/s and
 samples again. The run stops after MEASUREMENTS measured trials (or 30x as many proposals).
 
+Sextant's CPU space is conditional where it has the GEMV routes (NT, M <= 16): the knobs gemv_rows,
+gemv_k, gemv_kblock and gemv_m apply only when gemv != 0 (gemv_m only on the split-K route, 2), the
+GEMM knobs other than tile_n only when gemv = 0; the others sit at their first values (the space's
+constraint "GEMV: GEMM knobs at their first values, ..."). TPE is given that structure define-by-run,
+as an Optuna user writes a conditional space. Without it, nearly every independent proposal broke the
+constraint: 16x4096x11008 NT got no measurement in 18 minutes (2026-11-28).
+
 Usage: optuna_tpe.py --tune build/tools/tune --shape 1024x1024x1024 --layout NN --measurements 64
                      --seed 1 --db runs/optuna-1.db --out runs/optuna-1.json
 Output (JSON): the measured trials in order (GFLOP/s, best so far, wall seconds since the start).
@@ -40,9 +47,27 @@ def main():
     t0 = time.monotonic()
     curve, best = [], 0.0
 
+    gemv_only = {"gemv_rows", "gemv_k", "gemv_kblock", "gemv_m"}
+    conditional = any(n == "gemv" for n, _ in knobs)
+
+    def propose(trial):
+        if not conditional:
+            return [(n, trial.suggest_categorical(n, v)) for n, v in knobs]
+        g = trial.suggest_categorical("gemv", dict(knobs)["gemv"])
+        out = []
+        for n, v in knobs:
+            if n == "gemv":
+                out.append((n, g))
+            elif n == "tile_n" or (n in gemv_only and g != 0 and (n != "gemv_m" or g == 2)) or \
+                    (n not in gemv_only and g == 0):
+                out.append((n, trial.suggest_categorical(n, v)))
+            else:
+                out.append((n, v[0]))  # not used by this route: its first value, as the space requires
+        return out
+
     def objective(trial):
         nonlocal best
-        assign = ",".join(f"{n}={trial.suggest_categorical(n, v)}" for n, v in knobs)
+        assign = ",".join(f"{n}={v}" for n, v in propose(trial))
         p = subprocess.run(base + ["--knobs", assign, "--report", "json", "-q"], capture_output=True, text=True)
         if p.returncode == 2 and "not in the space" in p.stderr:
             return 0.0  # outside the space: no measurement
