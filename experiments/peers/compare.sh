@@ -8,6 +8,8 @@
 # `tune --knobs` (ROUNDS rounds, one fresh database), with the fastest library measured by tune's own
 # final comparison; MetaSchedule's winner is re-timed by TVM with a cache flush (another harness:
 # labelled so). Peers that cannot be installed are skipped with one line (setup_venv.sh).
+# Since 2026-11-29 also Sextant's default strategy without the pretrained model ("cold"), and the
+# best so far against each search's wall time (a second plot and a table at fixed times).
 # Usage: experiments/peers/compare.sh [SHAPE] [LAYOUT] [TRIALS] [SEEDS] [TAG]
 #   defaults: 1024x1024x1024 NN 64 "1 2 3" (no tag)
 # Output: experiments/results/peers_SHAPE_LAYOUT_TTRIALS[_TAG].{txt,json} (+ .png with matplotlib)
@@ -19,6 +21,9 @@ trials=${3:-64}
 seeds=${4:-1 2 3}
 tag=${5:-}
 rounds=${ROUNDS:-3}
+# Sextant's runs, NAME:STRATEGY:PRETRAINED: the default, the same strategy without the pretrained
+# model, and cold annealing (CONFIGS="glimpse:glimpse:default sa:sa:none" for the earlier outputs).
+configs=${CONFIGS:-glimpse:glimpse:default cold:glimpse:none sa:sa:none}
 tune=build/tools/tune
 venv=experiments/peers/.venv
 out=experiments/results/peers_${shape}_${layout}_t${trials}${tag:+_$tag}
@@ -30,13 +35,14 @@ py=$venv/bin/python
 mcpu=$($tune hw show cpu | sed -n 's/^  LLVM CPU *//p')
 stamp() { date -u +%s.%N; }
 for s in $seeds; do
-  for cfg in glimpse:default sa:none; do
-    st=${cfg%%:*} pre=${cfg#*:}
+  for cfg in $configs; do
+    name=${cfg%%:*} rest=${cfg#*:}
+    st=${rest%%:*} pre=${rest#*:}
     echo "== sextant $st/$pre seed $s: $(date -u +%T)" >&2
     t0=$(stamp)
     $tune --shape "$shape" --layout "$layout" --trials "$trials" --seed "$s" --strategy "$st" --pretrained "$pre" \
-      --final-rounds 0 -q --report json --db "$tmp/$st-$s.db" > "$tmp/$st-$s.json"
-    echo "$t0 $(stamp)" > "$tmp/$st-$s.wall"
+      --final-rounds 0 -q --report json --db "$tmp/$name-$s.db" > "$tmp/$name-$s.json"
+    echo "$t0 $(stamp)" > "$tmp/$name-$s.wall"
   done
   if grep -q "peers: optuna" "$tmp/peers.txt"; then
     echo "== optuna seed $s: $(date -u +%T)" >&2

@@ -8,7 +8,7 @@ import sys
 
 tmp, seeds = sys.argv[1], sys.argv[2].split()
 for s in seeds:
-    for st in ("glimpse", "sa"):
+    for st in ("glimpse", "cold", "sa"):
         db = os.path.join(tmp, f"{st}-{s}.db")
         if os.path.exists(db):
             row = sqlite3.connect(db).execute(
