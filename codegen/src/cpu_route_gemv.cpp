@@ -19,6 +19,8 @@
 // 256-bit vectors (8 rows x 8 of K per step) reaches 1.01-1.02x BLIS's sgemv call by call on the four
 // decode shapes where 512-bit vectors reach 0.92-0.96x (AMD EPYC Zen 4, 1 thread, 2026-11-28; a C
 // probe of the same loop: 5-8% more with ymm). BLIS's own kernel there is AVX2 (zen dotxf, 8 rows).
+// On Zen 5 (whole 512-bit loads) the half width is the slowest (0.92-0.94x OpenBLAS where 32 of K
+// reaches 1.06x): it is M = 1's default only where splitsWideVectors (hwspec) says so.
 //
 // The GEMM knobs stay at their first values on both routes. Records from before the knobs read as
 // gemv 0 (the GEMM route) and gemv_m = M.

@@ -188,13 +188,16 @@ Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
     return nearestValid(space, {{"gemv", 2}, {"tile_n", 16}, {"gemv_m", gm}, {"gemv_rows", std::min<int64_t>(8, 16 / gm)},
                                 {"gemv_k", vw}, {"gemv_kblock", a_fits_l1 ? 0 : 512}});
   }
-  // On AVX-512, M = 1 streams B with 256-bit vectors (gemv_k of half a vector, its last value):
-  // 1.01-1.02x BLIS's sgemv call by call on the four decode shapes (1x4096x4096, 1x11008x4096,
-  // 1x4096x11008, 1x32000x4096 NT), where 512-bit vectors reached 0.92-0.96x (AMD EPYC Zen 4, 1
-  // thread, 2026-11-28, `tune --knobs ... --versus blis`); a C probe of the same loop agrees (5-8%).
+  // On a CPU that splits 512-bit operations into halves (Zen 4), M = 1 streams B with 256-bit
+  // vectors (gemv_k of half a vector, its last value): 1.01-1.02x BLIS's sgemv call by call on the
+  // four decode shapes (1x4096x4096, 1x11008x4096, 1x4096x11008, 1x32000x4096 NT), where 512-bit
+  // vectors reached 0.92-0.96x (AMD EPYC Zen 4, 1 thread, 2026-11-28, `tune --knobs ... --versus
+  // blis`); a C probe of the same loop agrees (5-8%). On Zen 5 (2026-11-29) the half width was the
+  // slowest of 8 / 16 / 32 of K: elsewhere 32 of K, the default before.
   if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1) {
     const int64_t half = gemvHalfWidth(space);
-    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", half > 0 ? half : 32}});
+    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8},
+                                {"gemv_k", half > 0 && splitsWideVectors(hostCpu()) ? half : 32}});
   }
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
   // B stored transposed (NT) where the transposed-B route exists (issue #31): 32 x 32 blocks, K
@@ -214,9 +217,12 @@ std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload&
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
-  // M = 1 with half-width vectors as the default: full-width ones (16 of K per step) right after it.
+  // M = 1 on AVX-512, the other vector width right after the default: full-width vectors (16 of K
+  // per step) where the default is half-width (Zen 4), half-width ones where it is 32 of K.
   if (int g = space.knobIndex("gemv"); g >= 0 && w.m == 1 && gemvHalfWidth(space) > 0) {
-    Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 2 * gemvHalfWidth(space)}});
+    const int64_t half = gemvHalfWidth(space);
+    Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8},
+                                       {"gemv_k", splitsWideVectors(hostCpu()) ? 2 * half : half}});
     if (c.empty() || c == matmulDefault(space, w)) return {};
     return {c};
   }

@@ -18,6 +18,10 @@ bool HostCpu::hasFlag(const std::string& f) const {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }
 
+bool splitsWideVectors(const HostCpu& cpu) {
+  return cpu.vendor == "AuthenticAMD" && cpu.family == 0x19 && cpu.hasFlag("avx512f");
+}
+
 int64_t HostCpu::lastLevelCacheBytes() const {
   if (l3_bytes) return l3_bytes;
   if (l2_bytes) return l2_bytes;

@@ -71,3 +71,16 @@ TEST(Target, ResolvesNamesAndRejectsUnknownOnes) {
   EXPECT_FALSE(resolveTarget("vulkan:x").ok());
   EXPECT_FALSE(resolveTarget("vulkan:").ok());
 }
+
+// Zen 4 (family 25 with AVX-512) splits 512-bit operations into halves; Zen 5, Zen 3 (no AVX-512)
+// and Intel do not (M = 1's GEMV default reads it).
+TEST(HostCpu, OnlyZen4SplitsWideVectors) {
+  auto cpu = [](const char* vendor, int family, const char* flags) {
+    return parseCpuInfo(std::string("processor\t: 0\nvendor_id\t: ") + vendor + "\ncpu family\t: " +
+                        std::to_string(family) + "\nmodel\t\t: 17\nflags\t\t: " + flags + "\n");
+  };
+  EXPECT_TRUE(splitsWideVectors(cpu("AuthenticAMD", 25, "fpu avx2 fma avx512f")));
+  EXPECT_FALSE(splitsWideVectors(cpu("AuthenticAMD", 25, "fpu avx2 fma")));
+  EXPECT_FALSE(splitsWideVectors(cpu("AuthenticAMD", 26, "fpu avx2 fma avx512f")));
+  EXPECT_FALSE(splitsWideVectors(cpu("GenuineIntel", 6, "fpu avx2 fma avx512f")));
+}

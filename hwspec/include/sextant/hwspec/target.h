@@ -43,6 +43,10 @@ std::string describeMachineKey(const std::string& key);
 HostCpu parseCpuInfo(const std::string& cpuinfo_text);
 // The machine this process runs on (cpuinfo, sysfs or CPUID caches; no LLVM names: see llvm_cpu).
 const HostCpu& hostCpu();
+// Whether the CPU executes 512-bit vector operations as two 256-bit halves (AMD Zen 4: family 0x19
+// with AVX-512). There a 256-bit stream reads memory faster than a 512-bit one (M = 1's GEMV default,
+// codegen/src/cpu_route_gemv.cpp); on Zen 5 the opposite was measured. Intel is not known to split.
+bool splitsWideVectors(const HostCpu& cpu);
 
 enum class TargetKind { Cpu, Nvidia, Amd, Vulkan };
 
