@@ -170,6 +170,18 @@ static int64_t gemvHalfWidth(const Space& space) {
   return v.size() > 1 && v.back() < v.front() ? v.back() : 0;
 }
 
+// M = 1's GEMV candidate (256 columns per block, 8 rows of B) with `first` of K per step for the
+// default (!other) or, on AVX-512, the other vector width for the second starting point: half a
+// vector, then a whole one where the CPU splits 512-bit operations (Zen 4); 32 of K, then half a
+// vector elsewhere. Empty where there is no other width (no AVX-512).
+static Candidate m1Gemv(const Space& space, bool other) {
+  const int64_t half = gemvHalfWidth(space);
+  if (other && half == 0) return {};
+  const bool split = half > 0 && splitsWideVectors(hostCpu());
+  const int64_t k = other ? (split ? 2 * half : half) : (split ? half : 32);
+  return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", k}});
+}
+
 Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
@@ -194,11 +206,8 @@ Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
   // vectors reached 0.92-0.96x (AMD EPYC Zen 4, 1 thread, 2026-11-28, `tune --knobs ... --versus
   // blis`); a C probe of the same loop agrees (5-8%). On Zen 5 (2026-11-29) the half width was the
   // slowest of 8 / 16 / 32 of K: elsewhere 32 of K, the default before.
-  if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1) {
-    const int64_t half = gemvHalfWidth(space);
-    return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8},
-                                {"gemv_k", half > 0 && splitsWideVectors(hostCpu()) ? half : 32}});
-  }
+  if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
+    return m1Gemv(space, false);
   int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
   // B stored transposed (NT) where the transposed-B route exists (issue #31): 32 x 32 blocks, K
   // chunks of 128, an 8 x two-vector register tile on B packed by a transpose (hand-measured on
@@ -220,9 +229,7 @@ std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWor
   // M = 1 on AVX-512, the other vector width right after the default: full-width vectors (16 of K
   // per step) where the default is half-width (Zen 4), half-width ones where it is 32 of K.
   if (int g = space.knobIndex("gemv"); g >= 0 && w.m == 1 && gemvHalfWidth(space) > 0) {
-    const int64_t half = gemvHalfWidth(space);
-    Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8},
-                                       {"gemv_k", splitsWideVectors(hostCpu()) ? 2 * half : half}});
+    Candidate c = m1Gemv(space, true);
     if (c.empty() || c == matmulDefault(space, w)) return {};
     return {c};
   }

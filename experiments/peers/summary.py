@@ -27,7 +27,7 @@ def ts(s):
 # seconds, taken at the end of the second: never earlier than the truth), Optuna's from its
 # own clock, MetaSchedule's spread evenly over its wall time (its records carry no time; labelled).
 curves, walls, stamps = {}, {}, {}
-MS = "TVM MetaSchedule (its harness)"
+MS, TPE = "TVM MetaSchedule (its harness)", "optuna TPE (Sextant's knobs)"
 for s in seeds:
     for st, label in (("glimpse", "sextant default (glimpse + pretrained)"),
                       ("cold", "sextant glimpse, no pretrained model"), ("sa", "cold annealing (sa)")):
@@ -44,9 +44,9 @@ for s in seeds:
     js = os.path.join(tmp, f"optuna-{s}.json")
     if os.path.exists(js):
         d = json.load(open(js))
-        curves.setdefault("optuna TPE (Sextant's knobs)", []).append([c["gflops"] for c in d["curve"]])
-        walls.setdefault("optuna TPE (Sextant's knobs)", []).append(d["curve"][-1]["wall_s"] if d["curve"] else 0)
-        stamps.setdefault("optuna TPE (Sextant's knobs)", []).append([c["wall_s"] for c in d["curve"]])
+        curves.setdefault(TPE, []).append([c["gflops"] for c in d["curve"]])
+        walls.setdefault(TPE, []).append(d["curve"][-1]["wall_s"] if d["curve"] else 0)
+        stamps.setdefault(TPE, []).append([c["wall_s"] for c in d["curve"]])
     js = os.path.join(tmp, f"ms-{s}.json")
     if os.path.exists(js):
         d = json.load(open(js))
