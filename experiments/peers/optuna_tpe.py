@@ -13,7 +13,7 @@ constraint "GEMV: GEMM knobs at their first values, ..."). TPE is given that str
 as an Optuna user writes a conditional space. Without it, nearly every independent proposal broke the
 constraint: 16x4096x11008 NT got no measurement in 18 minutes (2026-11-28).
 
-Usage: optuna_tpe.py --tune build/tools/tune --shape 1024x1024x1024 --layout NN --measurements 64
+Usage: optuna_tpe.py --tune build/tools/tune [--op gemm|conv2d] --shape 1024x1024x1024 --layout NN --measurements 64
                      --seed 1 --db runs/optuna-1.db --out runs/optuna-1.json
 Output (JSON): the measured trials in order (GFLOP/s, best so far, wall seconds since the start).
 """
@@ -33,6 +33,7 @@ except ImportError:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tune", required=True)
+    ap.add_argument("--op", default="gemm", help="gemm or conv2d (a benchdnn descriptor as --shape)")
     ap.add_argument("--shape", required=True)
     ap.add_argument("--layout", default="NN")
     ap.add_argument("--measurements", type=int, default=64)
@@ -41,7 +42,7 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
-    base = [a.tune, "--op", "gemm", "--shape", a.shape, "--layout", a.layout, "--db", a.db]
+    base = [a.tune, "--op", a.op, "--shape", a.shape, "--layout", a.layout, "--db", a.db]
     space = json.loads(subprocess.run(base + ["--print-space"], check=True, capture_output=True, text=True).stdout)
     knobs = [(k["name"], k["values"]) for k in space["knobs"]]
     t0 = time.monotonic()
@@ -88,7 +89,7 @@ def main():
         study.optimize(objective, n_trials=1)
         proposals += 1
     top = max(curve, key=lambda c: c["gflops"]) if curve else None
-    json.dump({"method": "optuna-tpe", "optuna": optuna.__version__, "shape": a.shape, "layout": a.layout,
+    json.dump({"method": "optuna-tpe", "optuna": optuna.__version__, "op": a.op, "shape": a.shape, "layout": a.layout,
                "seed": a.seed, "space": space["space"], "proposals": proposals, "curve": curve,
                "best_gflops": best, "best_knobs": top["knobs"] if top else None}, open(a.out, "w"), indent=1)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #34: TVM MetaSchedule on one f32 GEMM, one live run (its default: evolutionary search,
+"""Issue #34: TVM MetaSchedule on one f32 GEMM or 2-D convolution, one live run (its default: evolutionary search,
 XGBoost cost model, post-order-apply space), LLVM CPU target with this CPU's -mcpu and one core.
 
 Its LocalRunner times with a cache flush of every argument but the first (EvaluatorConfig
@@ -8,11 +8,17 @@ order of the measurements), give the best-so-far curve. The
 winner is then re-timed here (time_evaluator, cache flush, 20 repetitions, median) and checked
 against numpy: that figure, not the tuner's own, is the one to compare.
 
-Usage: tvm_metaschedule.py --shape 1024x1024x1024 --layout NN --trials 64 --seed 1 --mcpu znver5
-                           --out runs/ms-1.json
+A convolution (--op conv2d) takes Sextant's benchdnn descriptor (mb1ic64ih56oc64kh3ph1; defaults as
+benchdnn's: iw = ih, kw = kh, stride 1, pad 0, dilation 0 = none) and is TVM's own conv2d_nhwc (NHWC
+input and output, HWIO filter: Sextant's NHWC / HWCF), groups 1. The filter stays in HWIO as
+Sextant's measurement reads it (no layout rewrite: tune_tir is given no layout-free buffers).
+
+Usage: tvm_metaschedule.py [--op gemm|conv2d] --shape 1024x1024x1024 --layout NN --trials 64 --seed 1
+                           --mcpu znver5 --out runs/ms-1.json
 """
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -41,8 +47,49 @@ def gemm(m, n, k, layout):
     return te.create_prim_func([a, b, c]).with_attr("global_symbol", "main")
 
 
+def conv_desc(text):
+    """benchdnn's problem descriptor: the fields Sextant's --op conv2d reads, with their defaults."""
+    f = {k: int(v) for k, v in re.findall(r"(mb|ic|oc|ih|iw|oh|ow|kh|kw|sh|sw|ph|pw|dh|dw|g)(\d+)", text.replace("_", ""))}
+    if not {"ic", "oc", "ih", "kh"} <= f.keys():
+        sys.exit(f"tvm_metaschedule: '{text}' is not a conv descriptor (needs ic, oc, ih and kh)")
+    if f.get("g", 1) != 1:
+        sys.exit("tvm_metaschedule: grouped convolutions are not compared here (groups 1 only)")
+    d = {"mb": f.get("mb", 1), "ic": f["ic"], "oc": f["oc"], "ih": f["ih"], "iw": f.get("iw", f["ih"]), "kh": f["kh"]}
+    d["kw"] = f.get("kw", d["kh"])
+    d["sh"] = f.get("sh", 1)
+    d["sw"] = f.get("sw", d["sh"])
+    d["ph"] = f.get("ph", 0)
+    d["pw"] = f.get("pw", d["ph"])
+    d["dh"] = f.get("dh", 0)
+    d["dw"] = f.get("dw", d["dh"])
+    d["oh"] = (d["ih"] + 2 * d["ph"] - ((d["kh"] - 1) * (d["dh"] + 1) + 1)) // d["sh"] + 1
+    d["ow"] = (d["iw"] + 2 * d["pw"] - ((d["kw"] - 1) * (d["dw"] + 1) + 1)) // d["sw"] + 1
+    return d
+
+
+def conv2d(d):
+    from tvm import topi
+    x = te.placeholder((d["mb"], d["ih"], d["iw"], d["ic"]), "float32", name="I")
+    w = te.placeholder((d["kh"], d["kw"], d["ic"], d["oc"]), "float32", name="W")
+    y = topi.nn.conv2d_nhwc(x, w, (d["sh"], d["sw"]), (d["ph"], d["pw"]), (d["dh"] + 1, d["dw"] + 1))
+    return te.create_prim_func([x, w, y]).with_attr("global_symbol", "main")
+
+
+def conv_ref(xn, wn, d):
+    """numpy: the NHWC / HWIO convolution, one filter tap at a time."""
+    xp = np.pad(xn, ((0, 0), (d["ph"], d["ph"]), (d["pw"], d["pw"]), (0, 0)))
+    out = np.zeros((d["mb"], d["oh"], d["ow"], d["oc"]), np.float64)
+    for i in range(d["kh"]):
+        for j in range(d["kw"]):
+            r0, c0 = i * (d["dh"] + 1), j * (d["dw"] + 1)
+            tap = xp[:, r0:r0 + d["sh"] * (d["oh"] - 1) + 1:d["sh"], c0:c0 + d["sw"] * (d["ow"] - 1) + 1:d["sw"], :]
+            out += np.tensordot(tap, wn[i, j], axes=([3], [0]))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--op", default="gemm", choices=["gemm", "conv2d"])
     ap.add_argument("--shape", required=True)
     ap.add_argument("--layout", default="NN")
     ap.add_argument("--trials", type=int, default=64)
@@ -50,10 +97,16 @@ def main():
     ap.add_argument("--mcpu", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    m, n, k = (int(x) for x in a.shape.split("x"))
-    flops = 2.0 * m * n * k
+    if a.op == "conv2d":
+        d = conv_desc(a.shape)
+        flops = 2.0 * d["mb"] * d["oh"] * d["ow"] * d["oc"] * d["ic"] * d["kh"] * d["kw"]
+        func = conv2d(d)
+    else:
+        m, n, k = (int(x) for x in a.shape.split("x"))
+        flops = 2.0 * m * n * k
+        func = gemm(m, n, k, a.layout)
     target = tvm.target.Target({"kind": "llvm", "mcpu": a.mcpu, "num-cores": 1})
-    mod = tvm.IRModule({"main": gemm(m, n, k, a.layout)})
+    mod = tvm.IRModule({"main": func})
     runner = ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
         number=3, repeat=1, min_repeat_ms=100, enable_cpu_cache_flush=True))
     t0 = time.monotonic()
@@ -74,18 +127,25 @@ def main():
         lib = tvm.compile(sch.mod, target=target)
         lib = lib.mod if hasattr(lib, "mod") else lib  # an Executable in TVM 0.27: its runtime module
     rng = np.random.default_rng(42)
-    sa = (k, m) if a.layout == "TN" else (m, k)
-    sb = (n, k) if a.layout == "NT" else (k, n)
+    if a.op == "conv2d":
+        sa, sb, sc = (d["mb"], d["ih"], d["iw"], d["ic"]), (d["kh"], d["kw"], d["ic"], d["oc"]), (d["mb"], d["oh"], d["ow"], d["oc"])
+    else:
+        sa = (k, m) if a.layout == "TN" else (m, k)
+        sb = (n, k) if a.layout == "NT" else (k, n)
+        sc = (m, n)
     an, bn = rng.standard_normal(sa, dtype=np.float32), rng.standard_normal(sb, dtype=np.float32)
     dev = tvm.cpu(0)
-    ta, tb, tc = tvm.runtime.tensor(an, dev), tvm.runtime.tensor(bn, dev), tvm.runtime.tensor(np.zeros((m, n), np.float32), dev)
+    ta, tb, tc = tvm.runtime.tensor(an, dev), tvm.runtime.tensor(bn, dev), tvm.runtime.tensor(np.zeros(sc, np.float32), dev)
     lib["main"](ta, tb, tc)
-    want = (an.T if a.layout == "TN" else an) @ (bn.T if a.layout == "NT" else bn)
+    if a.op == "conv2d":
+        want = conv_ref(an, bn, d)
+    else:
+        want = (an.T if a.layout == "TN" else an) @ (bn.T if a.layout == "NT" else bn)
     err = float(np.max(np.abs(tc.numpy() - want)))
     ev = lib.time_evaluator("main", dev, number=1, repeat=20, f_preproc="cache_flush_cpu_non_first_arg")
     times = sorted(ev(ta, tb, tc).results)
     median = times[len(times) // 2]
-    json.dump({"method": "tvm-metaschedule", "tvm": tvm.__version__, "shape": a.shape, "layout": a.layout,
+    json.dump({"method": "tvm-metaschedule", "tvm": tvm.__version__, "op": a.op, "shape": a.shape, "layout": a.layout,
                "seed": a.seed, "mcpu": a.mcpu, "trials": a.trials, "tune_wall_s": round(tune_s, 1), "curve": curve,
                "best_gflops_in_tuning": best, "winner_retimed_gflops": flops / median / 1e9,
                "winner_max_abs_err": err}, open(a.out, "w"), indent=1)
