@@ -8,8 +8,9 @@ order of the measurements), give the best-so-far curve. The
 winner is then re-timed here (time_evaluator, cache flush, 20 repetitions, median) and checked
 against numpy: that figure, not the tuner's own, is the one to compare.
 
-A convolution (--op conv2d) takes Sextant's benchdnn descriptor (mb1ic64ih56oc64kh3ph1; defaults as
-benchdnn's: iw = ih, kw = kh, stride 1, pad 0, dilation 0 = none) and is TVM's own conv2d_nhwc (NHWC
+A convolution (--op conv2d) takes the canonical descriptor Sextant's parser writes (the workload of
+`tune --op conv2d --shape X --print-space`: mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0,
+dilation 0 = none) and is TVM's own conv2d_nhwc (NHWC
 input and output, HWIO filter: Sextant's NHWC / HWCF), groups 1. The filter stays in HWIO as
 Sextant's measurement reads it (no layout rewrite: tune_tir is given no layout-free buffers).
 
@@ -48,22 +49,16 @@ def gemm(m, n, k, layout):
 
 
 def conv_desc(text):
-    """benchdnn's problem descriptor: the fields Sextant's --op conv2d reads, with their defaults."""
-    f = {k: int(v) for k, v in re.findall(r"(mb|ic|oc|ih|iw|oh|ow|kh|kw|sh|sw|ph|pw|dh|dw|g)(\d+)", text.replace("_", ""))}
-    if not {"ic", "oc", "ih", "kh"} <= f.keys():
-        sys.exit(f"tvm_metaschedule: '{text}' is not a conv descriptor (needs ic, oc, ih and kh)")
-    if f.get("g", 1) != 1:
+    """The canonical conv descriptor Sextant's own parser writes (the workload of `tune --op conv2d
+    --shape X --print-space`: every field explicit, benchdnn's defaults filled in, oh / ow computed),
+    so that MetaSchedule tunes exactly the convolution Sextant does."""
+    names = ("mb", "ic", "ih", "iw", "oc", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
+    d = {k: int(v) for k, v in re.findall(r"(mb|ic|ih|iw|oc|oh|ow|kh|kw|sh|sw|ph|pw|dh|dw|g)(\d+)", text)}
+    if not set(names) <= d.keys():
+        sys.exit(f"tvm_metaschedule: '{text}' is not a canonical conv descriptor (take it from the workload of "
+                 "`tune --op conv2d --shape X --print-space`)")
+    if d.get("g", 1) != 1:
         sys.exit("tvm_metaschedule: grouped convolutions are not compared here (groups 1 only)")
-    d = {"mb": f.get("mb", 1), "ic": f["ic"], "oc": f["oc"], "ih": f["ih"], "iw": f.get("iw", f["ih"]), "kh": f["kh"]}
-    d["kw"] = f.get("kw", d["kh"])
-    d["sh"] = f.get("sh", 1)
-    d["sw"] = f.get("sw", d["sh"])
-    d["ph"] = f.get("ph", 0)
-    d["pw"] = f.get("pw", d["ph"])
-    d["dh"] = f.get("dh", 0)
-    d["dw"] = f.get("dw", d["dh"])
-    d["oh"] = (d["ih"] + 2 * d["ph"] - ((d["kh"] - 1) * (d["dh"] + 1) + 1)) // d["sh"] + 1
-    d["ow"] = (d["iw"] + 2 * d["pw"] - ((d["kw"] - 1) * (d["dw"] + 1) + 1)) // d["sw"] + 1
     return d
 
 
