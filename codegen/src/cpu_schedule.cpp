@@ -47,7 +47,12 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // 6, 12, 14: the row counts that fill 32 AVX-512 registers (6 x 4 vectors, 12-14 x 2) or 16 AVX2
   // ones (6 x 2); they divide no power-of-two tile, so the register loop over M is peeled (full
   // tiles, then a masked remainder).
-  knobs.push_back({"reg_m", {1, 2, 4, 6, 8, 12, 14, 16}, "rows of the register tile (a remainder that tile_m leaves is peeled)"});
+  // 7 only where it divides M (issue #31): the 7x7-pixel 1x1 convolutions of CNNs are M = 49
+  // GEMMs, whose one M block of 49 rows 7 register tiles of 7 cover without a remainder; other
+  // shapes keep the space (and fingerprint) they had.
+  std::vector<int64_t> reg_m = {1, 2, 4, 6, 8, 12, 14, 16};
+  if (w.m % 7 == 0) reg_m.insert(reg_m.begin() + 4, 7);
+  knobs.push_back({"reg_m", reg_m, "rows of the register tile (a remainder that tile_m leaves is peeled)"});
   knobs.push_back({"reg_n", reg_n, "columns of the register tile (multiples of the vector width)"});
   knobs.push_back({"unroll_k", {1, 2, 4, 8}, "K steps per micro-kernel iteration (unrolled FMAs)"});
   knobs.push_back({"reg_loop_order", {0, 1}, "0: register tiles row-major (m outer), 1: n outer"});

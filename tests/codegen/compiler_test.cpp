@@ -1,4 +1,5 @@
 // Real MLIR compilation of CPU candidates (in process: these schedules are known to be safe).
+#include <algorithm>
 #include <cstdio>
 #include <dlfcn.h>
 #include <filesystem>
@@ -328,6 +329,31 @@ TEST(Compiler, PeeledTilesWithCopiedAccumulatorsLoadAndVerify) {
       EXPECT_NE(script.find("transform.loop.peel"), std::string::npos) << name;
       expectCompilesAndVerifies(w, script, name, "peel-copy.so");
     }
+  }
+}
+
+// Issue #31: register tiles of 7 rows where 7 divides M (the M = 49 GEMMs of 7x7-pixel 1x1
+// convolutions): over a block of 49 rows (seven whole tiles, no peel) and over blocks of 8 rows
+// (a 7-row tile and a peeled row); other shapes are not offered 7.
+TEST(Compiler, SevenRowRegisterTilesCompileAndVerify) {
+  GemmWorkload odd;
+  odd.m = 48, odd.n = 64, odd.k = 32;
+  const auto& rm = buildCpuGemmSpace(odd, hostCpu(), 1).knobs()[3];
+  ASSERT_EQ(rm.name, "reg_m");
+  EXPECT_EQ(std::count(rm.values.begin(), rm.values.end(), 7), 0);
+  for (int64_t m : {49, 56}) {
+    GemmWorkload w;
+    w.m = m, w.n = 64, w.k = 64;
+    Space s = buildCpuGemmSpace(w, hostCpu(), 1);
+    auto found = candidateOf(s, {{"tile_m", m == 49 ? 49 : 8}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 7}, {"reg_n", 32},
+                                 {"unroll_k", 4}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}},
+                             1);
+    ASSERT_TRUE(found) << m;
+    const std::string name = s.keyOf(*found);
+    ASSERT_EQ(s.values(*found)[3], 7) << name;
+    const std::string script = emitCpuGemmSchedule(w, s, *found);
+    EXPECT_EQ(script.find("transform.loop.peel") != std::string::npos, m == 56) << name;
+    expectCompilesAndVerifies(w, script, name, "seven-rows.so");
   }
 }
 
