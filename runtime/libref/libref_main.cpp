@@ -181,7 +181,7 @@ int probe() {
   // Its primitives (issue #31): matmul (the batched matmul's reference; for GEMMs another
   // contender) and convolution (the only contender for conv2d).
   for (auto [config, routine] : {std::pair<const char*, const char*>{"matmul", "matmul primitive"},
-                                 {"conv", "convolution primitive"}}) {
+                                 {"conv", "convolution primitive, its reordered weights evicted before each call"}}) {
     if (!d.h)
       out.push_back(entry("onednn", config, false, "libdnnl.so.2 not found (Debian: libdnnl-dev)", "", "", ""));
     else if (!libref::onednnPrimitivesBuilt())

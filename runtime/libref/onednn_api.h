@@ -28,6 +28,8 @@ struct DnnlApi {
   decltype(&dnnl_primitive_create) prim_create = nullptr;
   decltype(&dnnl_memory_create) mem_create = nullptr;
   decltype(&dnnl_memory_set_data_handle) mem_set = nullptr;
+  decltype(&dnnl_memory_get_data_handle) mem_get = nullptr;
+  decltype(&dnnl_memory_desc_get_size) md_size = nullptr;
   decltype(&dnnl_primitive_execute) execute = nullptr;
   decltype(&dnnl_stream_wait) stream_wait = nullptr;
 
@@ -52,6 +54,8 @@ struct DnnlApi {
     get(prim_create, "dnnl_primitive_create");
     get(mem_create, "dnnl_memory_create");
     get(mem_set, "dnnl_memory_set_data_handle");
+    get(mem_get, "dnnl_memory_get_data_handle");
+    get(md_size, "dnnl_memory_desc_get_size");
     get(execute, "dnnl_primitive_execute");
     get(stream_wait, "dnnl_stream_wait");
     return all;

@@ -1,8 +1,12 @@
 // oneDNN's convolution primitive for a conv2d workload (issue #31): src and dst NHWC or NCHW as the
 // workload stores them, the weights in the layout oneDNN prefers (format any), reordered from the
 // workload's HWCF (depthwise: HWC) once, outside the timed calls, as an inference engine holds its
-// weights.
+// weights. The reordered copy is evicted from the caches with the operands before each timed call
+// (evictWithOperands), as the tuned kernels' weights are: a network reads a layer's weights once
+// per pass, long after other layers have pushed them out.
 #include <memory>
+
+#include "sextant/runtime/cpu_runner.h"
 
 #include "onednn_api.h"
 #include "onednn_primitives.h"
@@ -16,6 +20,9 @@ struct ConvState {
   dnnl_primitive_t conv = nullptr, reorder = nullptr;
   dnnl_memory_t src = nullptr, user_w = nullptr, w = nullptr, dst = nullptr;
   const float* reordered_from = nullptr;  // the user weights the reordered copy holds
+  size_t w_bytes = 0;                     // the size of the reordered copy
+  void* evicted = nullptr;                // the reordered copy, once evictWithOperands was told of it
+  ~ConvState() { forgetEvicted(evicted); }
 };
 }  // namespace
 
@@ -67,6 +74,7 @@ OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
     out.error = "oneDNN could not reorder the weights of " + wl.key();
     return out;
   }
+  st->w_bytes = api.md_size(wmd);
   out.impl = s.implOf(pd);
   out.kernel = [st](const float* a, const float* b, float* c) {
     const DnnlApi& api = st->s.api;
@@ -74,6 +82,7 @@ OnednnKernel makeOnednnConv(void* dnnl, const GemmWorkload& wl) {
       api.mem_set(st->user_w, const_cast<float*>(b));
       st->s.run(st->reorder, {{DNNL_ARG_FROM, st->user_w}, {DNNL_ARG_TO, st->w}});
       st->reordered_from = b;
+      if (!st->evicted && api.mem_get(st->w, &st->evicted) == dnnl_success) evictWithOperands(st->evicted, st->w_bytes);
     }
     api.mem_set(st->src, const_cast<float*>(a));
     api.mem_set(st->dst, c);

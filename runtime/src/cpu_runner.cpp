@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <utility>
+#include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -60,6 +62,30 @@ Buffer alignedCopy(const std::vector<float>& v) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<std::pair<const char*, size_t>>& extraEvicted() {
+  static std::vector<std::pair<const char*, size_t>> extra;
+  return extra;
+}
+
+}  // namespace
+
+void evictWithOperands(const void* data, size_t bytes) {
+  if (data && bytes) extraEvicted().push_back({static_cast<const char*>(data), bytes});
+}
+
+void forgetEvicted(const void* data) {
+  auto& e = extraEvicted();
+  e.erase(std::remove_if(e.begin(), e.end(), [data](const auto& r) { return r.first == data; }), e.end());
+}
+
+size_t alsoEvictedBytes() {
+  size_t n = 0;
+  for (const auto& e : extraEvicted()) n += e.second;
+  return n;
+}
 
 namespace {
 
@@ -125,10 +151,12 @@ class Bench {
 #if defined(__x86_64__)
     if (use_clflush_) {
       const GemmWorkload& w = p_.workload();
-      for (auto [ptr, bytes] :
-           {std::pair<const char*, size_t>{reinterpret_cast<const char*>(a_.get()), p_.a().size() * sizeof(float)},
-            {reinterpret_cast<const char*>(b_.get()), p_.b().size() * sizeof(float)},
-            {reinterpret_cast<const char*>(c_.get()), size_t(w.cElements()) * sizeof(float)}})
+      std::vector<std::pair<const char*, size_t>> ranges = {
+          {reinterpret_cast<const char*>(a_.get()), p_.a().size() * sizeof(float)},
+          {reinterpret_cast<const char*>(b_.get()), p_.b().size() * sizeof(float)},
+          {reinterpret_cast<const char*>(c_.get()), size_t(w.cElements()) * sizeof(float)}};
+      ranges.insert(ranges.end(), extraEvicted().begin(), extraEvicted().end());
+      for (auto [ptr, bytes] : ranges)
         for (size_t off = 0; off < bytes; off += 64) _mm_clflush(ptr + off);
       _mm_mfence();
       return;
@@ -158,6 +186,7 @@ std::string measureKernelHere(const GemmProblem& p, const KernelFn& kernel, cons
     total += times.back();
   }
   out["times"] = times;
+  if (o.flush_cache && alsoEvictedBytes()) out["also_evicted_bytes"] = alsoEvictedBytes();
   return out.dump();
 }
 
@@ -191,6 +220,7 @@ std::string measurePairHere(const GemmProblem& p, const KernelFn& first, const K
     total1 += t1.back(), total2 += t2.back();
   }
   one["times"] = t1, two["times"] = t2;
+  if (o.flush_cache && alsoEvictedBytes()) one["also_evicted_bytes"] = two["also_evicted_bytes"] = alsoEvictedBytes();
   return nlohmann::json{{"first", one}, {"second", two}}.dump();
 }
 
@@ -215,6 +245,7 @@ Measurement measurementFromJson(const nlohmann::json& j, const GemmWorkload& w) 
     return m;
   }
   m.status = MeasureStatus::Ok;
+  m.also_evicted_bytes = j.value("also_evicted_bytes", size_t(0));
   m.times_s = j["times"].get<std::vector<double>>();
   summarize(m.times_s, m.median_s, m.cv);
   m.gflops = m.median_s > 0 ? w.flops() / m.median_s / 1e9 : 0;

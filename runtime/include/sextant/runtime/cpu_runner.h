@@ -42,6 +42,7 @@ struct Measurement {
   double cv = 0;                // coefficient of variation of the repetitions
   double max_abs_err = 0;
   double gflops = 0;            // from the median
+  size_t also_evicted_bytes = 0;  // memory besides A, B, C evicted before each call (evictWithOperands)
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 
@@ -103,6 +104,19 @@ struct ChildOutcome;
 Measurement measurementFromChild(const ChildOutcome& co, const GemmWorkload& w);
 // A measuring child's outcome of measurePairHere: {first, second} (a failed child fails both).
 std::pair<Measurement, Measurement> pairFromChild(const ChildOutcome& co, const GemmWorkload& w);
+
+// Memory a kernel reads besides A, B and C that stays across calls: a library's own copy of the
+// weights in its layout (oneDNN's reordered convolution weights, made once as an inference engine
+// does). Registered by the kernel (on its first, verified call), it is evicted with the operands
+// before each timed call of this process, so that every contender starts each call from the same
+// cold caches (a 2-9 MB weight copy left in L2/L3 made oneDNN look up to 1.4x faster on the
+// 7x7-pixel layers than the same data read from memory). Measurements report the bytes as
+// "also_evicted_bytes".
+void evictWithOperands(const void* data, size_t bytes);
+// The memory goes away (its owner's destructor): no longer evicted.
+void forgetEvicted(const void* data);
+// Bytes registered with evictWithOperands in this process so far.
+size_t alsoEvictedBytes();
 
 // Median and coefficient of variation of a sample.
 void summarize(const std::vector<double>& times, double& median, double& cv);
