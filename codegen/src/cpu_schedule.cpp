@@ -51,7 +51,7 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // GEMMs, whose one M block of 49 rows 7 register tiles of 7 cover without a remainder; other
   // shapes keep the space (and fingerprint) they had.
   std::vector<int64_t> reg_m = {1, 2, 4, 6, 8, 12, 14, 16};
-  if (w.m % 7 == 0) reg_m.insert(reg_m.begin() + 4, 7);
+  if (w.m % 7 == 0) reg_m.insert(std::lower_bound(reg_m.begin(), reg_m.end(), 7), 7);
   knobs.push_back({"reg_m", reg_m, "rows of the register tile (a remainder that tile_m leaves is peeled)"});
   knobs.push_back({"reg_n", reg_n, "columns of the register tile (multiples of the vector width)"});
   knobs.push_back({"unroll_k", {1, 2, 4, 8}, "K steps per micro-kernel iteration (unrolled FMAs)"});

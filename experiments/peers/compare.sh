@@ -39,10 +39,6 @@ scripts/build.sh >/dev/null
 experiments/peers/setup_venv.sh | tee "$tmp/peers.txt" >&2
 py=$venv/bin/python
 mcpu=$($tune hw show cpu | sed -n 's/^  LLVM CPU *//p')
-# MetaSchedule's convolution: the canonical descriptor of Sextant's own parser (every field explicit).
-msshape=$shape
-[ $op = conv2d ] && msshape=$($tune --op conv2d --shape "$shape" --print-space |
-  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["workload"].split(":")[2])')
 stamp() { date -u +%s.%N; }
 for s in $seeds; do
   for cfg in $configs; do
@@ -61,8 +57,8 @@ for s in $seeds; do
   fi
   if grep -q "peers: apache-tvm" "$tmp/peers.txt"; then
     echo "== metaschedule seed $s: $(date -u +%T)" >&2
-    $py experiments/peers/tvm_metaschedule.py --op $op --shape "$msshape" --layout "$layout" --trials "$trials" --seed "$s" \
-      --mcpu "$mcpu" --out "$tmp/ms-$s.json" 2> "$tmp/ms-$s.log" || echo "metaschedule seed $s failed: $(tail -1 "$tmp/ms-$s.log")" >&2
+    $py experiments/peers/tvm_metaschedule.py --op $op --shape "$shape" --layout "$layout" --trials "$trials" --seed "$s" \
+      --mcpu "$mcpu" --tune "$tune" --out "$tmp/ms-$s.json" 2> "$tmp/ms-$s.log" || echo "metaschedule seed $s failed: $(tail -1 "$tmp/ms-$s.log")" >&2
   fi
 done
 # Winners side by side, interleaved, one database; the libraries from tune's own final comparison.

@@ -20,12 +20,9 @@ scripts/build.sh >/dev/null
 experiments/peers/setup_venv.sh | tee /dev/stderr | grep -q "peers: apache-tvm" ||
   { echo "ms_long: apache-tvm is not installed here (see above): nothing to run" >&2; exit 3; }
 mcpu=$(build/tools/tune hw show cpu | sed -n 's/^  LLVM CPU *//p')
-msshape=$shape
-[ $op = conv2d ] && msshape=$(build/tools/tune --op conv2d --shape "$shape" --print-space |
-  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["workload"].split(":")[2])')
 echo "== metaschedule $shape $layout, $trials trials, seed $seed: $(date -u +%T)" >&2
-experiments/peers/.venv/bin/python experiments/peers/tvm_metaschedule.py --op $op --shape "$msshape" --layout "$layout" \
-  --trials "$trials" --seed "$seed" --mcpu "$mcpu" --out "$out.json"
+experiments/peers/.venv/bin/python experiments/peers/tvm_metaschedule.py --op $op --shape "$shape" --layout "$layout" \
+  --tune build/tools/tune --trials "$trials" --seed "$seed" --mcpu "$mcpu" --out "$out.json"
 machine="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (LLVM $mcpu), $(nproc) vCPUs, 1 thread; $(date -u +%Y-%m-%d)"
 /usr/bin/python3 - "$out.json" "$peers" "$machine" "experiments/peers/ms_long.sh $*" > "$out.txt" <<'EOF'
 import json, statistics, sys

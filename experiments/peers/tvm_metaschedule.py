@@ -13,18 +13,20 @@ order of the measurements), give the best-so-far curve. The
 winner is then re-timed here (time_evaluator, cache flush, 20 repetitions, median) and checked
 against numpy: that figure, not the tuner's own, is the one to compare.
 
-A convolution (--op conv2d) takes the canonical descriptor Sextant's parser writes (the workload of
-`tune --op conv2d --shape X --print-space`: mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0,
-dilation 0 = none) and is TVM's own conv2d_nhwc (NHWC
+A convolution (--op conv2d) takes a benchdnn descriptor (mb1ic64ih56oc64kh3ph1) and reads its
+dimensions from Sextant's own parser (the workload of `tune --op conv2d --shape X --print-space`,
+every field explicit: mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0, dilation 0 = none), so
+that MetaSchedule tunes exactly the convolution Sextant does; it is TVM's own conv2d_nhwc (NHWC
 input and output, HWIO filter: Sextant's NHWC / HWCF), groups 1. The filter stays in HWIO as
 Sextant's measurement reads it (no layout rewrite: tune_tir is given no layout-free buffers).
 
 Usage: tvm_metaschedule.py [--op gemm|conv2d] --shape 1024x1024x1024 --layout NN --trials 64 --seed 1
-                           --mcpu znver5 --out runs/ms-1.json
+                           --mcpu znver5 --out runs/ms-1.json [--tune build/tools/tune]
 """
 import argparse
 import json
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,15 +55,17 @@ def gemm(m, n, k, layout):
     return te.create_prim_func([a, b, c]).with_attr("global_symbol", "main")
 
 
-def conv_desc(text):
-    """The canonical conv descriptor Sextant's own parser writes (the workload of `tune --op conv2d
-    --shape X --print-space`: every field explicit, benchdnn's defaults filled in, oh / ow computed),
-    so that MetaSchedule tunes exactly the convolution Sextant does."""
-    names = ("mb", "ic", "ih", "iw", "oc", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
-    d = {k: int(v) for k, v in re.findall(r"(mb|ic|ih|iw|oc|oh|ow|kh|kw|sh|sw|ph|pw|dh|dw|g)(\d+)", text)}
-    if not set(names) <= d.keys():
-        sys.exit(f"tvm_metaschedule: '{text}' is not a canonical conv descriptor (take it from the workload of "
-                 "`tune --op conv2d --shape X --print-space`)")
+def conv_desc(text, tune):
+    """The convolution as Sextant's own parser reads the descriptor (the workload of `tune --op conv2d
+    --shape X --print-space`: every field explicit, benchdnn's defaults filled in, oh / ow computed)."""
+    try:
+        p = subprocess.run([tune, "--op", "conv2d", "--shape", text, "--print-space"], capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"tvm_metaschedule: cannot run {tune} ({e.strerror}): build first (scripts/build.sh) or pass --tune")
+    if p.returncode != 0:
+        sys.exit(f"tvm_metaschedule: {(p.stderr.strip() or tune + ' failed').splitlines()[-1]}")
+    canonical = json.loads(p.stdout)["workload"].split(":")[2]
+    d = {k: int(v) for k, v in re.findall(r"(mb|ic|ih|iw|oc|oh|ow|kh|kw|sh|sw|ph|pw|dh|dw|g)(\d+)", canonical)}
     if d.get("g", 1) != 1:
         sys.exit("tvm_metaschedule: grouped convolutions are not compared here (groups 1 only)")
     return d
@@ -96,9 +100,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mcpu", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--tune", default="build/tools/tune", help="conv2d: the tune whose parser reads the descriptor")
     a = ap.parse_args()
     if a.op == "conv2d":
-        d = conv_desc(a.shape)
+        d = conv_desc(a.shape, a.tune)
         flops = 2.0 * d["mb"] * d["oh"] * d["ow"] * d["oc"] * d["ic"] * d["kh"] * d["kw"]
         func = conv2d(d)
     else:

@@ -151,13 +151,13 @@ class Bench {
 #if defined(__x86_64__)
     if (use_clflush_) {
       const GemmWorkload& w = p_.workload();
-      std::vector<std::pair<const char*, size_t>> ranges = {
-          {reinterpret_cast<const char*>(a_.get()), p_.a().size() * sizeof(float)},
-          {reinterpret_cast<const char*>(b_.get()), p_.b().size() * sizeof(float)},
-          {reinterpret_cast<const char*>(c_.get()), size_t(w.cElements()) * sizeof(float)}};
-      ranges.insert(ranges.end(), extraEvicted().begin(), extraEvicted().end());
-      for (auto [ptr, bytes] : ranges)
-        for (size_t off = 0; off < bytes; off += 64) _mm_clflush(ptr + off);
+      auto flush = [](const void* p, size_t bytes) {
+        for (size_t off = 0; off < bytes; off += 64) _mm_clflush(static_cast<const char*>(p) + off);
+      };
+      flush(a_.get(), p_.a().size() * sizeof(float));
+      flush(b_.get(), p_.b().size() * sizeof(float));
+      flush(c_.get(), size_t(w.cElements()) * sizeof(float));
+      for (auto [ptr, bytes] : extraEvicted()) flush(ptr, bytes);
       _mm_mfence();
       return;
     }
