@@ -50,8 +50,17 @@ struct CompileArgs {
   std::string input_shapes;      // ONNX inputs: "x=1,3,224,224;..." (dynamic dimensions)
   bool fuse_epilogues = true;    // cpu: the ops' epilogues fused into their tiles (--no-epilogue-fusion)
   std::string vulkan_device;     // vulkan: compile for a described device (FILE[:N], tune hw show vulkan --json)
+  bool profile = false;          // cpu .so: time each op on every call (OUT.profile.json beside it)
 };
 int cmdCompile(const CompileArgs& a);
+// tune profile SO (tools/profile_command.cpp): a network compiled with --profile, called and timed
+// op by op.
+struct ProfileArgs {
+  std::string so, report = "text";
+  double min_time = 1.0;
+  int top = 25;
+};
+int cmdProfile(const ProfileArgs& a);
 // A module to compile: MLIR text, or an ONNX model (FILE.onnx) imported as MLIR.
 Result<std::string> moduleText(const std::string& path, const std::string& input_shapes);
 
@@ -67,6 +76,7 @@ struct ModelArgs {
   uint64_t seed = 1;
   double time_budget = 0, min_time = 0.1, model_min_time = 1.0;
   bool quiet = false;
+  bool profile = false;  // also compile the tuned network with a per-op clock and print where its time goes
   bool fuse_epilogues = true;  // (CompileArgs)
 };
 int cmdModel(const ModelArgs& a, const std::string& argv_json);

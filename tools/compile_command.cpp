@@ -294,6 +294,7 @@ int cmdCompile(const CompileArgs& a) {
   auto db = Database::open(a.db, /*create=*/false);
   if (!db) return fail(db.error());
   if (!a.vulkan_device.empty() && target->kind != TargetKind::Vulkan) return fail("--vulkan-device is for the vulkan target");
+  if (a.profile && target->isGpu()) return fail("--profile is for the cpu target");
   if (target->isGpu()) return compileForGpu(a, *target, *text, *ops, *db);
   return compileCpuModule(a, *target, *text, *ops, *db, /*untuned=*/false, /*print=*/true);
 }
@@ -356,13 +357,23 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
   auto lib = compileLibrary(entries, a);
   if (!lib) return fail(lib.error());
   const std::string& library = *lib;
-  CompileOutcome c = compileModuleCpu(text, library, a.out, 1, /*fuse_elementwise=*/true);
+  if (a.profile && (a.out.size() < 3 || a.out.compare(a.out.size() - 3, 3, ".so") != 0))
+    return fail("--profile writes a shared object (-o OUT.so): " + a.out + " is not one");
+  CompileOutcome c = compileModuleCpu(text, library, a.out, 1, /*fuse_elementwise=*/true, a.profile);
   if (!c.ok) return fail(a.input + ": compilation failed at " + c.stage + ": " + c.message.substr(0, 2000));
+  if (a.profile) {
+    auto sig = mlirSignature(text);
+    if (!sig) return fail(a.input + ": " + sig.error());
+    if (auto st = writeProfileSidecar(a.out, c.profiled_ops, *sig); !st) return fail(st.error());
+  }
 
   if (!print) return 0;
   printReport(report, 20, 24, 42, 22);
   if (ops.empty()) printf("(no GEMM-like ops found: compiled with the plain lowering)\n");
   printf("wrote %s (%s, compiled in %.2f s)\n", a.out.c_str(), target.key().c_str(), c.seconds);
+  if (a.profile)
+    printf("each of its %zu ops is timed on every call (described in %s): tune profile %s\n", c.profiled_ops.size(),
+           profileSidecar(a.out).c_str(), a.out.c_str());
   printf("'expected' is the GFLOP/s measured for the tuned schedule when it was recorded, not a measurement of this "
          "module.\n");
   return 0;

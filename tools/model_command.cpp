@@ -56,28 +56,6 @@ double latencyOf(const Task& t, double gflops) { return gflops > 0 ? t.w.flops()
 // Milliseconds, four significant digits.
 std::string ms(double s) { return std::isfinite(s) ? fmt("%.4g", s * 1e3) : std::string("-"); }
 
-// The model's arguments for measuring it: an ONNX model's inputs and outputs, or (MLIR) the memref
-// arguments of @forward (all filled with random values; outputs are overwritten).
-struct Signature {
-  std::vector<std::vector<int64_t>> inputs, outputs;
-};
-
-Result<Signature> mlirSignature(const std::string& text) {
-  std::smatch m;
-  if (!std::regex_search(text, m, std::regex(R"(func\.func\s+@forward\(([^)]*)\))")))
-    return Error{"the module has no func.func @forward to measure"};
-  Signature s;
-  const std::string args = m[1];
-  std::regex ty(R"(memref<((?:\d+x)*)f32>)");
-  for (auto it = std::sregex_iterator(args.begin(), args.end(), ty); it != std::sregex_iterator(); ++it) {
-    std::vector<int64_t> shape;
-    for (const std::string& d : split((*it)[1].str(), 'x'))
-      if (!d.empty()) shape.push_back(std::stoll(d));
-    s.inputs.push_back(shape);
-  }
-  return s;
-}
-
 // The latency this machine measured for a task's untuned default schedule (0: none yet).
 double defaultLatency(const std::vector<RecordRow>& recs, const Task& t, const std::string& machine) {
   const std::string def = t.space.keyOf(defaultCpuCandidate(t.space, t.w));
@@ -404,6 +382,23 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     default_est += t.state.weight * (t.default_s > 0 ? t.default_s : INFINITY);
   }
   const double est = estimatedLatency(states);
+  // --profile: the tuned network again, with a clock on each op (tune profile).
+  json profile;
+  std::string profiled_so;
+  if (a.profile) {
+    CompileArgs cp = ca;
+    cp.profile = true;
+    profiled_so = cp.out = (ca.out.size() > 3 && ca.out.compare(ca.out.size() - 3, 3, ".so") == 0
+                                ? ca.out.substr(0, ca.out.size() - 3) : ca.out) + ".profiled.so";
+    if (!a.quiet) fprintf(stderr, "profiling the tuned network op by op (%s)...\n", profiled_so.c_str());
+    {
+      MachineLock compiling(MachineLock::Mode::Compile);
+      if (int rc = compileCpuModule(cp, *target, text, *ops, *db, false, false); rc) return rc;
+    }
+    auto p = profileNetwork(profiled_so, a.model_min_time);
+    if (!p) return g_stop.load() ? interrupted() : fail("profiling the tuned network: " + p.error());
+    profile = *p;
+  }
 
   if (a.report == "json") {
     json jt = json::array();
@@ -425,6 +420,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
                                                  {"max_abs_expected", check_big},
                                                  {"ok", check_err >= 0 && check_err <= 1e-3 * check_big}}}, {"flops", flops}, {"fma_peak_gflops", peak.gflops},
                 {"fma_floor_s", peak.gflops > 0 ? flops / (peak.gflops * 1e9) : 0.0}, {"output", ca.out}};
+    if (a.profile) out["profile"] = profile;
     printf("%s\n", out.dump(2).c_str());
     return a.check.empty() || (check_err >= 0 && check_err <= 1e-3 * check_big) ? 0 : 1;
   }
@@ -448,6 +444,10 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
     printf("  check against %s.out*.f32: max abs error %.3g (largest |expected| %.3g): %s\n", a.check.c_str(), check_err,
            check_big, check_ok ? "ok (within 1e-3 of the largest output)" : "FAILED");
   printf("wrote %s (entry point _mlir_ciface_forward) and %s\n", ca.out.c_str(), untuned_so.c_str());
+  if (a.profile) {
+    printf("\nthe tuned network op by op (compiled again with a clock on each op: %s)\n", profiled_so.c_str());
+    printProfile(profile, 25);
+  }
   return a.check.empty() || check_ok ? 0 : 1;
 }
 

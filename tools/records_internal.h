@@ -3,6 +3,9 @@
 #pragma once
 
 #include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sextant/codegen/compiler.h"
@@ -46,5 +49,21 @@ struct CompileArgs;
 // (untuned: the default schedules) compiled to a.out; print: the per-op report. 0 or an exit code.
 int compileCpuModule(const CompileArgs& a, const Target& target, const std::string& text,
                      const std::vector<FoundOp>& ops, Database& db, bool untuned, bool print);
+
+// The model's arguments for measuring it: an ONNX model's inputs and outputs, or (MLIR) the memref
+// arguments of @forward (all filled with random values; outputs are overwritten).
+struct Signature {
+  std::vector<std::vector<int64_t>> inputs, outputs;
+};
+Result<Signature> mlirSignature(const std::string& text);
+
+// A profiled network (tools/profile_command.cpp). OUT.profile.json, written beside a shared object
+// compiled with --profile: its ops by clock id, and the arguments to call it with.
+std::string profileSidecar(const std::string& so_path);
+Status writeProfileSidecar(const std::string& so_path, const std::vector<ProfiledOp>& ops, const Signature& sig);
+// Runs a profiled network and prints (or, json, returns in `out`) each op's time, the kinds' sums
+// and the whole call's; min_time_s of timed calls.
+Result<nlohmann::json> profileNetwork(const std::string& so_path, double min_time_s);
+void printProfile(const nlohmann::json& p, int top);
 
 }  // namespace sextant::cli

@@ -289,9 +289,20 @@ int main(int argc, char** argv) {
   cmp->add_flag("!--no-epilogue-fusion", ca.fuse_epilogues,
                 "cpu: compute each op's bias, activation and residual add as a separate pass over its output "
                 "instead of on each of its tiles");
+  cmp->add_flag("--profile", ca.profile,
+                "cpu: time each op of the network on every call (OUT.profile.json describes them; tune profile OUT "
+                "prints where the time goes); the clock costs ~40 ns an op");
   cmp->add_flag("--allow-stale", ca.allow_stale,
                 "use tuned schedules measured with another LLVM major version, schema or generator (re-emitted "
                 "from their knobs), with a warning; without it such a workload gets the default schedule");
+
+  auto* prof = app.add_subcommand("profile", "call a network compiled with tune compile --profile and print where its "
+                                              "time goes, op by op and by kind of op");
+  ProfileArgs pa;
+  prof->add_option("so", pa.so, "the shared object (OUT.so, with OUT.so.profile.json beside it)")->required();
+  prof->add_option("--min-time", pa.min_time, "seconds of timed calls")->capture_default_str();
+  prof->add_option("--top", pa.top, "ops listed, the slowest first")->capture_default_str();
+  prof->add_option("--report", pa.report, "text or json (every op)")->capture_default_str();
 
   auto* impr = app.add_subcommand("import-results",
                                    "read a bundle's results (tune-runner) into the database as measured records");
@@ -392,6 +403,9 @@ int main(int argc, char** argv) {
   net->add_flag("!--no-epilogue-fusion", na.fuse_epilogues,
                 "compute each op's bias, activation and residual add as a separate pass over its output instead of "
                 "on each of its tiles");
+  net->add_flag("--profile", na.profile,
+                "after measuring, compile the tuned network again with a clock on each op and print where its time "
+                "goes (tune profile)");
   net->add_option("--emit-mlir", na.emit_mlir, "also write the imported module (MLIR, linalg on tensors)");
   net->add_option("--report", na.report, "text or json")->capture_default_str();
   net->add_flag("-q,--quiet", na.quiet, "no progress on stderr");
@@ -417,6 +431,10 @@ int main(int argc, char** argv) {
   }
   if (*worker) return cmdWorker(wa);
   if (*show) return cmdShow(show_db, show_machine);
+  if (*prof) {
+    if (pa.report != "text" && pa.report != "json") return fail("--report must be text or json");
+    return cmdProfile(pa);
+  }
   if (*bestc) return cmdBest(bw);
   if (*exp) return cli::cmdExport(ea);
   if (*imp) return cli::cmdImport(imp_file, imp_db);

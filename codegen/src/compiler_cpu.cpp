@@ -95,7 +95,7 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 }
 
 CompileOutcome compileModuleCpu(const std::string& payload, const std::string& schedule,
-                                const std::string& so_path, int threads, bool network) {
+                                const std::string& so_path, int threads, bool network, bool profile) {
   CompileOutcome out;
   Finisher finish{out};
   if (threads < 1) return finish("lower", "threads must be at least 1");
@@ -109,6 +109,10 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     if (mlir::failed(mlir::parsePassPipeline("func.func(linalg-fuse-elementwise-ops),cse", fuse)) ||
         mlir::failed(fuse.run(*payloadMod)))
       return finish("lower", "fusing elementwise ops: " + diags.text);
+  }
+  if (profile) {
+    if (std::string(SEXTANT_MODEL_PROFILE_OBJ).empty()) return finish("link", "this build has no profiling runtime");
+    out.profiled_ops = instrumentOps(*payloadMod);
   }
   if (!schedule.empty()) {
     auto schedMod = mlir::parseSourceString<mlir::ModuleOp>(schedule, ctx.get(), "schedule");
@@ -134,6 +138,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   // A kernel's own padding (a convolution's tensor.pad) vectorized in every compile; the rest of a
   // network only in networks.
   vectorizeElementwise(*payloadMod, threads, network);
+  if (profile) markEmptyClocks(*payloadMod, out.profiled_ops);
   // A prefetch distance asked for by the schedule (the CPU space's "prefetch" knob annotates the
   // GEMM's function).
   int64_t prefetch = 0;
@@ -201,6 +206,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   std::vector<std::string> link = {SEXTANT_LLD, "-shared", "--no-undefined-version", "-o", so_path, obj_path};
   if (threads > 1) link.push_back(SEXTANT_LIBOMP);  // DT_NEEDED: the runner dlopens with RTLD_LOCAL
   if (own_heap) link.push_back(SEXTANT_MODEL_ALLOC_OBJ);
+  if (profile) link.push_back(SEXTANT_MODEL_PROFILE_OBJ);
   // libm where the code calls it (a network's expf, erff): a C program that dlopens the object
   // may not have it loaded ("undefined symbol: expf").
   if (std::string(SEXTANT_LIBM).size() > 0) link.insert(link.end(), {"--as-needed", SEXTANT_LIBM});

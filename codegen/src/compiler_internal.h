@@ -152,6 +152,12 @@ void registerCpuPrefetchPass();
 // (a kernel's payload): only those.
 int vectorizeElementwise(mlir::ModuleOp m, int threads = 1, bool network = true);
 
+// compiler_cpu_profile.cpp: a call of __sextant_prof_begin(i) / __sextant_prof_end(i) around each
+// op that does work in the module's public functions (on tensors, before the schedules); the ops.
+std::vector<ProfiledOp> instrumentOps(mlir::ModuleOp m);
+// After the schedules: marks the ops whose clock now times nothing (fused into another op).
+void markEmptyClocks(mlir::ModuleOp m, std::vector<ProfiledOp>& ops);
+
 // compiler_cpu_conv_rows.cpp: the loops over a convolution's filter rows that the schedule marked
 // (sextant.filter_rows) skip the rows that fall on the input's zero padding; how many loops were
 // narrowed. After the schedule, before the pads are lowered. Also the pass

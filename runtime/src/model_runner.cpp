@@ -103,6 +103,13 @@ std::string runInChild(const ModelRunRequest& r, const std::string& outputs_path
       }
     }
   }
+  using ProfileReset = void (*)();
+  using ProfileRead = int64_t (*)(double*, int64_t*, int64_t);
+  auto reset = reinterpret_cast<ProfileReset>(dlsym(h, "sextant_profile_reset"));
+  auto read = reinterpret_cast<ProfileRead>(dlsym(h, "sextant_profile_read"));
+  if (r.profile && (!reset || !read))
+    return "error: the model has no per-op clock (compile it with --profile)";
+  if (r.profile) reset();
   std::vector<double> times;
   const auto start = std::chrono::steady_clock::now();
   while (int(times.size()) < r.min_calls ||
@@ -113,6 +120,14 @@ std::string runInChild(const ModelRunRequest& r, const std::string& outputs_path
     if (times.size() >= 100000) break;
   }
   out["times"] = times;
+  if (r.profile) {
+    const int64_t n = read(nullptr, nullptr, 0);
+    std::vector<double> op_sums(size_t(std::max<int64_t>(n, 0)));
+    std::vector<int64_t> counts(op_sums.size());
+    read(op_sums.data(), counts.data(), n);
+    for (double& x : op_sums) x /= double(times.size());
+    out["op_s"] = op_sums;
+  }
   out["sums"] = sums;
   out["max_abs_error"] = err;
   out["max_abs_expected"] = big;
@@ -150,6 +165,7 @@ Result<ModelRunResult> runModel(const ModelRunRequest& r) {
   res.output_checksums = j["sums"].get<std::vector<double>>();
   res.max_abs_error = j["max_abs_error"].get<double>();
   res.max_abs_expected = j["max_abs_expected"].get<double>();
+  if (j.contains("op_s")) res.op_s = j["op_s"].get<std::vector<double>>();
   if (!outputs_path.empty()) {
     auto all = readF32File(outputs_path);
     std::filesystem::remove(outputs_path);

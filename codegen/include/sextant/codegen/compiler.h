@@ -13,6 +13,23 @@
 
 namespace sextant {
 
+// An op of a profiled network (compileModuleCpu with profile = true): id i in the shared object's
+// clock (sextant_profile_read) is profiled_ops[i].
+struct ProfiledOp {
+  std::string function;  // the function it is in
+  std::string op;        // its MLIR name, e.g. linalg.conv_2d_nhwc_hwcf
+  std::string kind;      // conv, conv 1x1, depthwise conv, matmul, epilogue, elementwise, pooling,
+                         // reduction, pad, fill, copy, other
+  std::string label;     // op name and shapes, for a person
+  double flops = 0;      // 2 x the iteration space of a contraction or convolution, one per point
+                         // of the rest; 0: not static
+  int64_t producer = -1;  // an epilogue: the id of the contraction or convolution whose result it
+                          // reads (a schedule may fuse that op into it: its time is then here)
+  bool nested = false;     // in a private function (called by the network's public ones)
+  bool container = false;  // a call of a function whose ops are timed too (its time holds theirs)
+  bool fused = false;      // after the schedules its clock times nothing: a later op computes it
+};
+
 struct CompileOutcome {
   bool ok = false;
   std::string stage;    // where it failed: parse_payload, parse_schedule, transform, lower,
@@ -20,7 +37,9 @@ struct CompileOutcome {
   std::string message;  // MLIR/LLVM diagnostics
   double seconds = 0;   // wall time of the whole compilation
   int64_t object_bytes = 0;
+  std::vector<ProfiledOp> profiled_ops;          // compileModuleCpu with profile: the timed ops, by id
 };
+
 
 // Applies `schedule` (a module with @__transform_main) to `payload`, lowers to LLVM, optimizes
 // (O3) for the host CPU's real features and writes a shared object exporting
@@ -39,8 +58,11 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 // fused before the library is applied (linalg-fuse-elementwise-ops; the tunable named ops are left
 // alone), the untuned rest is vectorized (compiler_cpu_elementwise.cpp), and a shared object gets
 // its own heap for memref.alloc (codegen/model_runtime/model_alloc.c: buffers kept across calls).
+// profile (networks): every op that does work in a public function is timed on each call
+// (codegen/model_runtime/model_profile.c: sextant_profile_reset, sextant_profile_read), the ops
+// listed in CompileOutcome::profiled_ops.
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
-                                int threads = 1, bool network = false);
+                                int threads = 1, bool network = false, bool profile = false);
 
 // Registers Sextant's own MLIR passes (sextant-vector-to-mfma) with MLIR's pass registry; done by
 // every compilation here, and by sextant-opt (mlir-opt with them).

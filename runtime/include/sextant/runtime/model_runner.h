@@ -23,6 +23,9 @@ struct ModelRunRequest {
   double min_time_s = 1.0;  // timed calls until this much time has passed...
   int min_calls = 5;        // ...and at least this many (after one untimed call)
   double timeout_s = 600;
+  // A profiled network (tune compile --profile): each op's clock read after the timed calls
+  // (ModelRunResult::op_s); an error if the shared object has none.
+  bool profile = false;
 };
 
 struct ModelRunResult {
@@ -32,6 +35,8 @@ struct ModelRunResult {
   double max_abs_error = -1, max_abs_expected = 0;
   std::vector<double> output_checksums;  // sum of each output's elements (first call)
   std::vector<std::vector<float>> outputs;  // with return_outputs
+  // With profile: each op's mean seconds per timed call, by its id (CompileOutcome::profiled_ops).
+  std::vector<double> op_s;
 };
 
 Result<ModelRunResult> runModel(const ModelRunRequest& r);

@@ -1,0 +1,142 @@
+// A network's time op by op (tune compile --profile, tune profile, tune model --profile; issue
+// #32), as a user runs them on the small CNN of tests/data/models: every convolution and matmul is
+// timed, the profiled network still computes NumPy's outputs, and what is not a profiled network
+// gets one clear line.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using namespace e2e;
+
+namespace {
+
+const std::string kModels = std::string(DATA_DIR) + "/models/";
+
+std::vector<float> readF32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  std::vector<float> v(size_t(f.tellg()) / 4);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+  return v;
+}
+
+}  // namespace
+
+TEST(Profile, EveryConvolutionAndMatmulIsTimed) {
+  const std::string db = tmp("prof.db"), so = tmp("prof.so");
+  removeDb(db);
+  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + tmp("plain.so") +
+                   " --trials 0 --model-min-time 0.01 -q");
+  ASSERT_EQ(m.code, 0) << m.err;
+  Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --profile");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tune profile " + so), std::string::npos) << c.out;
+  // The description: the ops of @forward, and those of the functions it calls (the importer's one
+  // function per convolution or matmul), the calls marked as containers.
+  auto side = nlohmann::json::parse(slurp(so + ".profile.json"), nullptr, false);
+  ASSERT_FALSE(side.is_discarded());
+  int convs = 0, matmuls = 0, containers = 0;
+  for (const auto& o : side["ops"]) {
+    const std::string op = o["op"];
+    if (o["container"].get<bool>()) ++containers;
+    if (!o["nested"].get<bool>()) continue;
+    if (op.find("conv") != std::string::npos) ++convs;
+    if (op == "linalg.matmul") ++matmuls;
+  }
+  EXPECT_EQ(convs, 6) << side.dump(1);  // 3x3 (twice), the grouped conv's two groups, depthwise, 3x3/2
+  EXPECT_EQ(matmuls, 3) << side.dump(1);  // 1x1, 1x1/2, the FC layer
+  EXPECT_GE(containers, 9);
+
+  Outcome p = tune("profile " + so + " --min-time 0.05 --report json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  auto j = nlohmann::json::parse(p.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << p.out;
+  const double whole = j["whole_s"], timed = j["timed_sum_s"];
+  EXPECT_GT(whole, 0);
+  EXPECT_GT(timed, 0.5 * whole) << "the timed ops cover too little of the call";
+  EXPECT_LT(timed, 2.0 * whole);
+  // Each convolution and matmul took time (a clock that wrapped nothing would show none).
+  std::set<std::string> kinds;
+  double fma_s = 0, fma_flops = 0;
+  for (const auto& o : j["ops"]) {
+    const std::string kind = o["kind"];
+    kinds.insert(kind);
+    if (kind.find("conv") != std::string::npos || kind == "matmul") {
+      EXPECT_GT(o["s"].get<double>(), 0) << o.dump();
+      fma_s += o["s"].get<double>(), fma_flops += o["flops"].get<double>();
+    }
+  }
+  EXPECT_TRUE(kinds.count("conv")) << j.dump(1);
+  EXPECT_TRUE(kinds.count("depthwise conv")) << j.dump(1);
+  EXPECT_TRUE(kinds.count("matmul") || kinds.count("conv 1x1")) << j.dump(1);
+  EXPECT_GT(fma_flops, 1e5);  // the CNN's convolutions and matmuls: 0.44 MFLOP in all
+  EXPECT_GT(fma_s, 0);
+
+  // Text: the kinds' table and the ops, the slowest first.
+  Outcome t = tune("profile " + so + " --min-time 0.02 --top 3");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("GFLOP/s"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("more ops"), std::string::npos) << t.out;
+
+  // The profiled network computes what NumPy did.
+  using D2 = MemRef<2>;
+  using D4 = MemRef<4>;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D4*, D2*)>(dlsym(h, "_mlir_ciface_forward"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = readF32(kModels + "cnn.in0.f32"), want = readF32(kModels + "cnn.out0.f32"), y(10, NAN);
+  D4 dx = rowMajor(x, 1, 3, 16, 16);
+  D2 dy = rowMajor(y, 1, 10);
+  fn(&dx, &dy);
+  double err = 0, big = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::isnan(y[i]) ? INFINITY : std::fabs(double(y[i]) - double(want[i])));
+    big = std::max(big, std::fabs(double(want[i])));
+  }
+  EXPECT_LE(err, 1e-3 * big);
+  dlclose(h);
+  removeDb(db);
+}
+
+TEST(Profile, WhatIsNotAProfiledNetworkGetsOneClearLine) {
+  const std::string db = tmp("prof2.db"), so = tmp("prof2.so");
+  removeDb(db);
+  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + so + " --trials 0 --model-min-time 0.01 -q");
+  ASSERT_EQ(m.code, 0) << m.err;
+  Outcome p = tune("profile " + so);  // compiled without --profile
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find("compile it with tune compile --profile"), std::string::npos) << p.err;
+  EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
+  Outcome o = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + tmp("prof2.o") + " --profile");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--profile writes a shared object"), std::string::npos) << o.err;
+  // A description that is not one.
+  { std::ofstream(tmp("bad.so") + ".profile.json") << "{\"format\": \"something else\"}"; }
+  Outcome b = tune("profile " + tmp("bad.so"));
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("not a profile description"), std::string::npos) << b.err;
+  removeDb(db);
+}
+
+TEST(Profile, TuneModelPrintsWhereTheTimeGoes) {
+  const std::string db = tmp("prof3.db"), so = tmp("prof3.so");
+  removeDb(db);
+  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + so +
+                   " --trials 0 --model-min-time 0.02 --profile --report json -q");
+  ASSERT_EQ(m.code, 0) << m.err;
+  auto j = nlohmann::json::parse(m.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << m.out;
+  ASSERT_TRUE(j.contains("profile")) << m.out;
+  EXPECT_GT(j["profile"]["ops"].size(), 5u);
+  EXPECT_TRUE(std::filesystem::exists(tmp("prof3.profiled.so")));
+  removeDb(db);
+}
