@@ -165,6 +165,12 @@ void markEmptyClocks(mlir::ModuleOp m, std::vector<ProfiledOp>& ops);
 int skipPaddingRows(mlir::Operation* root);
 void registerSkipPaddingRowsPass();
 
+// compiler_cpu_pad_reads.cpp: vector reads of a zero tensor.pad (a convolution's padded input,
+// through slices) read its source instead, pixel by pixel, clamped and selected against zeros, so
+// that the pad (a padded copy of the input) is no longer made; how many pads were removed. After
+// skipPaddingRows.
+int readThroughZeroPads(mlir::Operation* root);
+
 // compiler_cpu_pack_weights.cpp: slices of dense f32 constants that cut them into blocks along
 // their last dimension (a network's filters and weights, by the schedule's tiles) read the
 // constant packed at compile time with each block contiguous; how many slices were rewritten.
