@@ -133,8 +133,9 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   // Convolutions skip the filter rows on their input's zero padding (before the pads are lowered);
   // constant weights read in blocks are packed at compile time, each block contiguous.
   skipPaddingRows(*payloadMod);
-  if (!std::getenv("SEXTANT_NO_PAD_READS")) readThroughZeroPads(*payloadMod);
+  readThroughZeroPads(*payloadMod);
   packConstantBlocks(*payloadMod);
+  // (SEXTANT_DUMP_CPU_IR: the module after the schedule and these rewrites, on stderr.)
   if (std::getenv("SEXTANT_DUMP_CPU_IR")) payloadMod->print(llvm::errs());
   // The untuned rest runs on as many threads as the tuned ops (without libomp, below, neither does).
   // A kernel's own padding (a convolution's tensor.pad) vectorized in every compile; the rest of a

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
 
 namespace sextant::detail {
 
@@ -167,5 +168,27 @@ int readThroughZeroPads(Operation* root) {
   }
   return n;
 }
+
+namespace {
+
+// As a pass, for consumers who apply an exported library with sextant-opt
+// ("sextant-read-through-zero-pads", after the transform interpreter and
+// sextant-skip-padding-rows).
+struct ReadThroughZeroPadsPass : public PassWrapper<ReadThroughZeroPadsPass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReadThroughZeroPadsPass)
+  StringRef getArgument() const final { return "sextant-read-through-zero-pads"; }
+  StringRef getDescription() const final {
+    return "Sextant: vector reads of a zero tensor.pad read its source (clamped, selected against zeros), and the "
+           "padded copy is not made";
+  }
+  void getDependentDialects(DialectRegistry& r) const override {
+    r.insert<arith::ArithDialect, tensor::TensorDialect, vector::VectorDialect>();
+  }
+  void runOnOperation() override { readThroughZeroPads(getOperation()); }
+};
+
+}  // namespace
+
+void registerReadThroughZeroPadsPass() { PassRegistration<ReadThroughZeroPadsPass>(); }
 
 }  // namespace sextant::detail

@@ -170,6 +170,7 @@ void registerSkipPaddingRowsPass();
 // that the pad (a padded copy of the input) is no longer made; how many pads were removed. After
 // skipPaddingRows.
 int readThroughZeroPads(mlir::Operation* root);
+void registerReadThroughZeroPadsPass();
 
 // compiler_cpu_pack_weights.cpp: slices of dense f32 constants that cut them into blocks along
 // their last dimension (a network's filters and weights, by the schedule's tiles) read the

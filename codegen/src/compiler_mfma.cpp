@@ -476,6 +476,7 @@ void sextant::registerSextantPasses() {
     detail::registerCpuPrefetchPass();
     detail::registerSkipPaddingRowsPass();
     detail::registerPackConstantBlocksPass();
+    detail::registerReadThroughZeroPadsPass();
     return true;
   }();
   (void)done;

@@ -164,3 +164,25 @@ TEST(Profile, ConvolutionsReadThroughTheirPadding) {
   EXPECT_GE(pads, 5) << side.dump(1);  // every 3x3 convolution of the CNN is padded
   removeDb(db);
 }
+
+// The same rewrite as a sextant-opt pass, for consumers who apply an exported library themselves:
+// after the library and --sextant-read-through-zero-pads no tensor.pad is left in the CNN's
+// convolutions (without the pass, every padded one keeps its pad).
+TEST(Profile, ReadThroughZeroPadsIsASextantOptPass) {
+  const std::string db = tmp("prof5.db"), mlir = tmp("prof5.mlir"), lib = tmp("prof5_lib.mlir");
+  removeDb(db);
+  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + tmp("plain5.so") + " --emit-mlir " + mlir +
+                   " --trials 0 --model-min-time 0.01 -q");
+  ASSERT_EQ(m.code, 0) << m.err;
+  Outcome c = tune("compile " + mlir + " --db " + db + " -o " + tmp("prof5.so") + " --emit-library " + lib);
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string base = std::string(SEXTANT_OPT_BIN) + " " + mlir +
+                           " --transform-preload-library=transform-library-paths=" + lib + " --transform-interpreter";
+  Outcome before = sh(base);
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_NE(before.out.find("tensor.pad"), std::string::npos);
+  Outcome after = sh(base + " --sextant-skip-padding-rows --sextant-read-through-zero-pads");
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(after.out.find("tensor.pad"), std::string::npos) << "a convolution's pad is left";
+  removeDb(db);
+}
