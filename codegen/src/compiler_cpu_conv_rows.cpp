@@ -100,7 +100,7 @@ bool narrowToInputRows(scf::ForOp loop) {
     if (!isMemoryEffectFree(&op)) return false;
   // The first read of one padded row: its chain of slices up to the pad, and its row index.
   RowChain chain;
-  Value row;
+  Value row, src0;  // src0: the source of the deciding read, when it is a transfer
   loop.getBody()->walk([&](Operation* op) {
     if (chain.pad) return;
     Value src, index;
@@ -115,6 +115,7 @@ bool narrowToInputRows(scf::ForOp loop) {
     if (src && !loop->isAncestor(src.getParentBlock()->getParentOp())) {
       chain = rowChainOf(src);
       row = index;
+      if (chain.pad && isa<vector::TransferReadOp>(op)) src0 = src;
     }
   });
   if (!chain.pad) return false;
@@ -132,6 +133,13 @@ bool narrowToInputRows(scf::ForOp loop) {
   hi = arith::MaxSIOp::create(b, loc, hi, lo);
   loop.getLowerBoundMutable().assign(lo);
   loop.getUpperBoundMutable().assign(hi);
+  // The reads of the same rows (same source, same row index) now stay inside the input's rows:
+  // marked, so that reading through the pad (compiler_cpu_pad_reads.cpp) checks only the columns.
+  if (src0)
+    loop.getBody()->walk([&](vector::TransferReadOp t) {
+      if (t.getBase() == src0 && t.getIndices().size() > 1 && t.getIndices()[1] == row)
+        t->setAttr(kRowsInInputAttr, UnitAttr::get(t.getContext()));
+    });
   return true;
 }
 

@@ -106,6 +106,8 @@ void rewrite(IRRewriter& rw, PadRead pr) {
   Value zeros = arith::ConstantOp::create(rw, loc, rw.getZeroAttr(row));
   Value result = arith::ConstantOp::create(rw, loc, rw.getZeroAttr(vt));
   Value t = arith::ConstantOp::create(rw, loc, rw.getBoolAttr(true));
+  // (The same source and row index as the read that narrowed its loop: the same rows of P.)
+  const bool rowsInInput = r->hasAttr(kRowsInInputAttr);
   // Each element of the leading vector dimensions: its position, validity and clamped read.
   SmallVector<int64_t> lead(vt.getShape().begin(), vt.getShape().end() - 1);
   int64_t count = 1;
@@ -122,6 +124,12 @@ void rewrite(IRRewriter& rw, PadRead pr) {
       const int64_t low = pr.pad.getStaticLow()[size_t(d)], high = pr.pad.getStaticHigh()[size_t(d)];
       if (low == 0 && high == 0) {
         idx.push_back(p);
+        continue;
+      }
+      // Rows kept inside the input by skipPaddingRows (NHWC's dimension 1, not a vector dimension):
+      // no check.
+      if (d == 1 && rowsInInput && vd < 0) {
+        idx.push_back(low ? arith::SubIOp::create(rw, loc, p, cst(low)).getResult() : p);
         continue;
       }
       Value x = low ? arith::SubIOp::create(rw, loc, p, cst(low)).getResult() : p;  // X's coordinate

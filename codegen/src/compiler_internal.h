@@ -163,6 +163,8 @@ void markEmptyClocks(mlir::ModuleOp m, std::vector<ProfiledOp>& ops);
 // narrowed. After the schedule, before the pads are lowered. Also the pass
 // "sextant-skip-padding-rows" (registerSkipPaddingRowsPass).
 int skipPaddingRows(mlir::Operation* root);
+// The attribute skipPaddingRows puts on the reads whose rows it kept inside the input's rows.
+constexpr const char* kRowsInInputAttr = "sextant.rows_in_input";
 void registerSkipPaddingRowsPass();
 
 // compiler_cpu_pad_reads.cpp: vector reads of a zero tensor.pad (a convolution's padded input,
