@@ -1,6 +1,9 @@
 // Helpers for tests that run the real `tune` binary (TUNE_BIN) as a user would.
 #pragma once
 
+#include <dlfcn.h>
+
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sqlite3.h>
@@ -40,6 +43,37 @@ inline std::string tmp(const std::string& name) {
 inline std::string slurp(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// A raw little-endian f32 file (the test models' inputs and expected outputs).
+inline std::vector<float> readF32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  std::vector<float> v(size_t(f.tellg()) / 4);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+  return v;
+}
+
+// The test CNN (tests/data/models/cnn.onnx) compiled to `so`, called through _mlir_ciface_forward
+// on MODELS/cnn.in0.f32: the largest |output - MODELS/cnn.out0.f32| and the largest |expected|
+// (error -1: the object did not load).
+inline std::pair<double, double> cnnError(const std::string& so, const std::string& models) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return {-1, 0};
+  auto fn = reinterpret_cast<void (*)(MemRef<4>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_forward"));
+  if (!fn) return {-1, 0};
+  std::vector<float> x = readF32(models + "cnn.in0.f32"), want = readF32(models + "cnn.out0.f32"), y(10, NAN);
+  if (x.size() != 3u * 16 * 16 || want.size() != y.size()) return {-1, 0};
+  MemRef<4> dx = rowMajor(x, 1, 3, 16, 16);
+  MemRef<2> dy = rowMajor(y, 1, 10);
+  fn(&dx, &dy);
+  double err = 0, big = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::isnan(y[i]) ? INFINITY : std::fabs(double(y[i]) - double(want[i])));
+    big = std::max(big, std::fabs(double(want[i])));
+  }
+  dlclose(h);
+  return {err, big};
 }
 
 // Runs a shell command with no standard input; captures its exit code, stdout and stderr.

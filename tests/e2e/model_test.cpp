@@ -19,14 +19,6 @@ namespace {
 
 const std::string kModels = std::string(DATA_DIR) + "/models/";
 
-std::vector<float> readF32(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  std::vector<float> v(size_t(f.tellg()) / 4);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
-  return v;
-}
-
 // The largest |a - b| and the largest |b|.
 std::pair<double, double> compare(const std::vector<float>& a, const std::vector<float>& b) {
   double err = 0, big = 0;
@@ -71,20 +63,9 @@ TEST(Model, SmallCnnMatchesNumPy) {
   EXPECT_EQ(j["trials"], 0);
   EXPECT_GT(j["measured_tuned_s"].get<double>(), 0);
 
-  using D2 = MemRef<2>;
-  using D4 = MemRef<4>;
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(D4*, D2*)>(dlsym(h, "_mlir_ciface_forward"));
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> x = readF32(kModels + "cnn.in0.f32"), want = readF32(kModels + "cnn.out0.f32"), y(10, NAN);
-  ASSERT_EQ(x.size(), 3u * 16 * 16);
-  D4 dx = rowMajor(x, 1, 3, 16, 16);
-  D2 dy = rowMajor(y, 1, 10);
-  fn(&dx, &dy);
-  auto [err, big] = compare(y, want);
+  auto [err, big] = cnnError(so, kModels);
+  ASSERT_GE(err, 0) << "the compiled CNN did not load";
   EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
-  dlclose(h);
   removeDb(db);
 }
 
@@ -274,7 +255,9 @@ TEST(Model, EpiloguesRunOnTheTunedOpsTiles) {
     // goes into them (on the accumulators, before the tile is written), not a pass over the block.
     EXPECT_EQ(in_registers, fused);
     EXPECT_EQ(conv_in_registers, fused);  // the convolutions' unchunked defaults: the same
-    if (fused) EXPECT_EQ(function(text, "matmul_ds").find("linalg.generic"), std::string::npos);
+    if (fused) {
+      EXPECT_EQ(function(text, "matmul_ds").find("linalg.generic"), std::string::npos);
+    }
   }
   // On one thread too the direct convolution's zero fill is in its register tiles; the epilogue is
   // fused.

@@ -20,29 +20,28 @@ namespace {
 
 const std::string kModels = std::string(DATA_DIR) + "/models/";
 
-std::vector<float> readF32(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  std::vector<float> v(size_t(f.tellg()) / 4);
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
-  return v;
+// A fresh database (tune model, untuned) and the test CNN compiled from it with --profile to `so`;
+// the description beside it.
+nlohmann::json profiledCnn(const std::string& db, const std::string& so) {
+  removeDb(db);
+  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + so + ".plain.so --trials 0 --model-min-time 0.01 -q");
+  EXPECT_EQ(m.code, 0) << m.err;
+  Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --profile");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tune profile " + so), std::string::npos) << c.out;
+  auto side = nlohmann::json::parse(slurp(so + ".profile.json"), nullptr, false);
+  EXPECT_FALSE(side.is_discarded());
+  return side;
 }
 
 }  // namespace
 
 TEST(Profile, EveryConvolutionAndMatmulIsTimed) {
   const std::string db = tmp("prof.db"), so = tmp("prof.so");
-  removeDb(db);
-  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + tmp("plain.so") +
-                   " --trials 0 --model-min-time 0.01 -q");
-  ASSERT_EQ(m.code, 0) << m.err;
-  Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --profile");
-  ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_NE(c.out.find("tune profile " + so), std::string::npos) << c.out;
   // The description: the ops of @forward, and those of the functions it calls (the importer's one
   // function per convolution or matmul), the calls marked as containers.
-  auto side = nlohmann::json::parse(slurp(so + ".profile.json"), nullptr, false);
-  ASSERT_FALSE(side.is_discarded());
+  auto side = profiledCnn(db, so);
+  ASSERT_TRUE(side.contains("ops"));
   int convs = 0, matmuls = 0, containers = 0;
   for (const auto& o : side["ops"]) {
     const std::string op = o["op"];
@@ -87,23 +86,9 @@ TEST(Profile, EveryConvolutionAndMatmulIsTimed) {
   EXPECT_NE(t.out.find("more ops"), std::string::npos) << t.out;
 
   // The profiled network computes what NumPy did.
-  using D2 = MemRef<2>;
-  using D4 = MemRef<4>;
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(D4*, D2*)>(dlsym(h, "_mlir_ciface_forward"));
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> x = readF32(kModels + "cnn.in0.f32"), want = readF32(kModels + "cnn.out0.f32"), y(10, NAN);
-  D4 dx = rowMajor(x, 1, 3, 16, 16);
-  D2 dy = rowMajor(y, 1, 10);
-  fn(&dx, &dy);
-  double err = 0, big = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::isnan(y[i]) ? INFINITY : std::fabs(double(y[i]) - double(want[i])));
-    big = std::max(big, std::fabs(double(want[i])));
-  }
-  EXPECT_LE(err, 1e-3 * big);
-  dlclose(h);
+  auto [err, big] = cnnError(so, kModels);
+  ASSERT_GE(err, 0) << "the profiled CNN did not load";
+  EXPECT_LE(err, 1e-3 * big) << "max abs error " << err << " (largest output " << big << ")";
   removeDb(db);
 }
 
@@ -147,14 +132,8 @@ TEST(Profile, TuneModelPrintsWhereTheTimeGoes) {
 // vectorized copy of the whole input; MobileNetV2: 0.67 ms of 4.6.)
 TEST(Profile, ConvolutionsReadThroughTheirPadding) {
   const std::string db = tmp("prof4.db"), so = tmp("prof4.so");
-  removeDb(db);
-  Outcome m = tune("model " + kModels + "cnn.onnx --db " + db + " -o " + tmp("plain4.so") +
-                   " --trials 0 --model-min-time 0.01 -q");
-  ASSERT_EQ(m.code, 0) << m.err;
-  Outcome c = tune("compile " + kModels + "cnn.onnx --db " + db + " -o " + so + " --profile");
-  ASSERT_EQ(c.code, 0) << c.err;
-  auto side = nlohmann::json::parse(slurp(so + ".profile.json"), nullptr, false);
-  ASSERT_FALSE(side.is_discarded());
+  auto side = profiledCnn(db, so);
+  ASSERT_TRUE(side.contains("ops"));
   int pads = 0;
   for (const auto& o : side["ops"])
     if (o["op"] == "tensor.pad" && o["function"].get<std::string>().rfind("conv", 0) == 0) {
