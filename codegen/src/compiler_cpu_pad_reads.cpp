@@ -28,12 +28,12 @@ using namespace mlir;
 
 namespace {
 
-// A read of the padded tensor through full-rank, unit-stride slices: the pad and the offsets to
-// add to the read's indices (P's coordinates).
+// A read of the padded tensor through full-rank, unit-stride slices: the pad and the slices on the
+// way, whose offsets added to the read's indices give P's coordinates.
 struct PadRead {
   vector::TransferReadOp read;
   tensor::PadOp pad;
-  SmallVector<OpFoldResult> offsets;  // per dimension, summed over the slices
+  SmallVector<tensor::ExtractSliceOp> slices;
 };
 
 bool zeroPad(tensor::PadOp p) {
@@ -43,27 +43,20 @@ bool zeroPad(tensor::PadOp p) {
 }
 
 // Every use of `v` (the pad, or a slice of it) is a readable transfer or a slice whose uses are;
-// the reads are collected with their offsets.
-bool collectReads(Value v, tensor::PadOp pad, SmallVector<OpFoldResult> offsets, SmallVector<PadRead>& out) {
+// the reads are collected with the slices between them and the pad (and every slice met, parents
+// first, into `seen`). Changes nothing.
+bool collectReads(Value v, tensor::PadOp pad, SmallVector<tensor::ExtractSliceOp> slices, SmallVector<PadRead>& out,
+                  SmallVector<tensor::ExtractSliceOp>& seen) {
   const int64_t rank = pad.getResultType().getRank();
   for (Operation* user : v.getUsers()) {
     if (auto s = dyn_cast<tensor::ExtractSliceOp>(user)) {
       if (s.getResultType().getRank() != rank) return false;
       for (OpFoldResult st : s.getMixedStrides())
         if (auto c = getConstantIntValue(st); !c || *c != 1) return false;
-      OpBuilder b(s);
-      SmallVector<OpFoldResult> sum;
-      for (int64_t d = 0; d < rank; ++d) {
-        auto a = getConstantIntValue(offsets[size_t(d)]), c = getConstantIntValue(s.getMixedOffsets()[size_t(d)]);
-        if (a && c) {
-          sum.push_back(b.getIndexAttr(*a + *c));
-        } else {
-          Value x = getValueOrCreateConstantIndexOp(b, s.getLoc(), offsets[size_t(d)]);
-          Value y = getValueOrCreateConstantIndexOp(b, s.getLoc(), s.getMixedOffsets()[size_t(d)]);
-          sum.push_back(arith::AddIOp::create(b, s.getLoc(), x, y).getResult());
-        }
-      }
-      if (!collectReads(s.getResult(), pad, sum, out)) return false;
+      seen.push_back(s);
+      SmallVector<tensor::ExtractSliceOp> deeper = slices;
+      deeper.push_back(s);
+      if (!collectReads(s.getResult(), pad, deeper, out, seen)) return false;
       continue;
     }
     auto r = dyn_cast<vector::TransferReadOp>(user);
@@ -76,7 +69,7 @@ bool collectReads(Value v, tensor::PadOp pad, SmallVector<OpFoldResult> offsets,
     auto inb = r.getInBoundsValues();
     for (int64_t i = 0; i + 1 < vrank; ++i)
       if (!inb[size_t(i)]) return false;
-    out.push_back(PadRead{r, pad, offsets});
+    out.push_back(PadRead{r, pad, slices});
   }
   return true;
 }
@@ -91,17 +84,14 @@ void rewrite(IRRewriter& rw, PadRead pr) {
   const auto vt = r.getVectorType();
   const int64_t vrank = vt.getRank(), lanes = vt.getShape().back();
   auto cst = [&](int64_t x) -> Value { return arith::ConstantIndexOp::create(rw, loc, x); };
-  // P's coordinates of the read's first element.
-  SmallVector<Value> at;
-  for (int64_t d = 0; d < rank; ++d) {
-    Value i = r.getIndices()[size_t(d)];
-    auto off = pr.offsets[size_t(d)];
-    if (auto c = getConstantIntValue(off); c && *c == 0) {
-      at.push_back(i);
-    } else {
-      at.push_back(arith::AddIOp::create(rw, loc, i, getValueOrCreateConstantIndexOp(rw, loc, off)));
+  // P's coordinates of the read's first element: its indices plus the slices' offsets.
+  SmallVector<Value> at(r.getIndices().begin(), r.getIndices().end());
+  for (tensor::ExtractSliceOp slice : pr.slices)
+    for (int64_t d = 0; d < rank; ++d) {
+      OpFoldResult off = slice.getMixedOffsets()[size_t(d)];
+      if (auto c = getConstantIntValue(off); c && *c == 0) continue;
+      at[size_t(d)] = arith::AddIOp::create(rw, loc, at[size_t(d)], getValueOrCreateConstantIndexOp(rw, loc, off));
     }
-  }
   auto row = VectorType::get({lanes}, vt.getElementType());
   Value zeros = arith::ConstantOp::create(rw, loc, rw.getZeroAttr(row));
   Value result = arith::ConstantOp::create(rw, loc, rw.getZeroAttr(vt));
@@ -158,21 +148,14 @@ int readThroughZeroPads(Operation* root) {
   int n = 0;
   for (tensor::PadOp p : pads) {
     SmallVector<PadRead> reads;
-    const int64_t rank = p.getResultType().getRank();
-    SmallVector<OpFoldResult> zero(size_t(rank), rw.getIndexAttr(0));
-    if (!collectReads(p.getResult(), p, zero, reads) || reads.empty()) continue;
+    SmallVector<tensor::ExtractSliceOp> seen;
+    if (!collectReads(p.getResult(), p, {}, reads, seen) || reads.empty()) continue;
     for (const PadRead& r : reads) rewrite(rw, r);
+    // The slices and the pad, now without uses (children before their parents).
+    for (tensor::ExtractSliceOp s : llvm::reverse(seen))
+      if (s->use_empty()) rw.eraseOp(s);
+    if (p->use_empty()) rw.eraseOp(p);
     ++n;
-  }
-  // The pads and slices left without uses.
-  bool erased = true;
-  while (erased) {
-    erased = false;
-    SmallVector<Operation*> dead;
-    root->walk([&](Operation* op) {
-      if (isa<tensor::PadOp, tensor::ExtractSliceOp>(op) && op->use_empty()) dead.push_back(op);
-    });
-    for (Operation* op : dead) rw.eraseOp(op), erased = true;
   }
   return n;
 }

@@ -1,7 +1,7 @@
 // A network's per-op clock (tune compile --profile, tune model --profile): each op of a function's
 // body that does work (the network's public functions and the private ones they call: the ONNX
-// importer puts each convolution and matmul with its padding and epilogue in one) gets a call of __sextant_prof_begin(i) before it and
-// __sextant_prof_end(i) after it (codegen/model_runtime/model_profile.c, linked into the shared
+// importer puts each convolution and matmul with its padding and epilogue in one) gets a call of
+// __sextant_prof_begin(i) before it and __sextant_prof_end(i) after it (codegen/model_runtime/model_profile.c, linked into the shared
 // object), on tensors, after the elementwise chains are fused and before the library's schedules.
 //
 // What an op's time covers: ops a schedule fuses into a later op (a zero fill into its GEMM's
@@ -43,9 +43,7 @@ std::string dims(Type t) {
 // Ops that cost nothing (constants, shapes, views) are not timed.
 bool free(Operation* op) {
   return op->hasTrait<OpTrait::ConstantLike>() || op->hasTrait<OpTrait::IsTerminator>() ||
-         isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp, tensor::DimOp>(op) ||
-         (op->getNumResults() == 0 && op->getNumRegions() == 0 && op->getDialect() &&
-          op->getDialect()->getNamespace() == "arith");
+         isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp, tensor::DimOp>(op);
 }
 
 ProfiledOp describe(Operation* op, const llvm::DenseMap<Operation*, int64_t>& ids) {
@@ -64,8 +62,7 @@ ProfiledOp describe(Operation* op, const llvm::DenseMap<Operation*, int64_t>& id
       if (ShapedType::isDynamic(r)) known = false;
       points *= double(r);
     }
-    const bool fma = isa<linalg::ConvolutionOpInterface>(op) || isa<linalg::ContractionOpInterface>(op) ||
-                     linalg::isaConvolutionOpInterface(linalg) || linalg::isaContractionOpInterface(linalg);
+    const bool fma = linalg::isaConvolutionOpInterface(linalg) || linalg::isaContractionOpInterface(linalg);
     if (known) p.flops = fma && !isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcSumOp>(op) ? 2 * points : points;
     if (linalg.getNumDpsInputs() >= 2 && fma) label << " <- " << dims(linalg.getDpsInputs()[1].getType());
     if (auto s = op->getAttrOfType<DenseIntElementsAttr>("strides")) {
@@ -110,40 +107,15 @@ ProfiledOp describe(Operation* op, const llvm::DenseMap<Operation*, int64_t>& id
   return p;
 }
 
-// A call of a function of the module (the ONNX importer puts each convolution and matmul with its
-// epilogue in one): described by its main op (the first convolution or contraction, else the first
-// linalg op), "+ epilogue" when linalg ops follow it.
-ProfiledOp describeCall(func::CallOp call, ModuleOp m) {
+// A call: its callee named (a call of a timed function holds the clocks of the callee's ops, which
+// are the rows `tune profile` shows).
+ProfiledOp describeCall(func::CallOp call) {
   ProfiledOp p;
   p.op = "func.call";
   p.kind = "other";
   p.label = "call @";
   p.label += call.getCallee().str();
-  auto f = m.lookupSymbol<func::FuncOp>(call.getCallee());
-  if (!f || f.isExternal()) return p;
-  Operation* main = nullptr;
-  bool after = false;
-  for (Operation& op : f.getBody().front()) {
-    auto l = dyn_cast<linalg::LinalgOp>(&op);
-    if (!l || isa<linalg::FillOp>(&op)) continue;
-    const bool fma = linalg::isaConvolutionOpInterface(l) || linalg::isaContractionOpInterface(l) ||
-                     op.getName().getStringRef().contains("conv") || op.getName().getStringRef().contains("matmul");
-    if (main) after = true;
-    if (!main && fma) main = &op, after = false;
-  }
-  if (!main)
-    for (Operation& op : f.getBody().front())
-      if (isa<linalg::LinalgOp>(&op) && !isa<linalg::FillOp>(&op)) {
-        main = &op;
-        break;
-      }
-  if (!main) return p;
-  const llvm::DenseMap<Operation*, int64_t> none;
-  ProfiledOp d = describe(main, none);
-  std::ostringstream label;
-  label << "@" << call.getCallee().str() << ": " << d.label << (after ? " + epilogue" : "");
-  d.label = label.str();
-  return d;
+  return p;
 }
 
 }  // namespace
@@ -170,7 +142,7 @@ std::vector<ProfiledOp> instrumentOps(ModuleOp m) {
     for (Operation* op : work) {
       const int64_t id = int64_t(ops.size());
       auto call = dyn_cast<func::CallOp>(op);
-      ops.push_back(call ? describeCall(call, m) : describe(op, ids));
+      ops.push_back(call ? describeCall(call) : describe(op, ids));
       ids[op] = id;
       ProfiledOp& p = ops.back();
       p.function = f.getName().str();

@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from run_peer import ort_session  # the same ONNX Runtime configuration as the benchmark
+
 
 def kind_of(op, shapes):
     """tune profile's kinds: conv, conv 1x1, depthwise conv, matmul, pooling, elementwise, other."""
@@ -66,13 +68,7 @@ def main():
     import onnxruntime as ort
     path = os.path.join(a.zoo, a.name + ".onnx")
     x_flat = np.fromfile(os.path.join(a.zoo, a.name + ".in0.f32"), np.float32)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = a.threads
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
-    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    s = ort_session(path, a.threads, os.path.join(tempfile.mkdtemp(), "ort"))
     inp = s.get_inputs()[0]
     x = x_flat.reshape(inp.shape)
     s.run(None, {inp.name: x})

@@ -30,6 +30,20 @@ def timed(fn, min_time):
     return statistics.median(times), min(times), len(times)
 
 
+def ort_session(path, threads, profile_prefix=None):
+    """ONNX Runtime as every script here runs it: the CPU provider, `threads` intra-op threads, one
+    inter-op thread, every graph optimization; with profile_prefix its profiler on."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("peer", choices=["ort", "iree"])
@@ -45,11 +59,7 @@ def main():
     out = {"peer": a.peer, "model": a.name, "threads": a.threads}
     if a.peer == "ort":
         import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = a.threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        s = ort_session(path, a.threads)
         inp = s.get_inputs()[0]
         x = x_flat.reshape(inp.shape)
         run = lambda: s.run(None, {inp.name: x})[0]

@@ -37,9 +37,8 @@ struct CompileOutcome {
   std::string message;  // MLIR/LLVM diagnostics
   double seconds = 0;   // wall time of the whole compilation
   int64_t object_bytes = 0;
-  std::vector<ProfiledOp> profiled_ops;          // compileModuleCpu with profile: the timed ops, by id
+  std::vector<ProfiledOp> profiled_ops;  // compileModuleCpu with profile: the timed ops, by id
 };
-
 
 // Applies `schedule` (a module with @__transform_main) to `payload`, lowers to LLVM, optimizes
 // (O3) for the host CPU's real features and writes a shared object exporting
@@ -58,7 +57,8 @@ CompileOutcome compileCpuGemm(const std::string& payload, const std::string& sch
 // fused before the library is applied (linalg-fuse-elementwise-ops; the tunable named ops are left
 // alone), the untuned rest is vectorized (compiler_cpu_elementwise.cpp), and a shared object gets
 // its own heap for memref.alloc (codegen/model_runtime/model_alloc.c: buffers kept across calls).
-// profile (networks): every op that does work in a public function is timed on each call
+// profile (networks): every op that does work in the public functions and in the functions they
+// call is timed on each call
 // (codegen/model_runtime/model_profile.c: sextant_profile_reset, sextant_profile_read), the ops
 // listed in CompileOutcome::profiled_ops.
 CompileOutcome compileModuleCpu(const std::string& module, const std::string& library, const std::string& out_path,
