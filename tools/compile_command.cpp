@@ -150,6 +150,7 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
       problems.push_back(where + ": " + w.error());
       continue;
     }
+    w->weights = false;  // GPU kernels read B as stored
     if (target.kind == TargetKind::Vulkan && !vulkanSupportsTypes(*w)) {
       problems.push_back(where + ": the vulkan target compiles f32 and f16 GEMMs with f32 results only (" + w->key() + ")");
       continue;
@@ -257,8 +258,13 @@ int compileForGpu(const CompileArgs& a, const Target& target, const std::string&
 // The workload of an op tune compile supports (error: why it has none): a convolution's from its
 // descriptor, a batched matmul's (tune --op batch_matmul) or a GEMM's.
 Result<GemmWorkload> workloadOf(const FoundOp& op) {
-  if (!op.conv.empty()) return makeConvWorkload(op.conv, "f32", "NHWC");
+  if (!op.conv.empty()) {
+    auto w = makeConvWorkload(op.conv, "f32", "NHWC");
+    if (w) w->weights = op.weights;
+    return w;
+  }
   GemmWorkload w;
+  w.weights = op.weights && op.batch == 0;
   w.m = op.m, w.n = op.n, w.k = op.k;
   auto at = parseDType(op.a_type), bt = parseDType(op.b_type), ct = parseDType(op.c_type);
   if (!at || !bt || !ct) return Error{"element types " + op.a_type + "/" + op.b_type + "/" + op.c_type};
@@ -339,6 +345,13 @@ int compileCpuModule(const CompileArgs& a, const Target& target, const std::stri
     if (!entry_of.count(entry_key)) {
       Result<std::optional<LibraryEntry>> entry = std::optional<LibraryEntry>{};
       if (!untuned) entry = tunedEntry(db, target, key, a.allow_stale, machineFilter(a.machine, target.isGpu()));
+      if (entry && !*entry && w->weights && !untuned) {
+        // None tuned with B as a weight: one tuned with B as an operand (tune --op gemm without
+        // --weights, databases made before the :weights keys) is a valid schedule too.
+        GemmWorkload plain = *w;
+        plain.weights = false;
+        entry = tunedEntry(db, target, plain.key(), a.allow_stale, machineFilter(a.machine, target.isGpu()));
+      }
       if (!entry) return fail(entry.error());
       if (!*entry) {
         Space space = spaceFor(*w, target).space;

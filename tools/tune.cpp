@@ -79,6 +79,10 @@ Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
   const std::string shape = !a.shape.empty() ? a.shape : (*op)->defaultShape();
   auto w = (*op)->make(shape, a.dtype, a.layout);
   if (!w) return w;
+  if (a.weights) {
+    if (w->batched()) return Error{"--weights is for gemm and conv2d (a batched matmul's B is an activation)"};
+    w->weights = true;
+  }
   if (!(*op)->tunesOnGpu()) {
     auto t = resolveTarget(a.target);
     // Batched matmul has GPU schedules on Vulkan only (one batch element per workgroup row, z).
@@ -108,6 +112,10 @@ void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
                   "storage of A and B: NN, NT (B transposed), TN (A transposed); conv2d: NHWC (HWCF filter, the "
                   "default), NCHW (FCHW filter), NHWC/FHWC")
       ->capture_default_str();
+  app->add_flag("--weights", a.weights,
+               "B (conv2d: the filter) is a constant weight, as in a network: the kernel may take it stored in "
+               "the blocks it reads, arranged once outside the timed calls as `tune compile` does with a "
+               "network's weights (key suffix :weights; tune model's tasks have it)");
   app->add_option("--target", a.target, "where to tune: " + join(knownTargetNames(), ", ") +
                   " (vulkan:N: the N-th Vulkan device; Mesa's lavapipe is CPU-emulated and measures no GPU)")
       ->capture_default_str();

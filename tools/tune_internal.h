@@ -35,6 +35,7 @@ std::string fmt(const char* f, double v);
 struct WorkloadArgs {
   std::string op = "gemm", shape, dtype = "f32", layout = "NN", target = "cpu", db = "sextant.db";
   std::string machine = "this";  // tune best: whose measurements (--machine)
+  bool weights = false;           // --weights: B (the filter) is a constant weight (workload.h)
 };
 Result<GemmWorkload> makeWorkload(const WorkloadArgs& a);
 void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default);

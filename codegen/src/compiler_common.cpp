@@ -17,6 +17,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -212,6 +213,11 @@ Result<std::vector<FoundOp>> findGemmOps(const std::string& module, const std::s
     if (!conv && !mlir::linalg::isaContractionOpInterface(op)) return;
     FoundOp f;
     f.op_name = op->getName().getStringRef().str();
+    if (op.getNumDpsInputs() == 2) {
+      auto cst = op.getDpsInputOperand(1)->get().getDefiningOp<mlir::arith::ConstantOp>();
+      auto attr = cst ? mlir::dyn_cast<mlir::DenseElementsAttr>(cst.getValue()) : mlir::DenseElementsAttr();
+      f.weights = attr && !attr.isSplat();
+    }
     if (auto fn = op->getParentOfType<mlir::func::FuncOp>()) f.function = fn.getSymName().str();
     if (op.getNumDpsInits() == 1)
       if (auto def = op.getDpsInitOperand(0)->get().getDefiningOp()) f.init_is_fill = mlir::isa<mlir::linalg::FillOp>(def);

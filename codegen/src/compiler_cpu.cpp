@@ -135,6 +135,13 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   skipPaddingRows(*payloadMod);
   readThroughZeroPads(*payloadMod);
   packConstantBlocks(*payloadMod);
+  {
+    llvm::SmallVector<mlir::func::FuncOp> weighted;
+    payloadMod->walk([&](mlir::func::FuncOp f) {
+      if (f->hasAttr(kWeightsAttr)) weighted.push_back(f);
+    });
+    for (mlir::func::FuncOp f : weighted) packWeightArgument(f);
+  }
   // (SEXTANT_DUMP_CPU_IR: the module after the schedule and these rewrites, on stderr.)
   if (std::getenv("SEXTANT_DUMP_CPU_IR")) payloadMod->print(llvm::errs());
   // The untuned rest runs on as many threads as the tuned ops (without libomp, below, neither does).

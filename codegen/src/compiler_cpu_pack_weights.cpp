@@ -18,8 +18,12 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Pass/Pass.h"
 
@@ -29,22 +33,19 @@ using namespace mlir;
 
 namespace {
 
-// The block index of a last-dimension offset that is a multiple of b by construction: a constant,
-// an affine.apply of d0 * b (a forall's tile offset), or the induction variable of an scf.for or
-// scf.forall whose start and step are multiples of b (a loop over blocks). Null when it is none of these.
-Value blockIndex(OpBuilder& b, Location loc, OpFoldResult offset, int64_t block) {
-  if (auto c = getConstantIntValue(offset))
-    return *c % block == 0 ? Value(arith::ConstantIndexOp::create(b, loc, *c / block)) : Value();
+// Whether a last-dimension offset is a multiple of b by construction: a constant, an affine.apply
+// of d0 * b (a forall's tile offset), or the induction variable of an scf.for or scf.forall whose
+// start and step are multiples of b (a loop over blocks).
+bool blockAligned(OpFoldResult offset, int64_t block) {
+  if (auto c = getConstantIntValue(offset)) return *c % block == 0;
   Value v = cast<Value>(offset);
   if (auto apply = v.getDefiningOp<affine::AffineApplyOp>()) {
     AffineMap map = apply.getAffineMap();
-    if (map.getNumDims() == 1 && map.getNumSymbols() == 0 && map.getNumResults() == 1 &&
-        map.getResult(0) == getAffineDimExpr(0, b.getContext()) * block)
-      return apply.getOperand(0);
-    return Value();
+    return map.getNumDims() == 1 && map.getNumSymbols() == 0 && map.getNumResults() == 1 &&
+           map.getResult(0) == getAffineDimExpr(0, v.getContext()) * block;
   }
   auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg) return Value();
+  if (!arg) return false;
   std::optional<int64_t> lb, step;
   Operation* owner = arg.getOwner()->getParentOp();
   if (auto loop = dyn_cast<scf::ForOp>(owner); loop && arg == loop.getInductionVar()) {
@@ -54,12 +55,18 @@ Value blockIndex(OpBuilder& b, Location loc, OpFoldResult offset, int64_t block)
     if (i < forall.getRank())
       lb = getConstantIntValue(forall.getMixedLowerBound()[i]), step = getConstantIntValue(forall.getMixedStep()[i]);
   }
-  if (lb && step && *lb % block == 0 && *step % block == 0)
-    return arith::DivUIOp::create(b, loc, v, arith::ConstantIndexOp::create(b, loc, block));
-  return Value();
+  return lb && step && *lb % block == 0 && *step % block == 0;
 }
 
-// The block size a slice of a constant asks for (0: not a block of the last dimension).
+// The block index of an offset that blockAligned accepts.
+Value blockIndex(OpBuilder& b, Location loc, OpFoldResult offset, int64_t block) {
+  if (auto c = getConstantIntValue(offset)) return arith::ConstantIndexOp::create(b, loc, *c / block);
+  Value v = cast<Value>(offset);
+  if (auto apply = v.getDefiningOp<affine::AffineApplyOp>()) return apply.getOperand(0);
+  return arith::DivUIOp::create(b, loc, v, arith::ConstantIndexOp::create(b, loc, block));
+}
+
+// The block size a slice asks for (0: not one block of the last dimension, whole in the others).
 int64_t blockOf(tensor::ExtractSliceOp s, RankedTensorType type) {
   const int64_t r = type.getRank();
   auto sizes = s.getStaticSizes();
@@ -75,62 +82,152 @@ int64_t blockOf(tensor::ExtractSliceOp s, RankedTensorType type) {
     }
   }
   const int64_t b = sizes[size_t(r - 1)], d = type.getDimSize(r - 1);
-  return b != ShapedType::kDynamic && b < d && d % b == 0 ? b : 0;
+  return b != ShapedType::kDynamic && b < d && d % b == 0 && blockAligned(offsets.back(), b) ? b : 0;
 }
 
-// The constant packed as [dn / b, d0, ..., d(n-1), b].
-DenseElementsAttr packed(DenseElementsAttr attr, RankedTensorType type, int64_t b) {
-  const int64_t r = type.getRank(), d = type.getDimSize(r - 1), rows = type.getNumElements() / d;
-  SmallVector<int64_t> shape = {d / b};
+// The block size a use of `src` (a static f32 tensor of rank >= 2) reads: a slice that is one
+// block of the last dimension (blockOf), or a vector read (a slice the schedule folded into it) of
+// b elements of the last dimension at a multiple of b, unmasked, in bounds there, its vector
+// dimensions the tensor's innermost ones. 0: not a block read.
+int64_t blockRead(Operation* user, Value src, RankedTensorType type) {
+  if (auto s = dyn_cast<tensor::ExtractSliceOp>(user)) return s.getSource() == src ? blockOf(s, type) : 0;
+  auto r = dyn_cast<vector::TransferReadOp>(user);
+  if (!r || r.getBase() != src || r.getMask() || !r.getPermutationMap().isMinorIdentity() ||
+      !r.getInBoundsValues().back())
+    return 0;
+  const int64_t d = type.getDimSize(type.getRank() - 1), b = r.getVectorType().getShape().back();
+  return b < d && d % b == 0 && blockAligned(OpFoldResult(r.getIndices().back()), b) ? b : 0;
+}
+
+// A block read (blockRead: b) rewritten to read `packed`, the same values stored as
+// [dn / b, d0, ..., d(n-1), b].
+void readPacked(Operation* user, Value packed, RankedTensorType type, int64_t b) {
+  OpBuilder builder(user);
+  const Location loc = user->getLoc();
+  const int64_t r = type.getRank();
+  if (auto s = dyn_cast<tensor::ExtractSliceOp>(user)) {
+    Value q = blockIndex(builder, loc, s.getMixedOffsets().back(), b);
+    SmallVector<OpFoldResult> offsets = {q}, sizes = {builder.getIndexAttr(1)};
+    SmallVector<OpFoldResult> strides(size_t(r + 1), builder.getIndexAttr(1));
+    for (int64_t i = 0; i < r; ++i) {
+      offsets.push_back(builder.getIndexAttr(0));
+      sizes.push_back(builder.getIndexAttr(i + 1 < r ? type.getDimSize(i) : b));
+    }
+    auto block = tensor::ExtractSliceOp::create(builder, loc, s.getResultType(), packed, offsets, sizes, strides);
+    s.getResult().replaceAllUsesWith(block.getResult());
+    s.erase();
+    return;
+  }
+  auto rd = cast<vector::TransferReadOp>(user);
+  SmallVector<Value> idx = {blockIndex(builder, loc, OpFoldResult(rd.getIndices().back()), b)};
+  for (int64_t i = 0; i + 1 < r; ++i) idx.push_back(rd.getIndices()[size_t(i)]);
+  idx.push_back(arith::ConstantIndexOp::create(builder, loc, 0));
+  Value v = vector::TransferReadOp::create(builder, loc, rd.getVectorType(), packed, idx, rd.getPadding(),
+                                           rd.getInBoundsValues());
+  rd.getResult().replaceAllUsesWith(v);
+  rd.erase();
+}
+
+// A tensor's type packed with block b: [dn / b, d0, ..., d(n-1), b].
+RankedTensorType packedType(RankedTensorType type, int64_t b) {
+  const int64_t r = type.getRank();
+  SmallVector<int64_t> shape = {type.getDimSize(r - 1) / b};
   for (int64_t i = 0; i + 1 < r; ++i) shape.push_back(type.getDimSize(i));
   shape.push_back(b);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+// The constant packed with block b.
+DenseElementsAttr packed(DenseElementsAttr attr, RankedTensorType type, int64_t b) {
+  const int64_t r = type.getRank(), d = type.getDimSize(r - 1), rows = type.getNumElements() / d;
   auto values = attr.getValues<float>();
   std::vector<float> out(size_t(type.getNumElements()));
   size_t at = 0;
   for (int64_t q = 0; q < d / b; ++q)
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t j = 0; j < b; ++j) out[at++] = values[size_t(row * d + q * b + j)];
-  return DenseElementsAttr::get(RankedTensorType::get(shape, type.getElementType()), ArrayRef<float>(out));
+  return DenseElementsAttr::get(packedType(type, b), ArrayRef<float>(out));
+}
+
+// A static f32 tensor of rank >= 2 with more than one row (one row is contiguous already).
+bool packableType(Type t) {
+  auto type = dyn_cast<RankedTensorType>(t);
+  return type && type.hasStaticShape() && type.getRank() >= 2 && type.getElementType().isF32() &&
+         type.getNumElements() > type.getDimSize(type.getRank() - 1);
 }
 
 }  // namespace
 
 int packConstantBlocks(Operation* root) {
-  SmallVector<tensor::ExtractSliceOp> slices;
-  root->walk([&](tensor::ExtractSliceOp s) {
-    auto c = s.getSource().getDefiningOp<arith::ConstantOp>();
-    auto attr = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-    if (attr && !attr.isSplat() && attr.getElementType().isF32()) slices.push_back(s);
+  SmallVector<arith::ConstantOp> constants;
+  root->walk([&](arith::ConstantOp c) {
+    auto attr = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (attr && !attr.isSplat() && packableType(c.getType())) constants.push_back(c);
   });
-  std::map<std::pair<Operation*, int64_t>, Value> made;  // (constant, block) -> the packed constant
   int n = 0;
-  for (tensor::ExtractSliceOp s : slices) {
-    auto c = s.getSource().getDefiningOp<arith::ConstantOp>();
+  for (arith::ConstantOp c : constants) {
     auto type = cast<RankedTensorType>(c.getType());
-    const int64_t b = blockOf(s, type);
-    if (b == 0) continue;
-    OpBuilder builder(s);
-    Value q = blockIndex(builder, s.getLoc(), s.getMixedOffsets().back(), b);
-    if (!q) continue;
-    Value& p = made[{c.getOperation(), b}];
-    if (!p) {
-      OpBuilder at(c);
-      p = arith::ConstantOp::create(at, c.getLoc(), packed(cast<DenseElementsAttr>(c.getValue()), type, b)).getResult();
+    std::map<int64_t, Value> made;  // block -> the packed constant
+    SmallVector<std::pair<Operation*, int64_t>> reads;
+    for (Operation* user : c->getUsers())
+      if (int64_t b = blockRead(user, c.getResult(), type)) reads.push_back({user, b});
+    for (auto [user, b] : reads) {
+      Value& p = made[b];
+      if (!p) {
+        OpBuilder at(c);
+        p = arith::ConstantOp::create(at, c.getLoc(), packed(cast<DenseElementsAttr>(c.getValue()), type, b)).getResult();
+      }
+      readPacked(user, p, type, b);
+      ++n;
     }
-    const int64_t r = type.getRank();
-    SmallVector<OpFoldResult> offsets = {q}, sizes = {builder.getIndexAttr(1)}, strides(size_t(r + 1), builder.getIndexAttr(1));
-    for (int64_t i = 0; i < r; ++i) {
-      offsets.push_back(builder.getIndexAttr(0));
-      sizes.push_back(builder.getIndexAttr(i + 1 < r ? type.getDimSize(i) : b));
-    }
-    auto block = tensor::ExtractSliceOp::create(builder, s.getLoc(), s.getResultType(), p, offsets, sizes, strides);
-    s.getResult().replaceAllUsesWith(block.getResult());
-    s.erase();
-    ++n;
+    if (c->use_empty()) c->erase();
   }
-  for (auto& [key, p] : made)
-    if (key.first->use_empty()) key.first->erase();
   return n;
+}
+
+int64_t packWeightArgument(func::FuncOp f) {
+  if (f.isExternal() || f.getNumArguments() < 2) return 0;
+  // The weight as a tensor: bufferization.to_tensor of argument 1, through memref.collapse_shape
+  // (a 1x1 convolution's filter as a K x N matrix).
+  Value m = f.getArgument(1), t;
+  for (int guard = 0; guard < 4 && !t; ++guard) {
+    if (!m.hasOneUse()) return 0;
+    Operation* user = *m.getUsers().begin();
+    if (auto c = dyn_cast<memref::CollapseShapeOp>(user)) m = c.getResult();
+    else if (auto tt = dyn_cast<bufferization::ToTensorOp>(user)) t = tt.getResult();
+    else return 0;
+  }
+  if (!t || !packableType(t.getType())) return 0;
+  auto type = cast<RankedTensorType>(t.getType());
+  // Every read a block read of one size, or nothing changes (a read left as it was would take the
+  // packed memory for the stored layout).
+  int64_t b = 0;
+  for (Operation* user : t.getUsers()) {
+    const int64_t ub = blockRead(user, t, type);
+    if (ub == 0 || (b != 0 && ub != b)) return 0;
+    b = ub;
+  }
+  if (b == 0) return 0;
+  // The argument's memory holds the packed layout: viewed as such (no copy).
+  SmallVector<Operation*> users(t.getUsers().begin(), t.getUsers().end());
+  OpBuilder builder(f.getContext());
+  builder.setInsertionPointAfter(t.getDefiningOp());
+  const Location loc = t.getLoc();
+  const int64_t r = type.getRank();
+  SmallVector<ReassociationIndices> whole(1), whole_packed(1);
+  for (int64_t i = 0; i < r; ++i) whole[0].push_back(i);
+  for (int64_t i = 0; i <= r; ++i) whole_packed[0].push_back(i);
+  Value flat = tensor::CollapseShapeOp::create(builder, loc, t, whole);
+  Value view = tensor::ExpandShapeOp::create(builder, loc, packedType(type, b), flat, whole_packed);
+  for (Operation* user : users) readPacked(user, view, type, b);
+  // What the caller must store: the object's kWeightsBlockSymbol() returns b.
+  auto module = f->getParentOfType<ModuleOp>();
+  builder.setInsertionPointToEnd(module.getBody());
+  auto i64 = builder.getI64Type();
+  auto fn = func::FuncOp::create(builder, loc, kWeightsBlockSymbol, builder.getFunctionType({}, {i64}));
+  OpBuilder body = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  func::ReturnOp::create(body, loc, ValueRange{arith::ConstantIntOp::create(body, loc, i64, b).getResult()});
+  return b;
 }
 
 namespace {

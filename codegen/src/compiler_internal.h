@@ -10,6 +10,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -180,6 +181,14 @@ void registerReadThroughZeroPadsPass();
 // Also the pass "sextant-pack-constant-blocks" (registerPackConstantBlocksPass).
 int packConstantBlocks(mlir::Operation* root);
 void registerPackConstantBlocksPass();
+// A kernel whose argument 1 is a weight (its function has the unit attribute kWeightsAttr: the
+// workload's `weights`): when every read of it is a block read of one size b, the reads take its
+// memory as that weight packed with block b ([dn / b, d0, ..., d(n-1), b]: what
+// packConstantBlocks makes of a constant), and the module gets a function kWeightsBlockSymbol
+// returning b, which tells the caller to store it so (runtime/src/cpu_runner.cpp). Returns b, or 0
+// (nothing changed: the weight is read as stored).
+int64_t packWeightArgument(mlir::func::FuncOp f);
+constexpr const char* kWeightsAttr = "sextant.weights";
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

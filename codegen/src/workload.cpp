@@ -52,7 +52,7 @@ std::string GemmWorkload::shapeString() const { return opOf(op).shapeString(*thi
 
 std::string GemmWorkload::key() const {
   return std::string(opKindName(op)) + ":" + opOf(op).layoutField(*this) + ":" + shapeString() + ":" +
-         dtypeName(a_type) + "*" + dtypeName(b_type) + "->" + dtypeName(c_type);
+         dtypeName(a_type) + "*" + dtypeName(b_type) + "->" + dtypeName(c_type) + (weights ? ":weights" : "");
 }
 
 GemmWorkload GemmWorkload::element() const {
@@ -77,11 +77,20 @@ int64_t GemmWorkload::bytesNeeded() const {
   return aElements() * dtypeBytes(a_type) + bElements() * dtypeBytes(b_type) + 2 * cElements() * dtypeBytes(c_type);
 }
 
-std::string GemmWorkload::payloadMlir() const { return opOf(op).payloadMlir(*this); }
+std::string GemmWorkload::payloadMlir() const {
+  std::string text = opOf(op).payloadMlir(*this);
+  // B is a weight: the compiler may read it in blocks the caller arranged (compiler.h).
+  const std::string plain = "attributes {llvm.emit_c_interface}";
+  if (const size_t at = text.find(plain); weights && at != std::string::npos)
+    text.replace(at, plain.size(), "attributes {llvm.emit_c_interface, sextant.weights}");
+  return text;
+}
 
 // "<op>:<layout>:<shape>:<a>*<b>-><c>", the op's own fields read by the op (ops.h).
 Result<GemmWorkload> parseWorkloadKey(const std::string& key) {
   auto parts = split(key, ':');
+  const bool weights = parts.size() == 5 && parts[4] == "weights";
+  if (weights) parts.pop_back();
   if (parts.size() != 4) return Error{"malformed workload key '" + key + "'"};
   auto op = findOp(parts[0]);
   if (!op) return Error{"malformed workload key '" + key + "': " + op.error()};
@@ -95,6 +104,10 @@ Result<GemmWorkload> parseWorkloadKey(const std::string& key) {
   if (!a || !b || !c) return Error{"malformed workload key '" + key + "': bad dtype"};
   auto w = (*op)->fromKey(parts[1], parts[2], *a, *b, *c);
   if (!w) return Error{"malformed workload key '" + key + "': " + w.error()};
+  if (weights) {
+    if (w->op == OpKind::BatchMatmul) return Error{"malformed workload key '" + key + "': a batched matmul has no weights"};
+    w->weights = true;
+  }
   return w;
 }
 

@@ -52,14 +52,15 @@ TEST(Model, SmallCnnMatchesNumPy) {
   removeDb(db);
   auto j = modelJson("cnn", db, so);
   // Tasks: 9 tunable ops, 7 distinct workloads; the 3x3 8->8 conv on 8x8 runs three times (once
-  // as such, twice as the groups of the grouped conv); 1x1 convs and the FC layer are GEMMs.
+  // as such, twice as the groups of the grouped conv); 1x1 convs and the FC layer are GEMMs. Every
+  // filter and weight is a constant: tuned as weights (":weights").
   auto w = weights(j);
   EXPECT_EQ(w.size(), 7u) << j.dump(1);
-  EXPECT_EQ(w["conv2d:NHWC:mb1ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32"], 3) << j.dump(1);
-  EXPECT_EQ(w["conv2d:NHWC:mb1g8ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32"], 1);
-  EXPECT_EQ(w["gemm:NN:64x16x8:f32*f32->f32"], 1);   // 1x1, stride 1, on 8x8
-  EXPECT_EQ(w["gemm:NN:16x16x16:f32*f32->f32"], 1);  // 1x1, stride 2, on 8x8: 16 pixels
-  EXPECT_EQ(w["gemm:NN:1x10x16:f32*f32->f32"], 1);   // the FC layer
+  EXPECT_EQ(w["conv2d:NHWC:mb1ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32:weights"], 3) << j.dump(1);
+  EXPECT_EQ(w["conv2d:NHWC:mb1g8ic8ih8iw8oc8oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32:weights"], 1);
+  EXPECT_EQ(w["gemm:NN:64x16x8:f32*f32->f32:weights"], 1);   // 1x1, stride 1, on 8x8
+  EXPECT_EQ(w["gemm:NN:16x16x16:f32*f32->f32:weights"], 1);  // 1x1, stride 2, on 8x8: 16 pixels
+  EXPECT_EQ(w["gemm:NN:1x10x16:f32*f32->f32:weights"], 1);   // the FC layer
   EXPECT_EQ(j["trials"], 0);
   EXPECT_GT(j["measured_tuned_s"].get<double>(), 0);
 
@@ -73,13 +74,14 @@ TEST(Model, EncoderLayerMatchesNumPy) {
   const std::string db = tmp("enc.db"), so = tmp("enc.so");
   removeDb(db);
   auto j = modelJson("encoder", db, so);
-  // Q, K, V and output projections share one GEMM; Q.K^T and P.V one batched matmul (2 heads).
+  // Q, K, V and output projections share one GEMM; Q.K^T and P.V one batched matmul (2 heads). The
+  // projections' weights are constants (":weights"); the batched matmuls' operands are not.
   auto w = weights(j);
   EXPECT_EQ(w.size(), 4u) << j.dump(1);
-  EXPECT_EQ(w["gemm:NN:8x16x16:f32*f32->f32"], 4) << j.dump(1);
+  EXPECT_EQ(w["gemm:NN:8x16x16:f32*f32->f32:weights"], 4) << j.dump(1);
   EXPECT_EQ(w["batch_matmul:NN:2x8x8x8:f32*f32->f32"], 2) << j.dump(1);
-  EXPECT_EQ(w["gemm:NN:8x32x16:f32*f32->f32"], 1);
-  EXPECT_EQ(w["gemm:NN:8x16x32:f32*f32->f32"], 1);
+  EXPECT_EQ(w["gemm:NN:8x32x16:f32*f32->f32:weights"], 1);
+  EXPECT_EQ(w["gemm:NN:8x16x32:f32*f32->f32:weights"], 1);
 
   using D3 = MemRef<3>;
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);

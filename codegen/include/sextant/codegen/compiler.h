@@ -46,6 +46,13 @@ struct CompileOutcome {
 // threads > 1: the schedule's one scf.forall (the cache-tile loop over M and N) runs on that
 // many OpenMP threads (scf-forall-to-parallel, convert-scf-to-openmp; the object links LLVM's
 // libomp); 1: a serial kernel, as before.
+// A kernel compiled from the payload of a workload with `weights` (workload.h) may read its B
+// operand (a convolution's filter) packed in blocks along its last dimension, arranged once by the
+// caller outside the timed calls, as a network's constant weights are at compile time: it then
+// exports `int64_t sextant_weights_block(void)`, the block b (B stored as [dn / b, d0, ...,
+// d(n-1), b] for B of dimensions [d0, ..., dn]); without it B is read as stored.
+inline constexpr const char* kWeightsBlockSymbol = "sextant_weights_block";
+
 CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
                               const std::string& so_path, int threads = 1);
 
@@ -156,6 +163,7 @@ struct FoundOp {
   std::string layout;                  // "NN", "NT", "TN"
   std::string function;                // the enclosing func.func
   bool init_is_fill = false;           // C initialised by a linalg.fill (GPU schedules fuse it)
+  bool weights = false;                // B (the filter) is a dense constant: a network's weight
   // A convolution (linalg.conv_2d_nhwc_hwcf, linalg.depthwise_conv_2d_nhwc_hwc; issue #31): its
   // benchdnn descriptor, the padding read from a zero tensor.pad that produces its input (empty for
   // contractions).

@@ -40,10 +40,16 @@ struct GemmWorkload {
   DType a_type = DType::F32, b_type = DType::F32;
   DType c_type = DType::F32;  // output and accumulation type
   Layout layout = Layout::NN;
+  // B (a convolution's filter) is a constant weight, as in a network (tune model): the kernel may
+  // take it stored in the blocks it reads, arranged once by the caller outside the timed calls, as
+  // inference engines and `tune compile` (a network's weights packed at compile time) do. Key
+  // suffix ":weights". Gemm and Conv2d only.
+  bool weights = false;
 
   // Canonical key, e.g. "gemm:NN:1024x1024x1024:f32*f32->f32" or
   // "batch_matmul:NT:12x128x128x64:f32*f32->f32" or
-  // "conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32". Used everywhere
+  // "conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32", with
+  // ":weights" after it for a workload with `weights`. Used everywhere
   // a workload is stored or looked up; never a hash of IR text.
   std::string key() const;
   std::string shapeString() const;      // "1024x1024x1024", "12x128x128x64" (BxMxNxK)

@@ -1,0 +1,151 @@
+// Workloads whose B is a weight (GemmWorkload::weights, key suffix ":weights"): the kernel reads B
+// in blocks that the caller stores once outside the timed calls, as a network's constant weights
+// are packed at compile time (compiler_cpu_pack_weights.cpp, runtime/src/cpu_runner.cpp).
+#include <cmath>
+#include <dlfcn.h>
+#include <filesystem>
+#include <gtest/gtest.h>
+
+#include "sextant/codegen/compiler.h"
+#include "sextant/codegen/cpu_schedule.h"
+#include "sextant/runtime/cpu_runner.h"
+#include "cpu_compile_helpers.h"
+
+using namespace sextant;
+using namespace sextant::test;
+
+TEST(Weights, KeyRoundTripsAndBatchedMatmulsHaveNone) {
+  GemmWorkload w;
+  w.m = 49, w.n = 256, w.k = 64, w.weights = true;
+  EXPECT_EQ(w.key(), "gemm:NN:49x256x64:f32*f32->f32:weights");
+  auto back = parseWorkloadKey(w.key());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_TRUE(back->weights);
+  EXPECT_EQ(*back, w);
+  auto plain = parseWorkloadKey("gemm:NN:49x256x64:f32*f32->f32");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->weights);
+  auto conv = parseWorkloadKey("conv2d:NHWC:mb1ic8ih8iw8oc32oh8ow8kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32:weights");
+  ASSERT_TRUE(conv.ok()) << conv.error();
+  EXPECT_TRUE(conv->weights && conv->isConv());
+  EXPECT_FALSE(parseWorkloadKey("batch_matmul:NN:2x8x8x8:f32*f32->f32:weights").ok());
+  EXPECT_FALSE(parseWorkloadKey("gemm:NN:8x8x8:f32*f32->f32:bias").ok());
+  // The payload says so to the compiler; a plain one does not.
+  EXPECT_NE(w.payloadMlir().find("sextant.weights"), std::string::npos);
+  EXPECT_EQ(plain->payloadMlir().find("sextant.weights"), std::string::npos);
+}
+
+namespace {
+
+// The kernel of `knobs` for `w`, compiled.
+std::string compileKnobs(const GemmWorkload& w, const std::map<std::string, int64_t>& knobs, const std::string& file) {
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  auto c = nearestValid(s, knobs);
+  std::string so = tmpPath(file);
+  CompileOutcome out = compileCpuGemm(w.payloadMlir(), emitCpuGemmSchedule(w, s, c), so);
+  EXPECT_TRUE(out.ok) << out.stage << ": " << out.message.substr(0, 3000);
+  return so;
+}
+
+int64_t weightsBlock(const std::string& so) {
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return -1;
+  void* f = dlsym(h, kWeightsBlockSymbol);
+  const int64_t b = f ? reinterpret_cast<int64_t (*)()>(f)() : 0;
+  dlclose(h);
+  return b;
+}
+
+}  // namespace
+
+// A 49-row GEMM read in register tiles of 32 columns with no panel copy: with B a weight, the
+// kernel reads it as 32-column blocks (exports the block), the harness stores it so and the result
+// verifies; the same kernel called on B as stored computes something else (it really reads the
+// blocks); without `weights` the kernel reads B as stored and exports nothing.
+TEST(Weights, KernelReadsItsWeightInTheBlocksTheCallerStores) {
+  const std::map<std::string, int64_t> knobs = {{"tile_m", 49}, {"tile_n", 32}, {"tile_k", 64}, {"reg_m", 7},
+                                                {"reg_n", 32},  {"unroll_k", 4}, {"pack_b", 0}};
+  GemmWorkload w;
+  w.m = 49, w.n = 256, w.k = 64, w.weights = true;
+  const std::string so = compileKnobs(w, knobs, "weights.so");
+  ASSERT_EQ(weightsBlock(so), 32);
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok()) << p.error();
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  Measurement m = measureSharedObject(*p, so, mo);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  EXPECT_EQ(m.also_evicted_bytes, size_t(w.k * w.n * 4)) << "the stored blocks are evicted with the operands";
+
+  // Called directly on B as stored (no harness): wrong.
+  GemmWorkload plain_w = w;
+  plain_w.weights = false;
+  std::string error;
+  KernelFn raw = loadSharedObjectKernel(plain_w, so, error);
+  EXPECT_FALSE(raw) << "a kernel that wants its weights in blocks loads for a workload without weights";
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr);
+  auto call = reinterpret_cast<void (*)(void*, void*, void*)>(dlsym(h, "_mlir_ciface_sextant_gemm"));
+  ASSERT_NE(call, nullptr);
+  std::vector<float> a = p->a(), b = p->b(), c(size_t(w.m * w.n), 0.0f);
+  struct D2 {
+    float *alloc, *data;
+    int64_t offset, sizes[2], strides[2];
+  };
+  D2 da{a.data(), a.data(), 0, {w.m, w.k}, {w.k, 1}}, db{b.data(), b.data(), 0, {w.k, w.n}, {w.n, 1}},
+      dc{c.data(), c.data(), 0, {w.m, w.n}, {w.n, 1}};
+  call(&da, &db, &dc);
+  double err = 0;
+  for (size_t i = 0; i < c.size(); ++i) err = std::max(err, double(std::fabs(c[i] - p->reference()[i])));
+  EXPECT_GT(err, 1e-2) << "the kernel computed the product from B as stored: it does not read the blocks";
+  dlclose(h);
+  std::filesystem::remove(so);
+
+  const std::string so_plain = compileKnobs(plain_w, knobs, "plain.so");
+  EXPECT_EQ(weightsBlock(so_plain), 0);
+  auto pp = GemmProblem::create(plain_w);
+  ASSERT_TRUE(pp.ok());
+  Measurement mp = measureSharedObject(*pp, so_plain, mo);
+  EXPECT_EQ(mp.status, MeasureStatus::Ok) << mp.message;
+  EXPECT_EQ(mp.also_evicted_bytes, 0u);
+  std::filesystem::remove(so_plain);
+}
+
+// A kernel that copies panels of B (pack_b) with B a weight: its panel copies read the blocks, and
+// the product verifies.
+TEST(Weights, KernelsThatCopyPanelsReadTheBlocksToo) {
+  GemmWorkload w;
+  w.m = 64, w.n = 128, w.k = 64, w.weights = true;
+  const std::string so = compileKnobs(w, {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 8}, {"reg_n", 16},
+                                          {"unroll_k", 2}, {"pack_b", 1}},
+                                      "panels.so");
+  EXPECT_GT(weightsBlock(so), 0);
+  auto p = GemmProblem::create(w);
+  ASSERT_TRUE(p.ok());
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  Measurement m = measureSharedObject(*p, so, mo);
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
+  std::filesystem::remove(so);
+}
+
+// A convolution with its filter as a weight (the direct route's default schedule): verified against
+// the naive loops, whatever the kernel asks for.
+TEST(Weights, ConvolutionWithItsFilterAsAWeightVerifies) {
+  for (const char* desc : {"mb1ic16ih10oc64kh3ph1", "mb1ic16ih9oc32kh3sh2ph1", "mb1ic32ih7oc64kh1"}) {
+    auto w = makeConvWorkload(desc, "f32", "NHWC");
+    ASSERT_TRUE(w.ok()) << w.error();
+    w->weights = true;
+    Space s = buildCpuGemmSpace(*w, hostCpu());
+    std::string so = tmpPath("convw.so");
+    CompileOutcome out = compileCpuGemm(w->payloadMlir(), emitCpuGemmSchedule(*w, s, defaultCpuCandidate(s, *w)), so);
+    ASSERT_TRUE(out.ok) << desc << ": " << out.stage << ": " << out.message.substr(0, 2000);
+    auto p = GemmProblem::create(*w);
+    ASSERT_TRUE(p.ok()) << p.error();
+    MeasureOptions mo;
+    mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+    Measurement m = measureSharedObject(*p, so, mo);
+    EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " (block " << weightsBlock(so) << "): " << m.message;
+    std::filesystem::remove(so);
+  }
+}
