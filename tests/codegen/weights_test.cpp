@@ -129,10 +129,11 @@ TEST(Weights, KernelsThatCopyPanelsReadTheBlocksToo) {
   std::filesystem::remove(so);
 }
 
-// A convolution with its filter as a weight (the direct route's default schedule): verified against
-// the naive loops, whatever the kernel asks for.
+// A convolution with its filter as a weight (the direct route's default schedule; dense, strided,
+// 1x1, grouped, depthwise): verified against the naive loops, whatever the kernel asks for.
 TEST(Weights, ConvolutionWithItsFilterAsAWeightVerifies) {
-  for (const char* desc : {"mb1ic16ih10oc64kh3ph1", "mb1ic16ih9oc32kh3sh2ph1", "mb1ic32ih7oc64kh1"}) {
+  for (const char* desc : {"mb1ic16ih10oc64kh3ph1", "mb1ic16ih9oc32kh3sh2ph1", "mb1ic32ih7oc64kh1", "mb1g4ic32ih14oc64kh3ph1",
+                           "mb1g32ic32ih14oc32kh3sh2ph1"}) {
     auto w = makeConvWorkload(desc, "f32", "NHWC");
     ASSERT_TRUE(w.ok()) << w.error();
     w->weights = true;
