@@ -197,6 +197,7 @@ int cmdTuneSuite(const TuneArgs& a, const std::string& argv_json) {
     t.w.shape = w.shapeString();
     t.w.dtype = dtypeName(w.a_type);
     t.w.layout = layoutName(w.layout);
+    t.w.weights = (a.w.weights || w.weights) && !w.batched();  // --weights, or a suite key with :weights
     if (a.workers >= 0) t.workers = 0;  // one study per workload; the workers below take them in turn
     int rc = a.workers >= 0 ? cmdMakeStudy(t, argv_json) : cmdTune(t, argv_json);
     if (rc == 130) return rc;

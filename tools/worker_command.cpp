@@ -80,7 +80,7 @@ int cmdMakeStudy(const TuneArgs& a, const std::string& argv_json) {
     return fail(s.error());
   }
   json args{{"op", opKindName(w->op)}, {"shape", w->shapeString()},
-            {"dtype", a.w.dtype}, {"layout", a.w.layout}, {"target", a.w.target}, {"strategy", a.strategy},
+            {"dtype", a.w.dtype}, {"layout", a.w.layout}, {"weights", w->weights}, {"target", a.w.target}, {"strategy", a.strategy},
             {"trials", a.trials}, {"batch", a.batch}, {"min_time", a.min_time}, {"timeout", a.timeout},
             {"threads", threads}, {"seed", a.seed}, {"pretrained", a.pretrained}, {"argv", json::parse(argv_json)}};
   StudyRow st;
@@ -142,6 +142,7 @@ int cmdWorker(const WorkerArgs& a) {
     t.w.db = a.db;
     t.w.op = args.value("op", "gemm"), t.w.shape = args.value("shape", ""), t.w.dtype = args.value("dtype", "f32"), t.w.layout = args.value("layout", "NN");
     t.w.target = args.value("target", "cpu");
+    t.w.weights = args.value("weights", false);
     t.strategy = args.value("strategy", std::string(kDefaultStrategy));
     t.trials = pick->trials;
     t.batch = args.value("batch", 16);

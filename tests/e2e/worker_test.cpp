@@ -207,12 +207,15 @@ TEST(Workers, SuiteBecomesOneStudyPerWorkloadOnSqlite) {
   removeDb(db);
   std::ofstream(suite) << R"({"format": "sextant-suite", "version": 1, "name": "mini", "description": "two small GEMMs",
     "source": "test", "workloads": [{"name": "a", "key": "gemm:NN:64x64x64:f32*f32->f32"},
-                                    {"name": "b", "key": "gemm:NN:96x64x32:f32*f32->f32"}]})";
+                                    {"name": "b", "key": "gemm:NN:96x64x32:f32*f32->f32:weights"}]})";
   Outcome r = tune("--suite " + suite + " --trials 5 --min-time 0.05 --batch 2 --strategy random --workers 2 --db " + db);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   Outcome show = tune("show --db " + db);
   ASSERT_EQ(show.code, 0) << show.err;
   EXPECT_NE(show.out.find("gemm:NN:64x64x64:f32*f32->f32        cpu"), std::string::npos) << show.out;
+  // A weights workload stays one through its study and the workers that take it.
+  EXPECT_NE(show.out.find("gemm:NN:96x64x32:f32*f32->f32:weights"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("gemm:NN:96x64x32:f32*f32->f32 "), std::string::npos) << show.out;
   size_t a = show.out.find("Studies"), n = 0;
   for (size_t p = show.out.find("finished   5/5 records", a); p != std::string::npos; p = show.out.find("finished   5/5 records", p + 1)) ++n;
   EXPECT_EQ(n, 2u) << show.out;
