@@ -30,9 +30,7 @@ TEST(Compiler, CompilesAVerifiedKernelForTheHost) {
 
   auto p = GemmProblem::create(w);
   ASSERT_TRUE(p.ok()) << p.error();
-  MeasureOptions mo;
-  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
-  Measurement m = measureSharedObject(*p, so, mo);
+  Measurement m = measureBriefly(*p, so);
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
 
   // Code for the host's real vector ISA, not generic x86-64.

@@ -70,4 +70,11 @@ inline std::optional<Candidate> candidateOf(const Space& s, std::map<std::string
   return *found;
 }
 
+// A compiled kernel measured briefly through the harness (verified first): its measurement.
+inline Measurement measureBriefly(const GemmProblem& p, const std::string& so) {
+  MeasureOptions mo;
+  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
+  return measureSharedObject(p, so, mo);
+}
+
 }  // namespace sextant::test

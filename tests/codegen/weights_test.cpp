@@ -71,9 +71,7 @@ TEST(Weights, KernelReadsItsWeightInTheBlocksTheCallerStores) {
   ASSERT_EQ(weightsBlock(so), 32);
   auto p = GemmProblem::create(w);
   ASSERT_TRUE(p.ok()) << p.error();
-  MeasureOptions mo;
-  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
-  Measurement m = measureSharedObject(*p, so, mo);
+  Measurement m = measureBriefly(*p, so);
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
   EXPECT_EQ(m.also_evicted_bytes, size_t(w.k * w.n * 4)) << "the stored blocks are evicted with the operands";
 
@@ -105,7 +103,7 @@ TEST(Weights, KernelReadsItsWeightInTheBlocksTheCallerStores) {
   EXPECT_EQ(weightsBlock(so_plain), 0);
   auto pp = GemmProblem::create(plain_w);
   ASSERT_TRUE(pp.ok());
-  Measurement mp = measureSharedObject(*pp, so_plain, mo);
+  Measurement mp = measureBriefly(*pp, so_plain);
   EXPECT_EQ(mp.status, MeasureStatus::Ok) << mp.message;
   EXPECT_EQ(mp.also_evicted_bytes, 0u);
   std::filesystem::remove(so_plain);
@@ -122,9 +120,7 @@ TEST(Weights, KernelsThatCopyPanelsReadTheBlocksToo) {
   EXPECT_GT(weightsBlock(so), 0);
   auto p = GemmProblem::create(w);
   ASSERT_TRUE(p.ok());
-  MeasureOptions mo;
-  mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
-  Measurement m = measureSharedObject(*p, so, mo);
+  Measurement m = measureBriefly(*p, so);
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
   std::filesystem::remove(so);
 }
@@ -143,9 +139,7 @@ TEST(Weights, ConvolutionWithItsFilterAsAWeightVerifies) {
     ASSERT_TRUE(out.ok) << desc << ": " << out.stage << ": " << out.message.substr(0, 2000);
     auto p = GemmProblem::create(*w);
     ASSERT_TRUE(p.ok()) << p.error();
-    MeasureOptions mo;
-    mo.min_reps = 2, mo.max_reps = 3, mo.min_time_s = 0.001;
-    Measurement m = measureSharedObject(*p, so, mo);
+    Measurement m = measureBriefly(*p, so);
     EXPECT_EQ(m.status, MeasureStatus::Ok) << desc << " (block " << weightsBlock(so) << "): " << m.message;
     std::filesystem::remove(so);
   }
