@@ -137,15 +137,12 @@ RankedTensorType packedType(RankedTensorType type, int64_t b) {
   return RankedTensorType::get(shape, type.getElementType());
 }
 
-// The constant packed with block b.
+// The constant packed with block b (storeInWeightBlocks).
 DenseElementsAttr packed(DenseElementsAttr attr, RankedTensorType type, int64_t b) {
-  const int64_t r = type.getRank(), d = type.getDimSize(r - 1), rows = type.getNumElements() / d;
+  const int64_t d = type.getDimSize(type.getRank() - 1);
   auto values = attr.getValues<float>();
-  std::vector<float> out(size_t(type.getNumElements()));
-  size_t at = 0;
-  for (int64_t q = 0; q < d / b; ++q)
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t j = 0; j < b; ++j) out[at++] = values[size_t(row * d + q * b + j)];
+  std::vector<float> in(values.begin(), values.end()), out(in.size());
+  storeInWeightBlocks(in.data(), int64_t(in.size()) / d, d, b, out.data());
   return DenseElementsAttr::get(packedType(type, b), ArrayRef<float>(out));
 }
 

@@ -188,7 +188,6 @@ void registerPackConstantBlocksPass();
 // returning b, which tells the caller to store it so (runtime/src/cpu_runner.cpp). Returns b, or 0
 // (nothing changed: the weight is read as stored).
 int64_t packWeightArgument(mlir::func::FuncOp f);
-constexpr const char* kWeightsAttr = "sextant.weights";
 
 // The toolkit prefix for MLIR's ROCDL serializer (compiler_amd.cpp).
 std::string rocmToolkitDir();

@@ -1,5 +1,6 @@
 #include "sextant/codegen/workload.h"
 
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/ops.h"
 
 #include <vector>
@@ -82,7 +83,7 @@ std::string GemmWorkload::payloadMlir() const {
   // B is a weight: the compiler may read it in blocks the caller arranged (compiler.h).
   const std::string plain = "attributes {llvm.emit_c_interface}";
   if (const size_t at = text.find(plain); weights && at != std::string::npos)
-    text.replace(at, plain.size(), "attributes {llvm.emit_c_interface, sextant.weights}");
+    text.replace(at, plain.size(), std::string("attributes {llvm.emit_c_interface, ") + kWeightsAttr + "}");
   return text;
 }
 

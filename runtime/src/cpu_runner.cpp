@@ -401,9 +401,7 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
           packed->data.reset(static_cast<float*>(std::aligned_alloc(64, size_t((elems * 4 + 63) / 64 * 64))));
           evictWithOperands(packed->data.get(), size_t(elems) * 4);
         }
-        float* out = packed->data.get();
-        for (int64_t q = 0; q < d / block; ++q)
-          for (int64_t row = 0; row < rows; ++row, out += block) std::memcpy(out, b + row * d + q * block, size_t(block) * 4);
+        storeInWeightBlocks(b, rows, d, block, packed->data.get());
         packed->from = b;
       }
       call(da.at(a), db.at(packed->data.get()), dc.at(c));

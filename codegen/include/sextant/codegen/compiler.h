@@ -52,6 +52,16 @@ struct CompileOutcome {
 // exports `int64_t sextant_weights_block(void)`, the block b (B stored as [dn / b, d0, ...,
 // d(n-1), b] for B of dimensions [d0, ..., dn]); without it B is read as stored.
 inline constexpr const char* kWeightsBlockSymbol = "sextant_weights_block";
+// The payload function's unit attribute that says its argument 1 is such a weight.
+inline constexpr const char* kWeightsAttr = "sextant.weights";
+// That layout: `rows` rows of `d` values (a weight's dimensions [d0, ..., d(n-1)] flattened, then
+// dn = d) stored as d / b blocks, each all rows of b values; what the compiler packs a network's
+// constant weights into and the runner stores a weights kernel's B in.
+inline void storeInWeightBlocks(const float* src, int64_t rows, int64_t d, int64_t b, float* dst) {
+  for (int64_t q = 0; q < d / b; ++q)
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j = 0; j < b; ++j) *dst++ = src[row * d + q * b + j];
+}
 
 CompileOutcome compileCpuGemm(const std::string& payload, const std::string& schedule,
                               const std::string& so_path, int threads = 1);
