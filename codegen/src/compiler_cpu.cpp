@@ -170,6 +170,7 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(bufferize.run(*payloadMod))) return finish("lower", diags.text);
   stridedCopiesToLoops(*payloadMod);
+  if (network) insertEpiloguePrefetches(*payloadMod);
   mlir::PassManager pm(ctx.get());
   // A network compiled to a shared object gets its own heap (an object file keeps malloc / free: its
   // user links it).

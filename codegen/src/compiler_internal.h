@@ -146,6 +146,10 @@ void registerWgmmaPass();
 // "sextant-cpu-prefetch{distance=N}" (registerCpuPrefetchPass).
 int64_t insertCpuPrefetches(mlir::Operation* root, int64_t distance);
 void registerCpuPrefetchPass();
+// The epilogue's reads (a fused bias or residual add: vector reads of memory right after a
+// register tile's reduction loop) prefetched before that loop, for the next register tile of the
+// loop around it (or for this one); how many prefetches were inserted (compiler_cpu_prefetch.cpp).
+int64_t insertEpiloguePrefetches(mlir::Operation* root);
 // compiler_cpu_elementwise.cpp: tiles and vectorizes the elementwise linalg.generic ops on
 // tensors of a module (the untuned rest of an imported network); returns how many. threads > 1:
 // the ops at a function's top level are first split among the threads (an scf.forall). Constant

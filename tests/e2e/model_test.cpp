@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -414,7 +415,8 @@ TEST(Model, PackedPanelsStayVectorCopiesInNetworks) {
 // The epilogue in the register tiles (codegen/src/library.cpp, epilogueActions): a GEMM whose
 // whole K is in its register tiles computes its bias, residual add and ReLU on the accumulators,
 // with every loop order, rows or columns outer, and a peeled register loop (full tiles, then the
-// masked rest); nothing is left for the plain lowering and the result is right.
+// masked rest); nothing is left for the plain lowering, the result is right, and the epilogue's
+// reads are prefetched.
 TEST(Model, EpilogueInTheRegisterTiles) {
   const std::string data = std::string(DATA_DIR);
   for (const char* knobs : {"tile_m=32,tile_n=64,tile_k=32,reg_m=8,reg_n=16,unroll_k=2,reg_loop_order=0,pack_b=0,outer_order=0,pack_a=0",
@@ -450,6 +452,10 @@ TEST(Model, EpilogueInTheRegisterTiles) {
       }
     EXPECT_EQ(wrong, 0) << knobs;
     dlclose(h);
+    // The residual's and the bias's lines are prefetched before each register tile's reduction
+    // (compiler_cpu_prefetch.cpp, insertEpiloguePrefetches): nothing else here prefetches.
+    Outcome pf = sh("(objdump -d --no-show-raw-insn " + so + " | grep -c prefetcht0)");
+    EXPECT_GT(std::atoi(pf.out.c_str()), 0) << knobs << ": no prefetch of the epilogue's reads";
     removeDb(db);
     std::filesystem::remove(so);
     std::filesystem::remove(lib);
