@@ -7,7 +7,8 @@
 #   experiments/models/profile_vs_ort.sh [--threads T] [--per-task N] [--seed S] [--out PREFIX] MODEL
 #
 # MODEL: a zoo model (experiments/models/make_zoo.py: resnet50, mobilenet_v2, ...). Writes
-# PREFIX.txt (both tables, the command line and the machine) and PREFIX.sextant.json /
+# PREFIX.txt (both tables, each tuned op's time in the network beside its task's, the command line
+# and the machine) and PREFIX.sextant.json /
 # PREFIX.ort.json (every op). Default PREFIX: experiments/results/profile_MODEL_t<T>.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
     --per-task) per_task=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) model=$1; shift ;;
   esac
 done
@@ -43,6 +44,9 @@ work=$(mktemp -d /tmp/sextant-profile.XXXXXX)
   "$tune" model "$zoo/$model.onnx" --db "$work/$model.db" -o "$work/$model.so" --per-task "$per_task" --seed "$seed" \
     --threads "$threads" --profile -q | sed -n '/^network /,$p'
   "$tune" profile "$work/$model.profiled.so" --report json > "$out.sextant.json"
+  echo
+  echo "## Sextant: the tuned ops in the network against their tasks (experiments/models/network_vs_tasks.py)"
+  /usr/bin/python3 "$root/experiments/models/network_vs_tasks.py" "$out.sextant.json" "$work/$model.db"
   echo
   echo "## ONNX Runtime"
   "$venv/bin/python" "$root/experiments/models/ort_profile.py" "$zoo" "$model" --threads "$threads" --json "$out.ort.json"

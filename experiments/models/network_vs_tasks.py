@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Each tuned op of a network beside its task (issue #32): the time `tune profile` measured for
+the op's calls in the network against its task's best measured latency in the database that
+`tune model` tuned it in, per task, the largest loss first. Where the network is slower than its
+tasks says what the task measurement leaves out (an epilogue's reads, operands that are not in
+the state the tuner measured them in).
+
+  experiments/models/network_vs_tasks.py PROFILE.json DB
+
+PROFILE.json: `tune profile OUT.so --report json`; DB: the SQLite database of `tune model`.
+Matrix products match `gemm:NN:MxNxK`, dense convolutions `conv2d:NHWC:...`; other ops (depthwise,
+grouped, batched) are listed as unmatched.
+"""
+import collections
+import json
+import re
+import sqlite3
+import sys
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: network_vs_tasks.py PROFILE.json DB")
+    prof, db = sys.argv[1], sys.argv[2]
+    ops = json.load(open(prof))["ops"]
+    con = sqlite3.connect(db)
+    best = dict(con.execute("select w.key, min(r.median_s) * 1e3 from records r join workloads w on w.id = r.workload_id "
+                            "where r.status = 'ok' and r.median_s > 0 group by w.key"))
+
+    def task_of(label):
+        m = re.search(r"linalg\.matmul -> (\d+)x(\d+) <- (\d+)x(\d+)", label)
+        if m:
+            prefix = "gemm:NN:%sx%sx%s:" % (m[1], m[2], m[3])
+            return next((k for k in best if k.startswith(prefix)), prefix + "?")
+        m = re.search(r"conv_2d_nhwc_hwcf -> 1x(\d+)x(\d+)x(\d+) <- (\d+)x(\d+)x(\d+)x(\d+)( stride (\d+))?", label)
+        if m:
+            oh, ow, oc, kh, ic, s = int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[6]), int(m[9] or 1)
+            want = "ic%dih%d" % (ic, oh * s), "oc%doh%dow%dkh%d" % (oc, oh, ow, kh), "sh%d" % s
+            return next((k for k in best if k.startswith("conv2d:") and all(p in k for p in want)), None)
+        return None
+
+    groups = collections.defaultdict(list)
+    unmatched = 0.0
+    for op in ops:
+        if op.get("kind") not in ("matmul", "conv"):
+            continue
+        key = task_of(op["label"])
+        if key in best:
+            groups[key].append(op["s"] * 1e3)
+        else:
+            unmatched += op["s"] * 1e3
+    rows = []
+    for key, each in groups.items():
+        net, task = sum(each), len(each) * best[key]
+        rows.append((net - task, key, each, net, task))
+    rows.sort(reverse=True)
+    print("%-72s %4s %9s %9s %8s  %s" % ("task", "ops", "net ms", "tasks ms", "loss", "each op in the network (ms)"))
+    for loss, key, each, net, task in rows:
+        print("%-72s %4d %9.3f %9.3f %+8.3f  %s" % (key[:72], len(each), net, task, loss, " ".join("%.3f" % e for e in sorted(each, reverse=True))))
+    net = sum(r[3] for r in rows)
+    task = sum(r[4] for r in rows)
+    print("%-72s %4s %9.3f %9.3f %+8.3f" % ("all matched ops", "", net, task, net - task))
+    if unmatched:
+        print("ops without a matching task (depthwise, grouped, batched): %.3f ms" % unmatched)
+
+
+if __name__ == "__main__":
+    main()
