@@ -44,6 +44,12 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
                    "K chunk per block (the packed-panel depth in BLIS terms)"});
   std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};
   if (w.n % vw != 0) reg_n = {1, 2, 4, 8};
+  // N a multiple of 8 but not of the vector width (AVX-512: MobileNetV2's 24-channel projections,
+  // 3136x24x144): also a whole vector, its register loop over N peeled (one full 16-wide tile,
+  // then an unmasked 8-wide remainder), where 8-wide tiles ran at half the FMA width. NN only,
+  // unbatched; other shapes keep their space and fingerprint.
+  const bool split_n = vw > 8 && w.n % vw != 0 && w.n % 8 == 0 && w.n > vw && w.layout == Layout::NN && !w.batched();
+  if (split_n) reg_n.push_back(vw);
   // 6, 12, 14: the row counts that fill 32 AVX-512 registers (6 x 4 vectors, 12-14 x 2) or 16 AVX2
   // ones (6 x 2); they divide no power-of-two tile, so the register loop over M is peeled (full
   // tiles, then a masked remainder).
@@ -62,7 +68,10 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   };
   std::vector<Constraint> cons;
   cons.push_back(Constraint{"reg_m at most tile_m", {0, 3}, [](const std::vector<int64_t>& v) { return v[3] <= v[0]; }});
-  cons.push_back(divides(4, 1, "reg_n divides tile_n"));
+  cons.push_back(Constraint{"reg_n divides tile_n (or a whole vector over a tile that leaves 8: peeled)", {1, 4},
+                            [split_n, vw](const std::vector<int64_t>& v) {
+                              return v[1] % v[4] == 0 || (split_n && v[4] == vw && v[1] > vw && v[1] % vw == 8);
+                            }});
   cons.push_back(divides(5, 2, "unroll_k divides tile_k"));
   // Accumulators (reg_m vectors per reg_n/vw column group) plus one row of B vectors must fit in
   // the architectural vector registers, or the micro-kernel spills.
@@ -128,6 +137,14 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
                               }});
   }
   addGemvKnobs(knobs, cons, w, vw, nregs);
+  if (split_n) {
+    // The N-peeled register loop: one peel per schedule (reg_m divides tile_m) and B read in place.
+    const int pb = int(std::find_if(knobs.begin(), knobs.end(), [](const Knob& k) { return k.name == "pack_b"; }) - knobs.begin());
+    cons.push_back(Constraint{"a peeled N register loop: reg_m divides tile_m, pack_b 0", {0, 1, 3, 4, pb},
+                              [pb](const std::vector<int64_t>& v) {
+                                return v[1] % v[4] == 0 || (v[0] % v[3] == 0 && v[size_t(pb)] == 0);
+                              }});
+  }
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
 }
 
@@ -308,10 +325,15 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 // over M (that handle), whose last tile is partial, is peeled first (transform.loop.peel): the
 // main loop's tiles are full and vectorize unmasked, the remainder's masked (upstream:
 // mlir/test/Dialect/Linalg/transform-op-peel-and-vectorize.mlir).
+// `n_rest` > 0: the peeled loop is the one over N instead, its remainder n_rest columns wide
+// (vectorized at that width, static, so no masks are left).
 static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
-                                          bool fill = false) {
+                                          bool fill = false, int64_t n_rest = 0) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
   auto vectorize = [&](const std::string& h) {
+    if (n_rest > 0 && h == "%t4_partial")
+      return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + std::to_string(n_rest) +
+             ", %unroll_k] : " + H + ", " + P + ", " + P + "\n";
     return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, %reg_n, %unroll_k] : " + H +
            ", " + P + ", " + P + ", " + P + "\n";
   };
@@ -320,7 +342,8 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   // (With a fused fill in the register loop, the contraction alone: a GEMM is a linalg.matmul or a
   // matmul-shaped linalg.generic.)
   const std::string ops = fill ? "ops{[\"linalg.matmul\", \"linalg.generic\"]}" : "interface{LinalgOp}";
-  o << ind << "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n"
+  o << ind << (n_rest > 0 ? "// reg_n does not divide tile_n: full register tiles, then the remainder.\n"
+                          : "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n")
     << ind << "%mloop = transform.cast " << peel << " : " << H << " to " << F << "\n"
     << ind << "%full, %partial = transform.loop.peel %mloop : (" << F << ") -> (" << H << ", " << H << ")\n"
     << ind << "%t4_full = transform.structured.match " << ops << " in %full : (" << H << ") -> " << H << "\n"
@@ -332,8 +355,10 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
     for (const char* part : {"full", "partial"})
       o << ind << "%sx_fill_" << part << " = transform.structured.match ops{[\"linalg.fill\"]} in %" << part << " : (" << H
         << ") -> " << H << "\n"
-        << ind << "transform.structured.vectorize %sx_fill_" << part << " vector_sizes [%reg_m, %reg_n] : " << H << ", " << P
-        << ", " << P << "\n";
+        << ind << "transform.structured.vectorize %sx_fill_" << part << " vector_sizes [%reg_m, "
+        << (n_rest > 0 && std::string(part) == "partial" ? std::to_string(n_rest) + "] : " + H + ", " + P
+                                                         : "%reg_n] : " + H + ", " + P + ", " + P)
+        << "\n";
   return o.str();
 }
 
@@ -376,7 +401,8 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   // fill's own stores (C is written once, at the end), as on the direct convolution route
   // (cpu_conv.cpp). Measured: docs/search.md and docs/models.md (the GEMMs' fills).
   const bool fuse_fill = !batched && k_dim > 0 && tile_k == k_dim;
-  const bool peeled = tile_m % v[3] != 0 && !batched;
+  const bool peeled_n = tile_n % v[4] != 0 && !batched;  // (the space allows it with reg_m dividing tile_m)
+  const bool peeled = (tile_m % v[3] != 0 && !batched) || peeled_n;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   if (fuse_fill)
     o << ind << "%sx_init = transform.get_producer_of_operand %mm[2] : (" << H << ") -> " << H << "\n";
@@ -430,7 +456,8 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
       << ")\n";
   o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
     << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << vectorizeRegisterTiles(ind, b1, peeled ? (n_outer ? "%r2" : "%r1") : "", fuse_fill)
+    << vectorizeRegisterTiles(ind, b1, !peeled ? "" : peeled_n ? (n_outer ? "%r1" : "%r2") : (n_outer ? "%r2" : "%r1"),
+                              fuse_fill, peeled_n ? tile_n % v[4] : 0)
     << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
