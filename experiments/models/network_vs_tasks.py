@@ -9,7 +9,8 @@ the state the tuner measured them in).
 
 PROFILE.json: `tune profile OUT.so --report json`; DB: the SQLite database of `tune model`.
 Matrix products match `gemm:NN:MxNxK`, dense convolutions `conv2d:NHWC:...`; other ops (depthwise,
-grouped, batched) are listed as unmatched.
+grouped, batched) are listed as unmatched. For GEMMs it also says whether the winner computes a
+fused epilogue on its register tiles (the whole K in them, nothing packed) or as a second pass.
 """
 import collections
 import json
@@ -26,6 +27,21 @@ def main():
     con = sqlite3.connect(db)
     best = dict(con.execute("select w.key, min(r.median_s) * 1e3 from records r join workloads w on w.id = r.workload_id "
                             "where r.status = 'ok' and r.median_s > 0 group by w.key"))
+    knobs = {}
+    for key, k in con.execute("select w.key, r.knobs from records r join workloads w on w.id = r.workload_id "
+                              "where r.status = 'ok' and r.median_s > 0 order by r.median_s desc"):
+        knobs[key] = json.loads(k)  # (the fastest last: it stays)
+
+    def in_registers(key):
+        """A GEMM whose epilogue runs on its register tiles (docs/models.md): the whole K in them
+        (tile_k = K, the fill fused) and nothing packed; otherwise the epilogue is a second pass over
+        each block. '-' for other ops."""
+        k = knobs.get(key, {})
+        m = re.match(r"gemm:NN:(\d+)x(\d+)x(\d+):", key)
+        if not m or "tile_k" not in k:
+            return "-"
+        whole = k["tile_k"] == int(m[3]) and not k.get("pack_a") and not k.get("pack_b") and not k.get("gemv")
+        return "yes" if whole else "no (tile_k %d of %s%s)" % (k["tile_k"], m[3], ", packed" if k.get("pack_a") or k.get("pack_b") else "")
 
     def task_of(label):
         m = re.search(r"linalg\.matmul -> (\d+)x(\d+) <- (\d+)x(\d+)", label)
@@ -54,9 +70,11 @@ def main():
         net, task = sum(each), len(each) * best[key]
         rows.append((net - task, key, each, net, task))
     rows.sort(reverse=True)
-    print("%-72s %4s %9s %9s %8s  %s" % ("task", "ops", "net ms", "tasks ms", "loss", "each op in the network (ms)"))
+    print("%-72s %4s %9s %9s %8s  %-24s %s" % ("task", "ops", "net ms", "tasks ms", "loss", "epilogue in registers",
+                                                "each op in the network (ms)"))
     for loss, key, each, net, task in rows:
-        print("%-72s %4d %9.3f %9.3f %+8.3f  %s" % (key[:72], len(each), net, task, loss, " ".join("%.3f" % e for e in sorted(each, reverse=True))))
+        print("%-72s %4d %9.3f %9.3f %+8.3f  %-24s %s" % (key[:72], len(each), net, task, loss, in_registers(key),
+                                                       " ".join("%.3f" % e for e in sorted(each, reverse=True))))
     net = sum(r[3] for r in rows)
     task = sum(r[4] for r in rows)
     print("%-72s %4s %9.3f %9.3f %+8.3f" % ("all matched ops", "", net, task, net - task))
