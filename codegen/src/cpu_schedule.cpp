@@ -68,10 +68,9 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   };
   std::vector<Constraint> cons;
   cons.push_back(Constraint{"reg_m at most tile_m", {0, 3}, [](const std::vector<int64_t>& v) { return v[3] <= v[0]; }});
-  cons.push_back(Constraint{"reg_n divides tile_n (or a whole vector over a tile that leaves 8: peeled)", {1, 4},
-                            [split_n, vw](const std::vector<int64_t>& v) {
-                              return v[1] % v[4] == 0 || (split_n && v[4] == vw && v[1] > vw && v[1] % vw == 8);
-                            }});
+  // (With split_n, a constraint below that also allows the N peel; every other space keeps this one
+  // and its fingerprint.)
+  if (!split_n) cons.push_back(divides(4, 1, "reg_n divides tile_n"));
   cons.push_back(divides(5, 2, "unroll_k divides tile_k"));
   // Accumulators (reg_m vectors per reg_n/vw column group) plus one row of B vectors must fit in
   // the architectural vector registers, or the micro-kernel spills.
@@ -138,11 +137,13 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   }
   addGemvKnobs(knobs, cons, w, vw, nregs);
   if (split_n) {
-    // The N-peeled register loop: one peel per schedule (reg_m divides tile_m) and B read in place.
+    // reg_n divides tile_n, or the N-peeled register loop: a whole vector over a tile that leaves 8,
+    // one peel per schedule (reg_m divides tile_m) and B read in place.
     const int pb = int(std::find_if(knobs.begin(), knobs.end(), [](const Knob& k) { return k.name == "pack_b"; }) - knobs.begin());
-    cons.push_back(Constraint{"a peeled N register loop: reg_m divides tile_m, pack_b 0", {0, 1, 3, 4, pb},
-                              [pb](const std::vector<int64_t>& v) {
-                                return v[1] % v[4] == 0 || (v[0] % v[3] == 0 && v[size_t(pb)] == 0);
+    cons.push_back(Constraint{"reg_n divides tile_n, or a whole vector over a tile that leaves 8 (peeled; reg_m divides tile_m, pack_b 0)",
+                              {0, 1, 3, 4, pb}, [pb, vw](const std::vector<int64_t>& v) {
+                                return v[1] % v[4] == 0 || (v[4] == vw && v[1] > vw && v[1] % vw == 8 && v[0] % v[3] == 0 &&
+                                                            v[size_t(pb)] == 0);
                               }});
   }
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));
@@ -330,12 +331,15 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
                                           bool fill = false, int64_t n_rest = 0) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
+  // The columns of a part's register tiles: %reg_n, or the N remainder's static width (one param fewer).
+  auto cols = [&](bool partial) {
+    return partial && n_rest > 0 ? std::make_pair(std::to_string(n_rest), std::string())
+                                 : std::make_pair(std::string("%reg_n"), ", " + P);
+  };
   auto vectorize = [&](const std::string& h) {
-    if (n_rest > 0 && h == "%t4_partial")
-      return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + std::to_string(n_rest) +
-             ", %unroll_k] : " + H + ", " + P + ", " + P + "\n";
-    return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, %reg_n, %unroll_k] : " + H +
-           ", " + P + ", " + P + ", " + P + "\n";
+    const auto [n, np] = cols(h == "%t4_partial");
+    return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + n + ", %unroll_k] : " + H +
+           ", " + P + np + ", " + P + "\n";
   };
   if (peel.empty()) return vectorize("%t4");
   std::ostringstream o;
@@ -352,13 +356,13 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   // Each part's register tiles start with their own (fused) zero fill, vectorized with the register
   // tile's sizes (the remainder's fill is not static).
   if (fill)
-    for (const char* part : {"full", "partial"})
+    for (const std::string part : {"full", "partial"}) {
+      const auto [n, np] = cols(part == "partial");
       o << ind << "%sx_fill_" << part << " = transform.structured.match ops{[\"linalg.fill\"]} in %" << part << " : (" << H
         << ") -> " << H << "\n"
-        << ind << "transform.structured.vectorize %sx_fill_" << part << " vector_sizes [%reg_m, "
-        << (n_rest > 0 && std::string(part) == "partial" ? std::to_string(n_rest) + "] : " + H + ", " + P
-                                                         : "%reg_n] : " + H + ", " + P + ", " + P)
-        << "\n";
+        << ind << "transform.structured.vectorize %sx_fill_" << part << " vector_sizes [%reg_m, " << n << "] : " << H << ", "
+        << P << np << "\n";
+    }
   return o.str();
 }
 
