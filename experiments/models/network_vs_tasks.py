@@ -23,8 +23,15 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: network_vs_tasks.py PROFILE.json DB")
     prof, db = sys.argv[1], sys.argv[2]
-    ops = json.load(open(prof))["ops"]
-    con = sqlite3.connect(db)
+    try:
+        ops = json.load(open(prof))["ops"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("network_vs_tasks: %s is not the JSON of `tune profile --report json` (%s)" % (prof, e))
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+        con.execute("select 1 from records limit 1")
+    except sqlite3.Error as e:
+        sys.exit("network_vs_tasks: %s is not a Sextant database (%s)" % (db, e))
     best = dict(con.execute("select w.key, min(r.median_s) * 1e3 from records r join workloads w on w.id = r.workload_id "
                             "where r.status = 'ok' and r.median_s > 0 group by w.key"))
     knobs = {}
