@@ -36,10 +36,21 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
-  knobs.push_back({"tile_m", dividing({8, 16, 32, 64, 128, 256, 512}, w.m, 512),
-                   "rows of C per outer (cache) block"});
-  knobs.push_back({"tile_n", dividing({16, 32, 64, 128, 256, 512, 1024}, w.n, 1024),
-                   "columns of C per outer (cache) block"});
+  std::vector<int64_t> tile_m = dividing({8, 16, 32, 64, 128, 256, 512}, w.m, 512);
+  std::vector<int64_t> tile_n = dividing({16, 32, 64, 128, 256, 512, 1024}, w.n, 1024);
+  // Threads > 1, unbatched: M / threads and N / threads (a whole vector's multiple) as well, so that
+  // shapes whose sizes have no power-of-two divisor split evenly: MobileNetV2's 196 x 96 x 576 on 2
+  // threads offered tile_m 196 only and tile_n 16 / 32 / 96 (3 blocks of 32 for 2 threads, or 16-wide
+  // register tiles). Only spaces that gain a value change (and with them their fingerprints).
+  if (threads > 1 && !w.batched()) {
+    auto add = [](std::vector<int64_t>& v, int64_t x) {
+      if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+    };
+    if (w.m % threads == 0 && w.m / threads >= 8 && w.m / threads <= 512) add(tile_m, w.m / threads);
+    if (w.n % threads == 0 && (w.n / threads) % vw == 0 && w.n / threads <= 1024) add(tile_n, w.n / threads);
+  }
+  knobs.push_back({"tile_m", tile_m, "rows of C per outer (cache) block"});
+  knobs.push_back({"tile_n", tile_n, "columns of C per outer (cache) block"});
   knobs.push_back({"tile_k", dividing({16, 32, 64, 128, 256, 512}, w.k, 512),
                    "K chunk per block (the packed-panel depth in BLIS terms)"});
   std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -391,6 +392,28 @@ TEST(Compiler, SevenRowRegisterTilesCompileAndVerify) {
     const std::string script = emitCpuGemmSchedule(w, s, *found);
     EXPECT_EQ(script.find("transform.loop.peel") != std::string::npos, m == 56) << name;
     expectCompilesAndVerifies(w, script, name, "seven-rows.so");
+  }
+}
+
+// More than one thread: M / threads and N / threads as cache tiles where the sizes have no such
+// power-of-two divisor (MobileNetV2's 196 x 96 GEMMs on 2 threads: two blocks of 98 rows or of 48
+// columns), on 2 threads; the 1-thread space does not offer them.
+TEST(Compiler, PerThreadSplitTilesCompileAndVerify) {
+  GemmWorkload w;
+  w.m = 196, w.n = 96, w.k = 64;
+  const Space one = buildCpuGemmSpace(w, hostCpu(), 1);
+  EXPECT_EQ(one.knobs()[0].values, (std::vector<int64_t>{196}));
+  EXPECT_EQ(one.knobs()[1].values, (std::vector<int64_t>{16, 32, 96}));
+  const Space s = buildCpuGemmSpace(w, hostCpu(), 2);
+  EXPECT_EQ(s.knobs()[0].values, (std::vector<int64_t>{98, 196}));
+  EXPECT_EQ(s.knobs()[1].values, (std::vector<int64_t>{16, 32, 48, 96}));
+  for (auto [tm, tn, rm, rn] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{98, 96, 14, 32}, {196, 48, 8, 16}}) {
+    auto found = candidateOf(s, {{"tile_m", tm}, {"tile_n", tn}, {"tile_k", 32}, {"reg_m", rm}, {"reg_n", rn},
+                                 {"unroll_k", 4}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}},
+                             2);
+    ASSERT_TRUE(found) << tm << "x" << tn;
+    const std::string name = s.keyOf(*found);
+    expectCompilesAndVerifies(w, emitCpuGemmSchedule(w, s, *found), name, "per-thread-split.so");
   }
 }
 

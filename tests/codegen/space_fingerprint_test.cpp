@@ -48,6 +48,7 @@ TEST(SpaceFingerprint, ShippedSpacesKeepTheirFingerprints) {
       {"gemm:TN:128x4096x4096:f32*f32->f32", 512, 1, "", "2836101b0e9ffd1a"},
       {"gemm:NN:3136x24x144:f32*f32->f32:weights", 512, 1, "", "7ec4053770aa9b01"},
       {"gemm:NN:196x1024x256:f32*f32->f32:weights", 512, 1, "", "3e6a62d3d53a548d"},
+      {"gemm:NN:196x96x576:f32*f32->f32:weights", 512, 2, "", "296ed7f809ec575c"},  // tile_m 98, tile_n 48 since 2026-11-29
       {"batch_matmul:NT:12x128x128x64:f32*f32->f32", 512, 2, "", "d4067148377dc6e7"},
       {"batch_matmul:NN:32x512x128x512:f32*f32->f32", 512, 1, "", "98119c9f20e4c745"},
       {"conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32", 512, 1, "", "c8aa11369ad84268"},
