@@ -242,11 +242,13 @@ Result<std::string> emitTransformLibrary(const std::vector<LibraryEntry>& entrie
       epilogue.push_back(i);
       emitEpilogueMatcher(o, i, e.workload, e.batch, in_registers);
       const std::string H = "!transform.any_op";
-      o << "  transform.named_sequence @sextant_apply_epilogue_" << i << "(%op: " << H << " {transform.readonly}, %ep: "
-        << H << " {transform.readonly}, %fill: " << H << " {transform.readonly})" << attrs.str() << " {\n"
+      // (Arguments named apart from every handle a route's actions define: the split-K GEMV route's
+      // actions define %fill, and an argument of that name made the whole library unparsable.)
+      o << "  transform.named_sequence @sextant_apply_epilogue_" << i << "(%op: " << H << " {transform.readonly}, %sx_ep_in: "
+        << H << " {transform.readonly}, %sx_fill_in: " << H << " {transform.readonly})" << attrs.str() << " {\n"
         << "    %mm = transform.merge_handles %op {deduplicate} : " << H << "\n"
-        << "    %sx_ep = transform.merge_handles %ep {deduplicate} : " << H << "\n"
-        << "    %sx_fill = transform.merge_handles %fill {deduplicate} : " << H << "\n"
+        << "    %sx_ep = transform.merge_handles %sx_ep_in {deduplicate} : " << H << "\n"
+        << "    %sx_fill = transform.merge_handles %sx_fill_in {deduplicate} : " << H << "\n"
         << fused << "    transform.yield\n"
         << "  }\n";
     }
