@@ -13,16 +13,11 @@
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/library.h"
 #include "sextant/codegen/workload.h"
+#include "test_cpus.h"
 
 using namespace sextant;
+using sextant::test::avx512;
 
-namespace {
-HostCpu avx512() {
-  HostCpu c;
-  c.vector_isa = "avx512", c.vector_bits = 512, c.vector_registers = 32;
-  return c;
-}
-}  // namespace
 
 TEST(LibraryParse, EveryRoutesLibraryWithItsEpilogueVariantParses) {
   const char* keys[] = {

@@ -10,8 +10,10 @@
 #include "sextant/codegen/library.h"
 #include "sextant/codegen/op_schedules.h"
 #include "sextant/codegen/ops.h"
+#include "test_cpus.h"
 
 using namespace sextant;
+using sextant::test::avx512;
 
 namespace {
 
@@ -21,11 +23,6 @@ int64_t product(const OperandDims& d) {
   return n;
 }
 
-HostCpu avx512() {
-  HostCpu c;
-  c.vector_isa = "avx512", c.vector_bits = 512, c.vector_registers = 32;
-  return c;
-}
 
 }  // namespace
 

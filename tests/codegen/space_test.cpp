@@ -3,17 +3,12 @@
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/gpu_schedule.h"
+#include "test_cpus.h"
 
 using namespace sextant;
+using sextant::test::avx512;
 
 namespace {
-HostCpu avx512() {
-  HostCpu c;
-  c.vector_isa = "avx512";
-  c.vector_bits = 512;
-  c.vector_registers = 32;
-  return c;
-}
 GemmWorkload gemm(int64_t m, int64_t n, int64_t k) {
   GemmWorkload w;
   w.m = m, w.n = n, w.k = k;
