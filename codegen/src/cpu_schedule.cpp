@@ -150,11 +150,10 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   if (split_n) {
     // reg_n divides tile_n, or the N-peeled register loop: a whole vector over a tile that leaves 8,
     // one peel per schedule (reg_m divides tile_m) and B read in place.
-    const int pb = int(std::find_if(knobs.begin(), knobs.end(), [](const Knob& k) { return k.name == "pack_b"; }) - knobs.begin());
     cons.push_back(Constraint{"reg_n divides tile_n, or a whole vector over a tile that leaves 8 (peeled; reg_m divides tile_m, pack_b 0)",
-                              {0, 1, 3, 4, pb}, [pb, vw](const std::vector<int64_t>& v) {
+                              {0, 1, 3, 4, pack_b_i}, [pack_b_i, vw](const std::vector<int64_t>& v) {
                                 return v[1] % v[4] == 0 || (v[4] == vw && v[1] > vw && v[1] % vw == 8 && v[0] % v[3] == 0 &&
-                                                            v[size_t(pb)] == 0);
+                                                            v[size_t(pack_b_i)] == 0);
                               }});
   }
   return Space("cpu_gemm_v1", std::move(knobs), std::move(cons));

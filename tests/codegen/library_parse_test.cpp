@@ -4,15 +4,14 @@
 // library's own sequence also uses made the whole library unparsable, and with it every module
 // that had such a GEMM (the split-K GEMV route's %fill, 2026-11-29). Random points of each space,
 // on 1 and 2 threads, the default among them.
-#include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
-#include <unistd.h>
 
 #include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/library.h"
 #include "sextant/codegen/workload.h"
+#include "cpu_compile_helpers.h"
 #include "test_cpus.h"
 
 using namespace sextant;
@@ -31,7 +30,7 @@ TEST(LibraryParse, EveryRoutesLibraryWithItsEpilogueVariantParses) {
       "conv2d:NHWC:mb1ic32ih14iw14oc64oh14ow14kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32",
       "conv2d:NHWC:mb1g32ic32ih14iw14oc32oh7ow7kh3kw3sh2sw2ph1pw1dh0dw0:f32*f32->f32",  // depthwise
   };
-  const std::string path = "/tmp/sextant-library-parse-" + std::to_string(getpid()) + ".mlir";
+  const std::string path = test::tmpPath("library-parse.mlir");
   std::ofstream out(path);
   int libraries = 0;
   std::mt19937_64 rng(11);
@@ -59,13 +58,9 @@ TEST(LibraryParse, EveryRoutesLibraryWithItsEpilogueVariantParses) {
   for (size_t p = text.find("@sextant_apply_epilogue_"); p != std::string::npos; p = text.find("@sextant_apply_epilogue_", p + 1))
     ++variants;
   EXPECT_GT(variants, size_t(libraries) / 2) << "libraries with an epilogue variant: " << variants << " of " << libraries;
-  const std::string cmd = std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt --split-input-file " + path + " -o /dev/null 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string diag;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) diag += buf;
-  const int rc = pclose(p);
-  EXPECT_EQ(rc, 0) << diag.substr(0, 4000);
-  if (rc == 0) std::remove(path.c_str());
+  const std::string diag = test::commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt --split-input-file " + path +
+                                               " -o /dev/null 2>&1; echo \"exit $?\"");
+  const bool parsed = diag.size() >= 7 && diag.compare(diag.size() - 7, 7, "exit 0\n") == 0;
+  EXPECT_TRUE(parsed) << diag.substr(0, 4000);
+  if (parsed) std::remove(path.c_str());
 }

@@ -14,19 +14,11 @@
 #include "sextant/codegen/gpu_schedule.h"
 #include "sextant/codegen/workload.h"
 #include "sextant/hwspec/gpu_target.h"
+#include "test_cpus.h"
 
 using namespace sextant;
 
 namespace {
-
-HostCpu cpu(int bits) {
-  HostCpu c;
-  c.vector_isa = bits == 512 ? "avx512" : "avx2";
-  c.vector_bits = bits;
-  c.vector_registers = bits == 512 ? 32 : 16;
-  c.l1d_bytes = 48 * 1024, c.l2_bytes = 1024 * 1024, c.l3_bytes = 32 * 1024 * 1024;
-  return c;
-}
 
 struct Pin {
   const char* key;
@@ -66,7 +58,7 @@ TEST(SpaceFingerprint, ShippedSpacesKeepTheirFingerprints) {
     ASSERT_TRUE(w.ok()) << w.error();
     std::string fp;
     if (p.bits) {
-      fp = buildCpuGemmSpace(*w, cpu(p.bits), p.threads).fingerprint();
+      fp = buildCpuGemmSpace(*w, p.bits == 512 ? test::avx512() : test::avx2(), p.threads).fingerprint();
     } else {
       auto t = resolveTarget(p.gpu);
       ASSERT_TRUE(t.ok()) << t.error();

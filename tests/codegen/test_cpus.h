@@ -15,4 +15,13 @@ inline HostCpu avx512() {
   return c;
 }
 
+// An AVX2 CPU (16 vector registers of 256 bits).
+inline HostCpu avx2() {
+  HostCpu c;
+  c.vector_isa = "avx2";
+  c.vector_bits = 256;
+  c.vector_registers = 16;
+  return c;
+}
+
 }  // namespace sextant::test
