@@ -196,6 +196,8 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
     os << e;
     return finish("codegen", "LLVM optimization failed: " + err);
   }
+  // (SEXTANT_DUMP_LLVM_IR: the optimized LLVM IR that becomes machine code, on stderr.)
+  if (std::getenv("SEXTANT_DUMP_LLVM_IR")) llmod->print(llvm::errs(), nullptr);
 
   std::string obj_path = object_only ? so_path : so_path + ".o";
   {

@@ -51,7 +51,16 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   }
   knobs.push_back({"tile_m", tile_m, "rows of C per outer (cache) block"});
   knobs.push_back({"tile_n", tile_n, "columns of C per outer (cache) block"});
-  knobs.push_back({"tile_k", dividing({16, 32, 64, 128, 256, 512}, w.k, 512),
+  // K chunks of 8 (2026-11-29): with a register tile 4 x 64 read in place, 8 rows of B (16 KiB) stay
+  // in L1 across the block's register tiles; TVM MetaSchedule's winner on 128x4096x4096 is that
+  // point (tile 128x512x8, with unroll_k 2 as emitted below: 214-226 GFLOP/s against 204-207 with
+  // chunks of 16; AMD EPYC Zen 5, docs/search.md). Not where the GEMV routes' knobs are (NT, M <=
+  // kGemvMaxM): those spaces, their fingerprints and size stay as they were (one more value would
+  // take the split-K space past what Space enumerates).
+  const bool gemv_route = w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched();
+  knobs.push_back({"tile_k", dividing(gemv_route ? std::vector<int64_t>{16, 32, 64, 128, 256, 512}
+                                                 : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512},
+                                      w.k, 512),
                    "K chunk per block (the packed-panel depth in BLIS terms)"});
   std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};
   if (w.n % vw != 0) reg_n = {1, 2, 4, 8};
@@ -339,7 +348,8 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 // `n_rest` > 0: the peeled loop is the one over N instead, its remainder n_rest columns wide
 // (vectorized at that width, static, so no masks are left).
 static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
-                                          bool fill = false, int64_t n_rest = 0) {
+                                          bool fill, int64_t n_rest, const std::string& tiles,
+                                          const std::string& k_size) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
   // The columns of a part's register tiles: %reg_n, or the N remainder's static width (one param fewer).
   auto cols = [&](bool partial) {
@@ -348,10 +358,10 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   };
   auto vectorize = [&](const std::string& h) {
     const auto [n, np] = cols(h == "%t4_partial");
-    return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + n + ", %unroll_k] : " + H +
+    return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + n + ", " + k_size + "] : " + H +
            ", " + P + np + ", " + P + "\n";
   };
-  if (peel.empty()) return vectorize("%t4");
+  if (peel.empty()) return vectorize(tiles);
   std::ostringstream o;
   // (With a fused fill in the register loop, the contraction alone: a GEMM is a linalg.matmul or a
   // matmul-shaped linalg.generic.)
@@ -468,11 +478,27 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
       << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ", " << H
       << ")\n";
-  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, %unroll_k]"
-    << " : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n"
-    << vectorizeRegisterTiles(ind, b1, !peeled ? "" : peeled_n ? (n_outer ? "%r1" : "%r2") : (n_outer ? "%r2" : "%r1"),
-                              fuse_fill, peeled_n ? tile_n % v[4] : 0)
-    << ind << "transform.apply_patterns to %f {\n"
+  // unroll_k = 2 (not batched): the register tiles one K step wide, their K loop unrolled twice
+  // (transform.loop.unroll) instead of two-step-wide tiles. A two-step tile reads each row of A
+  // as a pair, which LLVM loads as one 8-byte vector and broadcasts with shuffles (vmovsd,
+  // vmovshdup, vbroadcastss from a register: FP-pipe work beside the FMAs); the unrolled loop
+  // broadcasts each element from memory. 128x4096x4096 (tile 128x512x8, reg 4x64, AMD EPYC
+  // Zen 5): 193-203 -> 214-218 GFLOP/s (docs/search.md). 4 and 8 keep wide tiles: unrolled
+  // loops of 4 ran at 160-179 there, wide tiles of 4 and 8 at 197-205.
+  const bool loop_unroll = !batched && v[5] == 2;
+  if (loop_unroll) o << ind << "%k_step = transform.param.constant 1 : i64 -> " << P << "\n";
+  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, "
+    << (loop_unroll ? "%k_step" : "%unroll_k") << "] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";
+  // (The K loops are marked, then unrolled after the vectorization: a peeled register loop's
+  // remainder has a copy of its own, and peeling invalidates the handle %kk.)
+  if (loop_unroll) o << ind << "transform.annotate %kk \"sextant.unroll_k\" : " << H << "\n";
+  o << vectorizeRegisterTiles(ind, b1, !peeled ? "" : peeled_n ? (n_outer ? "%r1" : "%r2") : (n_outer ? "%r2" : "%r1"),
+                              fuse_fill, peeled_n ? tile_n % v[4] : 0, "%t4", loop_unroll ? "%k_step" : "%unroll_k");
+  if (loop_unroll)
+    o << ind << "%kk_loops = transform.structured.match ops{[\"scf.for\"]} attributes {sextant.unroll_k} in %f : (" << H
+      << ") -> !transform.op<\"scf.for\">\n"
+      << ind << "transform.loop.unroll %kk_loops {factor = 2} : !transform.op<\"scf.for\">\n";
+  o << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"
     << ind << "  transform.apply_patterns.vector.transfer_permutation_patterns\n"
     << ind << "  transform.apply_patterns.vector.lower_masked_transfers\n"

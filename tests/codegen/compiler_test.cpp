@@ -417,6 +417,28 @@ TEST(Compiler, PerThreadSplitTilesCompileAndVerify) {
   }
 }
 
+// unroll_k = 2: register tiles one K step wide whose K loop is unrolled twice (two-step-wide tiles
+// read A in pairs, which LLVM broadcast with shuffles). Plain, peeled (reg_m 6 over 64 rows), with
+// the zero fill in the register tiles (tile_k = K), packed, and K chunks of 8: each compiles to
+// the unrolled loop and computes the right result.
+TEST(Compiler, UnrolledKLoopCompilesAndVerifies) {
+  GemmWorkload w;
+  w.m = 64, w.n = 128, w.k = 64;
+  const Space s = buildCpuGemmSpace(w, hostCpu(), 1);
+  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];  // two vectors
+  struct Point { int64_t tm, tn, tk, rm, pack; };
+  for (const Point& p : {Point{64, 128, 8, 4, 0}, Point{64, 128, 16, 6, 0}, Point{64, 128, 64, 8, 0}, Point{32, 64, 16, 8, 1}}) {
+    auto found = candidateOf(s, {{"tile_m", p.tm}, {"tile_n", p.tn}, {"tile_k", p.tk}, {"reg_m", p.rm}, {"reg_n", rn},
+                                 {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", p.pack}, {"outer_order", 0},
+                                 {"pack_a", p.pack}},
+                             1);
+    ASSERT_TRUE(found) << p.tm << "x" << p.tn << "x" << p.tk << " reg_m " << p.rm;
+    const std::string script = emitCpuGemmSchedule(w, s, *found);
+    EXPECT_NE(script.find("transform.loop.unroll %kk_loops {factor = 2}"), std::string::npos) << s.keyOf(*found);
+    expectCompilesAndVerifies(w, script, s.keyOf(*found), "unrolled-k.so");
+  }
+}
+
 TEST(Compiler, TransposedLayoutsCompileAndVerify) {
   for (Layout l : {Layout::NT, Layout::TN}) {
     GemmWorkload w;

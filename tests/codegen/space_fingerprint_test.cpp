@@ -30,19 +30,21 @@ struct Pin {
 
 }  // namespace
 
+// 2026-11-29 (evening): tile_k 8 joined every CPU GEMM and batched matmul space without the GEMV
+// routes (NT decode spaces, M <= 16, kept theirs): those runs no longer resume.
 TEST(SpaceFingerprint, ShippedSpacesKeepTheirFingerprints) {
   const std::vector<Pin> pins = {
-      {"gemm:NN:512x512x512:f32*f32->f32", 512, 1, "", "b224fe3815906c3f"},
-      {"gemm:NN:1024x1024x1024:f32*f32->f32", 512, 2, "", "706096b2a6e77fa8"},
-      {"gemm:NN:1024x1024x1024:f32*f32->f32", 256, 1, "", "3891b53de453d652"},
+      {"gemm:NN:512x512x512:f32*f32->f32", 512, 1, "", "0afa5e1786456a5b"},
+      {"gemm:NN:1024x1024x1024:f32*f32->f32", 512, 2, "", "d46e27a5aa8d599c"},
+      {"gemm:NN:1024x1024x1024:f32*f32->f32", 256, 1, "", "0a4617861dee6f4e"},
       {"gemm:NT:16x4096x4096:f32*f32->f32", 512, 1, "", "ec42660618183581"},
       {"gemm:NT:1x4096x4096:f32*f32->f32", 512, 1, "", "0cba0e412868b543"},
-      {"gemm:TN:128x4096x4096:f32*f32->f32", 512, 1, "", "2836101b0e9ffd1a"},
-      {"gemm:NN:3136x24x144:f32*f32->f32:weights", 512, 1, "", "7ec4053770aa9b01"},
-      {"gemm:NN:196x1024x256:f32*f32->f32:weights", 512, 1, "", "3e6a62d3d53a548d"},
-      {"gemm:NN:196x96x576:f32*f32->f32:weights", 512, 2, "", "296ed7f809ec575c"},  // tile_m 98, tile_n 48 since 2026-11-29
-      {"batch_matmul:NT:12x128x128x64:f32*f32->f32", 512, 2, "", "d4067148377dc6e7"},
-      {"batch_matmul:NN:32x512x128x512:f32*f32->f32", 512, 1, "", "98119c9f20e4c745"},
+      {"gemm:TN:128x4096x4096:f32*f32->f32", 512, 1, "", "55710c759fe588b6"},
+      {"gemm:NN:3136x24x144:f32*f32->f32:weights", 512, 1, "", "ab493b8bf929d5f5"},
+      {"gemm:NN:196x1024x256:f32*f32->f32:weights", 512, 1, "", "e083a3d83b319201"},
+      {"gemm:NN:196x96x576:f32*f32->f32:weights", 512, 2, "", "7873e8f2aff9e258"},  // tile_m 98, tile_n 48 since 2026-11-29
+      {"batch_matmul:NT:12x128x128x64:f32*f32->f32", 512, 2, "", "7eb2d1e52dc7afeb"},
+      {"batch_matmul:NN:32x512x128x512:f32*f32->f32", 512, 1, "", "ca323ce4029ba871"},
       {"conv2d:NHWC:mb1ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32", 512, 1, "", "c8aa11369ad84268"},
       {"conv2d:NHWC:mb1ic3ih224iw224oc64oh112ow112kh7kw7sh2sw2ph3pw3dh0dw0:f32*f32->f32", 512, 1, "", "3d36f5d3ca53f119"},
       {"conv2d:NHWC:mb1g32ic32ih28iw28oc32oh28ow28kh3kw3sh1sw1ph1pw1dh0dw0:f32*f32->f32", 512, 1, "", "df6ab1d49256d4bb"},
