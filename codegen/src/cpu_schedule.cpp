@@ -348,8 +348,7 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 // `n_rest` > 0: the peeled loop is the one over N instead, its remainder n_rest columns wide
 // (vectorized at that width, static, so no masks are left).
 static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
-                                          bool fill, int64_t n_rest, const std::string& tiles,
-                                          const std::string& k_size) {
+                                          bool fill, int64_t n_rest, const std::string& k_size) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
   // The columns of a part's register tiles: %reg_n, or the N remainder's static width (one param fewer).
   auto cols = [&](bool partial) {
@@ -361,7 +360,7 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
     return ind + "transform.structured.vectorize " + h + " vector_sizes [" + b1 + "%reg_m, " + n + ", " + k_size + "] : " + H +
            ", " + P + np + ", " + P + "\n";
   };
-  if (peel.empty()) return vectorize(tiles);
+  if (peel.empty()) return vectorize("%t4");
   std::ostringstream o;
   // (With a fused fill in the register loop, the contraction alone: a GEMM is a linalg.matmul or a
   // matmul-shaped linalg.generic.)
@@ -490,13 +489,16 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, "
     << (loop_unroll ? "%k_step" : "%unroll_k") << "] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";
   // (The K loops are marked, then unrolled after the vectorization: a peeled register loop's
-  // remainder has a copy of its own, and peeling invalidates the handle %kk.)
+  // remainder has a copy of its own, and peeling invalidates the handle %kk. The mark becomes
+  // `sextant.unroll_k = 1` before the unrolling, so that the schedule of another op of the same
+  // function, applied after this one, does not unroll these loops again.)
   if (loop_unroll) o << ind << "transform.annotate %kk \"sextant.unroll_k\" : " << H << "\n";
   o << vectorizeRegisterTiles(ind, b1, !peeled ? "" : peeled_n ? (n_outer ? "%r1" : "%r2") : (n_outer ? "%r2" : "%r1"),
-                              fuse_fill, peeled_n ? tile_n % v[4] : 0, "%t4", loop_unroll ? "%k_step" : "%unroll_k");
+                              fuse_fill, peeled_n ? tile_n % v[4] : 0, loop_unroll ? "%k_step" : "%unroll_k");
   if (loop_unroll)
     o << ind << "%kk_loops = transform.structured.match ops{[\"scf.for\"]} attributes {sextant.unroll_k} in %f : (" << H
       << ") -> !transform.op<\"scf.for\">\n"
+      << ind << "transform.annotate %kk_loops \"sextant.unroll_k\" = %k_step : !transform.op<\"scf.for\">, " << P << "\n"
       << ind << "transform.loop.unroll %kk_loops {factor = 2} : !transform.op<\"scf.for\">\n";
   o << ind << "transform.apply_patterns to %f {\n"
     << ind << "  transform.apply_patterns.vector.reduction_to_contract\n"

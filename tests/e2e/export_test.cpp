@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <regex>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -411,5 +412,38 @@ TEST(SplitKGemv, CompiledWithAndWithoutAnEpilogueAndRight) {
   EXPECT_LT(worst_d, 1e-3);
   dlclose(h);
   std::filesystem::remove(so);
+  removeDb(db);
+}
+
+// unroll_k = 2 unrolls the K loops its schedule marks (cpu_schedule.cpp). Two ops of one workload in
+// one function get the library's schedule in turn, each matching marked loops in the whole
+// function: the second must not unroll the first's loops again (they would run code that was
+// never measured). Each K loop of 16 one-step iterations ends with step 2, none with step 4.
+TEST(UnrolledK, TwoOpsOfOneFunctionAreUnrolledOnceEach) {
+  std::string db = tmp("unrolled_k.db"), so = tmp("unrolled_k.so"), lib = tmp("unrolled_k_lib.mlir"),
+              applied = tmp("unrolled_k_applied.mlir");
+  removeDb(db);
+  Outcome r = tune("--shape 64x128x64 --knobs tile_m=64,tile_n=128,tile_k=16,reg_m=8,reg_n=32,unroll_k=2,"
+                   "reg_loop_order=0,pack_b=0,outer_order=0,pack_a=0 --min-time 0.001 --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string payload = std::string(DATA_DIR) + "/two_same_gemms.mlir";
+  Outcome c = tune("compile " + payload + " --db " + db + " -o " + so + " --emit-library " + lib);
+  ASSERT_EQ(c.code, 0) << c.err;
+  Outcome opt = sh(std::string(SEXTANT_LLVM_TOOLS) + "/mlir-opt " + payload +
+                   " --transform-preload-library=transform-library-paths=" + lib + " --transform-interpreter -o " + applied);
+  ASSERT_EQ(opt.code, 0) << opt.err;
+  std::ifstream in(applied);
+  int step2 = 0, step4 = 0;
+  const std::regex k_loop(R"(scf\.for .* to %c16(_\d+)? step %c(\d+)(_\d+)? )");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, k_loop)) {
+      step2 += m[2] == "2";
+      step4 += m[2] == "4";
+    }
+  }
+  EXPECT_EQ(step2, 2) << "one K loop of step 2 per op";
+  EXPECT_EQ(step4, 0) << "a K loop unrolled twice";
+  for (const auto& p : {so, lib, applied}) std::filesystem::remove(p);
   removeDb(db);
 }
