@@ -483,8 +483,11 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   // vmovshdup, vbroadcastss from a register: FP-pipe work beside the FMAs); the unrolled loop
   // broadcasts each element from memory. 128x4096x4096 (tile 128x512x8, reg 4x64, AMD EPYC
   // Zen 5): 193-203 -> 214-218 GFLOP/s (docs/search.md). 4 and 8 keep wide tiles: unrolled
-  // loops of 4 ran at 160-179 there, wide tiles of 4 and 8 at 197-205.
-  const bool loop_unroll = !batched && v[5] == 2;
+  // loops of 4 ran at 160-179 there, wide tiles of 4 and 8 at 197-205. Batched GEMMs too where
+  // their register tiles are whole (a partial one is masked in every iteration there, and unrolled
+  // it ran slower: 12x384x384x64 with 6 x 64 tiles over 128 rows 59 -> 45 GFLOP/s; whole tiles
+  // 177-200 -> 191-205, NT read in place 25 -> 54).
+  const bool loop_unroll = v[5] == 2 && (!batched || (tile_m % v[3] == 0 && tile_n % v[4] == 0));
   if (loop_unroll) o << ind << "%k_step = transform.param.constant 1 : i64 -> " << P << "\n";
   o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, "
     << (loop_unroll ? "%k_step" : "%unroll_k") << "] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";

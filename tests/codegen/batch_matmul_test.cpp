@@ -122,6 +122,25 @@ TEST(BatchMatmul, EveryLayoutCompilesAndVerifies) {
   EXPECT_EQ(m.status, MeasureStatus::Ok) << m.message;
 }
 
+// unroll_k = 2 on a batched GEMM: an unrolled K loop of one-step register tiles where the tiles
+// are whole, two-step-wide tiles where a partial one is masked (unrolled, that ran slower); both
+// compile and verify.
+TEST(BatchMatmul, UnrolledKLoopWhereTheRegisterTilesAreWhole) {
+  GemmWorkload w = bmm(3, 48, 64, 32, Layout::NN);
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];
+  for (auto [rm, unrolled] : {std::pair<int64_t, bool>{8, true}, {6, true}, {14, false}}) {
+    auto found = s.fromMap({{"tile_m", 48}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", rm}, {"reg_n", rn}, {"unroll_k", 2},
+                            {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}});
+    ASSERT_TRUE(found.ok()) << found.error();
+    ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
+    const std::string script = emitCpuGemmSchedule(w, s, *found);
+    EXPECT_EQ(script.find("transform.loop.unroll") != std::string::npos, unrolled) << s.keyOf(*found);
+    Measurement m = compileAndMeasure(w, s, *found, 1, "bunroll");
+    EXPECT_EQ(m.status, MeasureStatus::Ok) << s.keyOf(*found) << ": " << m.message;
+  }
+}
+
 // Verification covers every batch element: a kernel that computes only the first one fails, and
 // the message names the batch element.
 TEST(BatchMatmul, VerificationCoversEveryBatchElement) {
