@@ -92,3 +92,42 @@ TEST(Peers, ScriptsSayInOneLineWhenTheirPeerIsNotInstalled) {
   EXPECT_EQ(t.code, 3);
   EXPECT_NE(t.err.find("apache-tvm is not usable here"), std::string::npos) << t.err;
 }
+
+// experiments/peers/one_harness/harness.c, which times MetaSchedule's kernel beside Sextant's
+// (ms_vs_sextant.sh; TVM is not needed for this part): two objects written by `tune compile` (the
+// default schedule and a tuned one) are timed in one process, their results compared bit for bit,
+// and each result released with its object's own allocation functions (glibc's free corrupted
+// the heap and aborted the first version).
+TEST(Peers, OneHarnessTimesTuneCompiledObjectsSideBySide) {
+  const std::string db = tmp("one-harness.db"), empty = tmp("one-harness-empty.db"), payload = tmp("one-harness.mlir"),
+                    a = tmp("one-harness-a.so"), b = tmp("one-harness-b.so"), bin = tmp("one-harness");
+  removeDb(db);
+  removeDb(empty);
+  {
+    std::ofstream p(payload);
+    p << "func.func @f(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32> {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e = tensor.empty() : tensor<64x48xf32>\n"
+         "  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64x48xf32>) -> tensor<64x48xf32>\n"
+         "  %r = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x48xf32>) outs(%z : tensor<64x48xf32>) -> "
+         "tensor<64x48xf32>\n"
+         "  return %r : tensor<64x48xf32>\n}\n";
+  }
+  ASSERT_EQ(tune("--shape 64x48x32 --trials 3 --final-rounds 0 -q --db " + db).code, 0);
+  ASSERT_EQ(tune("--shape 16x16x16 --trials 1 --final-rounds 0 -q --db " + empty).code, 0);  // (another workload)
+  Outcome ca = tune("compile " + payload + " --db " + empty + " -o " + a);
+  ASSERT_EQ(ca.code, 0) << ca.err;
+  Outcome cb = tune("compile " + payload + " --db " + db + " -o " + b);
+  ASSERT_EQ(cb.code, 0) << cb.err;
+  Outcome cc = sh("cc -O2 " + std::string(SOURCE_DIR) + "/experiments/peers/one_harness/harness.c -o " + bin + " -ldl");
+  ASSERT_EQ(cc.code, 0) << cc.err;
+  Outcome run = sh(bin + " 64 48 32 " + a + " " + b);
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  int rows = 0;
+  for (size_t at = run.out.find("\n"); at != std::string::npos; at = run.out.find("\n", at + 1)) ++rows;
+  EXPECT_EQ(rows, 7) << run.out;  // the header and 3 rounds x (warm, flush)
+  EXPECT_NE(run.out.find("flush"), std::string::npos) << run.out;
+  for (const auto& p : {payload, a, b, bin}) std::remove(p.c_str());
+  removeDb(db);
+  removeDb(empty);
+}
