@@ -40,7 +40,7 @@ constexpr int64_t kSplitPartialBytes = 32 * 1024;
 void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const GemmWorkload& w, int64_t vw,
                   int64_t nregs) {
   std::vector<int64_t> gk;
-  if (w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched())
+  if (gemvShaped(w))
     for (int64_t f : {1, 2, 4, 8})
       if (w.k % (vw * f) == 0) gk.push_back(vw * f);
   // Half-width vectors last (the first value stays the GEMM candidates' value and the split-K

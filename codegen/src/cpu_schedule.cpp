@@ -57,8 +57,7 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // chunks of 16; AMD EPYC Zen 5, docs/search.md). Not where the GEMV routes' knobs are (NT, M <=
   // kGemvMaxM): those spaces, their fingerprints and size stay as they were (one more value would
   // take the split-K space past what Space enumerates).
-  const bool gemv_route = w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched();
-  knobs.push_back({"tile_k", dividing(gemv_route ? std::vector<int64_t>{16, 32, 64, 128, 256, 512}
+  knobs.push_back({"tile_k", dividing(gemvShaped(w) ? std::vector<int64_t>{16, 32, 64, 128, 256, 512}
                                                  : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512},
                                       w.k, 512),
                    "K chunk per block (the packed-panel depth in BLIS terms)"});
@@ -488,16 +487,17 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   // it ran slower: 12x384x384x64 with 6 x 64 tiles over 128 rows 59 -> 45 GFLOP/s; whole tiles
   // 177-200 -> 191-205, NT read in place 25 -> 54).
   const bool loop_unroll = v[5] == 2 && (!batched || (tile_m % v[3] == 0 && tile_n % v[4] == 0));
+  const std::string k_size = loop_unroll ? "%k_step" : "%unroll_k";  // the register tiles' K steps
   if (loop_unroll) o << ind << "%k_step = transform.param.constant 1 : i64 -> " << P << "\n";
-  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, "
-    << (loop_unroll ? "%k_step" : "%unroll_k") << "] : (" << H << ", " << P << ") -> (" << H << ", " << H << ")\n";
+  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes [" << b0 << "0, 0, " << k_size << "] : (" << H
+    << ", " << P << ") -> (" << H << ", " << H << ")\n";
   // (The K loops are marked, then unrolled after the vectorization: a peeled register loop's
   // remainder has a copy of its own, and peeling invalidates the handle %kk. The mark becomes
   // `sextant.unroll_k = 1` before the unrolling, so that the schedule of another op of the same
   // function, applied after this one, does not unroll these loops again.)
   if (loop_unroll) o << ind << "transform.annotate %kk \"sextant.unroll_k\" : " << H << "\n";
   o << vectorizeRegisterTiles(ind, b1, !peeled ? "" : peeled_n ? (n_outer ? "%r1" : "%r2") : (n_outer ? "%r2" : "%r1"),
-                              fuse_fill, peeled_n ? tile_n % v[4] : 0, loop_unroll ? "%k_step" : "%unroll_k");
+                              fuse_fill, peeled_n ? tile_n % v[4] : 0, k_size);
   if (loop_unroll)
     o << ind << "%kk_loops = transform.structured.match ops{[\"scf.for\"]} attributes {sextant.unroll_k} in %f : (" << H
       << ") -> !transform.op<\"scf.for\">\n"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sextant/codegen/cpu_schedule.h"
 #include "sextant/codegen/space.h"
 #include "sextant/codegen/workload.h"
 #include "sextant/hwspec/target.h"
@@ -28,6 +29,9 @@ std::string hoistAndLowerContractions(const std::string& ind, const std::string&
 // micro-kernel of the NN route on the packed panels.
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched);
 
+// The workloads the GEMV routes are for (NT, M <= kGemvMaxM, not batched; addGemvKnobs adds them
+// where K also splits into vectors).
+inline bool gemvShaped(const GemmWorkload& w) { return w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched(); }
 // The GEMV routes (cpu_route_gemv.cpp; NT, M <= kGemvMaxM): their knobs and constraints appended to
 // the GEMM space's (none where the route does not exist), and their actions (knob gemv 1 or 2).
 void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const GemmWorkload& w, int64_t vw,

@@ -1,27 +1,21 @@
 // Synthetic host CPUs for tests that build schedule spaces: fixed, so that a space (and its
-// fingerprint) does not depend on the machine the tests run on.
+// fingerprint) does not depend on the machine the tests run on. No cache sizes.
 #pragma once
 
 #include "sextant/hwspec/target.h"
 
 namespace sextant::test {
 
-// An AVX-512 CPU (32 vector registers of 512 bits); no cache sizes.
-inline HostCpu avx512() {
+inline HostCpu vectorCpu(const char* isa, int bits, int registers) {
   HostCpu c;
-  c.vector_isa = "avx512";
-  c.vector_bits = 512;
-  c.vector_registers = 32;
+  c.vector_isa = isa;
+  c.vector_bits = bits;
+  c.vector_registers = registers;
   return c;
 }
 
-// An AVX2 CPU (16 vector registers of 256 bits).
-inline HostCpu avx2() {
-  HostCpu c;
-  c.vector_isa = "avx2";
-  c.vector_bits = 256;
-  c.vector_registers = 16;
-  return c;
-}
+// An AVX-512 CPU (32 vector registers of 512 bits) and an AVX2 one (16 of 256 bits).
+inline HostCpu avx512() { return vectorCpu("avx512", 512, 32); }
+inline HostCpu avx2() { return vectorCpu("avx2", 256, 16); }
 
 }  // namespace sextant::test

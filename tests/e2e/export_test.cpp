@@ -379,26 +379,17 @@ TEST(SplitKGemv, CompiledWithAndWithoutAnEpilogueAndRight) {
   size_t tuned = 0;
   for (size_t p = c.out.find("tuned (record"); p != std::string::npos; p = c.out.find("tuned (record", p + 1)) ++tuned;
   EXPECT_EQ(tuned, 2u) << c.out;
-  struct D2 {
-    float *alloc, *aligned;
-    int64_t offset, sizes[2], strides[2];
-  };
-  struct D1 {
-    float *alloc, *aligned;
-    int64_t offset, sizes[1], strides[1];
-  };
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(D2*, D2*, D1*, D2*, D2*)>(dlsym(h, "_mlir_ciface_splitk"));
+  auto fn = reinterpret_cast<void (*)(MemRef<2>*, MemRef<2>*, MemRef<1>*, MemRef<2>*, MemRef<2>*)>(dlsym(h, "_mlir_ciface_splitk"));
   ASSERT_NE(fn, nullptr);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> A(4 * 512), B(256 * 512), bias(256), C(4 * 256, 7.f), Dv(4 * 256, 7.f);
   for (auto* v : {&A, &B, &bias})
     for (auto& x : *v) x = u(rng);
-  D2 a{A.data(), A.data(), 0, {4, 512}, {512, 1}}, b{B.data(), B.data(), 0, {256, 512}, {512, 1}},
-      cd{C.data(), C.data(), 0, {4, 256}, {256, 1}}, dd{Dv.data(), Dv.data(), 0, {4, 256}, {256, 1}};
-  D1 bd{bias.data(), bias.data(), 0, {256}, {1}};
+  auto a = rowMajor(A, 4, 512), b = rowMajor(B, 256, 512), cd = rowMajor(C, 4, 256), dd = rowMajor(Dv, 4, 256);
+  auto bd = rowMajor(bias, 256);
   fn(&a, &b, &bd, &cd, &dd);
   double worst_c = 0, worst_d = 0;
   for (int i = 0; i < 4; ++i)

@@ -2,7 +2,8 @@
 // exports `void _mlir_ciface_f(D2* C, D2* A, D2* B)` (the MLIR C interface of a function
 // returning C = A x B, as `tune compile` writes it; ms_shim.c wraps TVM MetaSchedule's kernel the
 // same way). Rounds alternate the objects; each round times 21 calls per object (warm, then with
-// A, B and C flushed before each call) and prints the median GFLOP/s. The first object's result
+// A and B flushed before each call; C is a fresh allocation of the callee's) and prints the median
+// GFLOP/s. The first object's result
 // is the reference every other one is checked against (exact: the operands are small integers).
 // usage: harness M N K A.so [B.so ...]
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 """Writes the LLVM IR of a MetaSchedule winner kept by tvm_metaschedule.py (its `winner_tir`),
-compiled by TVM for this CPU (one core), with main_compute_ made global (fastcc: on x86-64 the C
-convention for its four arguments) so that ms_shim.c can
-call it. Run with experiments/peers/.venv/bin/python.
+compiled by TVM for this CPU (one core), with main_compute_ made global so that ms_shim.c can call
+it (it stays fastcc: on x86-64 that passes its four arguments as the C convention does). Run with
+experiments/peers/.venv/bin/python.
 usage: ms_kernel.py RESULT.json --mcpu znver5 -o ms.ll"""
 import argparse
 import json
