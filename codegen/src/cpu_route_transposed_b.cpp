@@ -13,6 +13,23 @@
 
 namespace sextant::cpu_detail {
 
+// The register tiles (%t4) vectorized; `peel`: the register loop over M, whose last tile is
+// partial (reg_m does not divide tile_m), is peeled first, so that the main loop's tiles vectorize
+// unmasked and only the remainder's are masked. Unpeeled, every tile of such a block was masked
+// and its accumulators went through memory at each K step: 2.6-4.0 GFLOP/s on Q.K^T batched
+// matmuls with 6 x 16 tiles (the AVX2 default) on AMD EPYC Zen 3, 2026-11-30.
+static std::string vectorizeTiles(const std::string& ind, const std::string& peel, const std::string& vsizes) {
+  const std::string H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
+  if (peel.empty()) return ind + "transform.structured.vectorize %t4 vector_sizes " + vsizes + " : " + H + "\n";
+  return ind + "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n" + ind +
+         "%mloop = transform.cast " + peel + " : " + H + " to " + F + "\n" + ind +
+         "%full, %partial = transform.loop.peel %mloop : (" + F + ") -> (" + H + ", " + H + ")\n" + ind +
+         "%t4_full = transform.structured.match interface{LinalgOp} in %full : (" + H + ") -> " + H + "\n" + ind +
+         "%t4_partial = transform.structured.match interface{LinalgOp} in %partial : (" + H + ") -> " + H + "\n" + ind +
+         "transform.structured.vectorize %t4_full vector_sizes " + vsizes + " : " + H + "\n" + ind +
+         "transform.structured.vectorize %t4_partial vector_sizes " + vsizes + " : " + H + "\n";
+}
+
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
@@ -49,8 +66,7 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << (n_outer ? interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
     << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes " << sizes(0, 0, unroll_k, 0, b0) << " : ("
     << H << ") -> (" << H << ", " << H << ")\n"
-    << ind << "transform.structured.vectorize %t4 vector_sizes " << sizes(reg_m, 1, unroll_k, reg_n, b1) << " : " << H
-    << "\n"
+    << vectorizeTiles(ind, tile_m % reg_m != 0 ? (n_outer ? "%r2" : "%r1") : "", sizes(reg_m, 1, unroll_k, reg_n, b1))
     << ind << "// The transpose of B, 16 x 16 tiles (tile_n and K are multiples of 16).\n"
     << ind << "%bpad, %bexp, %btr = transform.structured.lower_pack %bpack : " << lower_pack_types << "\n"
     << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for %btr tile_sizes ["

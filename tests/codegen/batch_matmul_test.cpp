@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <random>
+#include <map>
 #include <set>
 #include <unistd.h>
 
@@ -128,7 +129,9 @@ TEST(BatchMatmul, EveryLayoutCompilesAndVerifies) {
 TEST(BatchMatmul, UnrolledKLoopWhereTheRegisterTilesAreWhole) {
   GemmWorkload w = bmm(3, 48, 64, 32, Layout::NN);
   Space s = buildCpuGemmSpace(w, hostCpu());
-  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];
+  // Two vectors where 8 x 2 fit the vector registers (AVX-512), else one (AVX2's 16 registers).
+  const auto& rns = s.knobs()[size_t(s.knobIndex("reg_n"))].values;
+  const int64_t rn = rns[0] >= 16 ? rns[1] : rns[0];
   for (auto [rm, unrolled] : {std::pair<int64_t, bool>{8, true}, {6, true}, {14, false}}) {
     auto found = s.fromMap({{"tile_m", 48}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", rm}, {"reg_n", rn}, {"unroll_k", 2},
                             {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}});
@@ -195,4 +198,30 @@ TEST(BatchMatmul, TransposedBRouteCompilesAndVerifies) {
   GemmWorkload odd = bmm(2, 16, 32, 24, Layout::NT);
   Space s = buildCpuGemmSpace(odd, hostCpu());
   for (uint64_t i = 0; i < s.size(); ++i) EXPECT_EQ(s.valueOr(s.at(i), "pack_b", 0), 0);
+}
+
+// A register tile that tile_m leaves partial (6 rows over 32: AVX2's 6 x 2-vector tile) is peeled
+// in a batched matmul, NN and on the transposed-B route, as in a GEMM: the main loop's tiles
+// unmasked, the remainder masked. Until 2026-11-30 every tile of such a block was masked and
+// its accumulators went through memory at each K step (2.6-4.0 GFLOP/s against 31-55 peeled on
+// attention shapes, AMD EPYC Zen 3). Compiled and verified, one and two threads.
+TEST(BatchMatmul, PartialRegisterTilesArePeeled) {
+  for (Layout l : {Layout::NN, Layout::NT}) {
+    GemmWorkload w = bmm(2, 32, 64, 32, l);
+    for (int threads : {1, 2}) {
+      Space s = buildCpuGemmSpace(w, hostCpu(), threads);
+      const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];
+      std::map<std::string, int64_t> km = {{"tile_m", 32}, {"tile_n", 64}, {"tile_k", 32}, {"reg_m", 6}, {"reg_n", rn},
+                                           {"unroll_k", 1}, {"reg_loop_order", 0}, {"pack_b", l == Layout::NT ? 1 : 0},
+                                           {"outer_order", 0}, {"pack_a", 0}};
+      if (threads > 1) km["threads"] = threads;
+      auto c = s.fromMap(km);
+      ASSERT_TRUE(c.ok()) << c.error();
+      ASSERT_TRUE(s.isValid(*c)) << s.keyOf(*c);
+      const std::string script = emitCpuGemmSchedule(w, s, *c);
+      EXPECT_NE(script.find("transform.loop.peel"), std::string::npos) << w.key() << " " << s.keyOf(*c);
+      Measurement m = compileAndMeasure(w, s, *c, threads, "bpeel");
+      EXPECT_EQ(m.status, MeasureStatus::Ok) << w.key() << " " << s.keyOf(*c) << ": " << m.message;
+    }
+  }
 }

@@ -141,7 +141,7 @@ TEST(Compiler, PackedBPanelCompilesAndVerifies) {
     auto want = cs.want;
     want["pack_b"] = 1, want["reg_loop_order"] = 0;
     if (cs.threads > 1) want["threads"] = cs.threads;
-    auto found = s.fromMap(want);
+    auto found = s.fromMap(fitRegisterTile(s, want));
     ASSERT_TRUE(found.ok()) << found.error();
     Candidate c = *found;
     ASSERT_TRUE(s.isValid(c)) << s.keyOf(c);
@@ -159,8 +159,8 @@ TEST(Compiler, WidePanelCopiesAreTiledByColumnsAndVerify) {
   GemmWorkload w;
   w.m = 64, w.n = 256, w.k = 192;
   Space s = buildCpuGemmSpace(w, hostCpu(), 1);
-  auto found = s.fromMap({{"tile_m", 32}, {"tile_n", 128}, {"tile_k", 192}, {"reg_m", 4}, {"reg_n", 32},
-                          {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_a", 1}, {"pack_b", 1}});
+  auto found = s.fromMap(fitRegisterTile(s, {{"tile_m", 32}, {"tile_n", 128}, {"tile_k", 192}, {"reg_m", 4}, {"reg_n", 32},
+                                             {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_a", 1}, {"pack_b", 1}}));
   ASSERT_TRUE(found.ok()) << found.error();
   ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
   const std::string script = emitCpuGemmSchedule(w, s, *found);
@@ -425,7 +425,9 @@ TEST(Compiler, UnrolledKLoopCompilesAndVerifies) {
   GemmWorkload w;
   w.m = 64, w.n = 128, w.k = 64;
   const Space s = buildCpuGemmSpace(w, hostCpu(), 1);
-  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];  // two vectors
+  // Two vectors where 8 x 2 fit the vector registers (AVX-512), else one (AVX2's 16 registers).
+  const auto& rns = s.knobs()[size_t(s.knobIndex("reg_n"))].values;
+  const int64_t rn = rns[0] >= 16 ? rns[1] : rns[0];
   struct Point { int64_t tm, tn, tk, rm, pack; };
   for (const Point& p : {Point{64, 128, 8, 4, 0}, Point{64, 128, 16, 6, 0}, Point{64, 128, 64, 8, 0}, Point{32, 64, 16, 8, 1}}) {
     auto found = candidateOf(s, {{"tile_m", p.tm}, {"tile_n", p.tn}, {"tile_k", p.tk}, {"reg_m", p.rm}, {"reg_n", rn},

@@ -54,10 +54,34 @@ inline void expectCompilesAndVerifies(const GemmWorkload& w, const std::string& 
   std::filesystem::remove(so);
 }
 
-// The valid candidate with these knob values (and `threads` when more than one); a failure says
-// why.
+// Knob values written for AVX-512 (16-float vectors, 32 vector registers) fitted to this host:
+// where the asked register tile is not a valid point here (AVX2: 8-float vectors, 16 registers),
+// reg_n becomes the widest of the space's values, at most the one asked for, that makes it valid,
+// so that what a test is about (a peel, a packing, a loop order) runs on either kind of CPU. On a
+// host where the asked point is valid it is returned unchanged.
+inline std::map<std::string, int64_t> fitRegisterTile(const Space& s, std::map<std::string, int64_t> want) {
+  const int ri = s.knobIndex("reg_n");
+  if (ri < 0 || !want.count("reg_n")) return want;
+  auto valid = [&](const std::map<std::string, int64_t>& m) {
+    auto c = s.fromMap(m);
+    return c.ok() && s.isValid(*c);
+  };
+  if (valid(want)) return want;
+  const auto& values = s.knobs()[size_t(ri)].values;
+  for (auto it = values.rbegin(); it != values.rend(); ++it) {
+    if (*it > want["reg_n"]) continue;
+    auto fitted = want;
+    fitted["reg_n"] = *it;
+    if (valid(fitted)) return fitted;
+  }
+  return want;
+}
+
+// The valid candidate with these knob values (and `threads` when more than one; the register tile
+// fitted to this host: fitRegisterTile); a failure says why.
 inline std::optional<Candidate> candidateOf(const Space& s, std::map<std::string, int64_t> want, int threads) {
   if (threads > 1) want["threads"] = threads;
+  want = fitRegisterTile(s, want);
   auto found = s.fromMap(want);
   if (!found.ok()) {
     ADD_FAILURE() << found.error();

@@ -12,6 +12,8 @@
 #include <vector>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 namespace e2e {
 
 // MLIR's C-interface descriptor of a rank-R f32 memref, and one over a row-major buffer (to call
@@ -87,6 +89,31 @@ inline Outcome sh(const std::string& cmd) {
 }
 
 inline Outcome tune(const std::string& args) { return sh(std::string(TUNE_BIN) + " " + args); }
+
+// f32 lanes of this host's vectors as tune's CPU space has them (its first reg_n value): 16 with
+// AVX-512, 8 with AVX2. Knob points written for AVX-512 register tiles fit AVX2's 16 registers
+// at half the columns.
+inline int hostLanes() {
+  static const int lanes = [] {
+    Outcome o = tune("--shape 64x64x64 --print-space");
+    auto j = nlohmann::json::parse(o.out, nullptr, false);
+    if (j.is_object())
+      for (const auto& k : j["knobs"])
+        if (k["name"] == "reg_n") return int(k["values"][0].get<int64_t>());
+    return 16;
+  }();
+  return lanes;
+}
+
+// A knob list written for AVX-512 register tiles (8-16 rows of 1-2 vectors) on this host: with
+// AVX2 (hostLanes() 8, 16 registers) its reg_n becomes one 8-wide vector, which such rows fit.
+inline std::string hostRegisterTile(std::string knobs) {
+  if (hostLanes() >= 16) return knobs;
+  const size_t p = knobs.find("reg_n=");
+  if (p == std::string::npos) return knobs;
+  const size_t e = knobs.find(',', p);
+  return knobs.replace(p, (e == std::string::npos ? knobs.size() : e) - p, "reg_n=8");
+}
 
 inline void removeDb(const std::string& p) {
   for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(p + s);

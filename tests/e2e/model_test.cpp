@@ -374,8 +374,9 @@ static void expectConstWeightsProduct(const std::string& so) {
 TEST(Model, ConstantWeightsArePackedInTheirBlocks) {
   const std::string db = tmp("cw.db"), so = tmp("cw.so"), lib = tmp("cw_lib.mlir"), data = std::string(DATA_DIR);
   removeDb(db);
-  Outcome k = tune("--shape 64x128x64 --knobs tile_m=32,tile_n=32,tile_k=32,reg_m=8,reg_n=16,unroll_k=1,reg_loop_order=0,"
-                   "pack_b=0,outer_order=0,pack_a=0 --quiet --db " + db);
+  Outcome k = tune("--shape 64x128x64 --knobs " +
+                   hostRegisterTile("tile_m=32,tile_n=32,tile_k=32,reg_m=8,reg_n=16,unroll_k=1,reg_loop_order=0,"
+                                    "pack_b=0,outer_order=0,pack_a=0") + " --quiet --db " + db);
   ASSERT_EQ(k.code, 0) << k.err;
   Outcome c = tune("compile " + data + "/const_weights.mlir --db " + db + " -o " + so + " --emit-library " + lib);
   ASSERT_EQ(c.code, 0) << c.err;
@@ -399,8 +400,9 @@ TEST(Model, ConstantWeightsArePackedInTheirBlocks) {
 TEST(Model, PackedPanelsStayVectorCopiesInNetworks) {
   const std::string db = tmp("pb.db"), so = tmp("pb.so"), data = std::string(DATA_DIR);
   removeDb(db);
-  Outcome k = tune("--shape 64x128x64 --knobs tile_m=32,tile_n=64,tile_k=32,reg_m=8,reg_n=16,unroll_k=1,reg_loop_order=0,"
-                   "pack_b=1,outer_order=0,pack_a=1 --quiet --db " + db);
+  Outcome k = tune("--shape 64x128x64 --knobs " +
+                   hostRegisterTile("tile_m=32,tile_n=64,tile_k=32,reg_m=8,reg_n=16,unroll_k=1,reg_loop_order=0,"
+                                    "pack_b=1,outer_order=0,pack_a=1") + " --quiet --db " + db);
   ASSERT_EQ(k.code, 0) << k.err;
   Outcome c = tune("compile " + data + "/const_weights.mlir --db " + db + " -o " + so);
   ASSERT_EQ(c.code, 0) << c.err;
@@ -433,7 +435,7 @@ TEST(Model, EpilogueInTheRegisterTiles) {
                          Case{24, "tile_m=16,tile_n=24,tile_k=32,reg_m=16,reg_n=16,unroll_k=4,reg_loop_order=1,pack_b=0,outer_order=0,pack_a=0"}}) {
     if (cs.n != 128 && !avx512) continue;
     const int64_t N = cs.n;
-    const char* knobs = cs.knobs;
+    const std::string knobs = N == 128 ? hostRegisterTile(cs.knobs) : std::string(cs.knobs);
     const std::string db = tmp("gep.db"), so = tmp("gep.so"), lib = tmp("gep_lib.mlir"), mlir = tmp("gep.mlir");
     std::string text = slurp(data + "/gemm_epilogue.mlir");
     const std::string n_text = std::to_string(N);
