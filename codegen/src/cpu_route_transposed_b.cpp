@@ -37,6 +37,7 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
   const int64_t tile_m = v[0], tile_n = v[1], tile_k = v[2], reg_m = v[3], reg_n = v[4], unroll_k = v[5];
   const bool n_outer = v[6] == 1;
   const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
+  const bool threaded = space.knobIndex("threads") >= 0;
   // Packed loops: (b,) m, N1, k, n0.
   auto sizes = [&](int64_t m, int64_t n1, int64_t kk, int64_t n0, const std::string& b) {
     return "[" + b + std::to_string(m) + ", " + std::to_string(n1) + ", " + std::to_string(kk) + ", " +
@@ -57,7 +58,7 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << ind << "%cunpack = transform.get_consumers_of_result %p[0] : (" << H << ") -> " << UPK << "\n"
     << ind << "%t1, %blocks = transform.structured.tile_using_forall %p tile_sizes " << sizes(tile_m, 1, 0, 0, b1)
     << " : (" << H << ") -> (" << H << ", " << H << ")\n"
-    << (space.knobIndex("threads") >= 0
+    << (threaded
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
             : std::string())
     << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes " << sizes(0, 0, tile_k, 0, b0) << " : ("
@@ -69,9 +70,15 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << vectorizeTiles(ind, tile_m % reg_m != 0 ? (n_outer ? "%r2" : "%r1") : "", sizes(reg_m, 1, unroll_k, reg_n, b1))
     << ind << "// The transpose of B, 16 x 16 tiles (tile_n and K are multiples of 16).\n"
     << ind << "%bpad, %bexp, %btr = transform.structured.lower_pack %bpack : " << lower_pack_types << "\n"
-    << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for %btr tile_sizes ["
-    << b1 << "1, 16, 16] : (!transform.op<\"linalg.transpose\">) -> (" << H << ", " << H << ", " << H << ", " << H
-    << (batched ? ", " + H : std::string()) << ")\n"
+    // On more than one thread the transpose runs in parallel too (a forall over the batch, else
+    // over the panels), not on one thread before the parallel product.
+    << (threaded ? ind + "%btr_f, %bforall = transform.structured.tile_using_forall %btr tile_sizes [1, 0, 0" +
+                       (batched ? ", 0" : "") + "] : (!transform.op<\"linalg.transpose\">) -> (" + H + ", " + H + ")\n"
+                 : std::string())
+    << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for "
+    << (threaded ? "%btr_f" : "%btr") << " tile_sizes [" << b1 << "1, 16, 16] : ("
+    << (threaded ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H << ", " << H
+    << ", " << H << (batched ? ", " + H : std::string()) << ")\n"
     << ind << "transform.structured.vectorize %btile : " << H << "\n"
     << ind << "// C's pack and unpack are reshapes.\n"
     << ind << "%cpad, %cexp, %ctr = transform.structured.lower_pack %cpack : " << lower_pack_types << "\n"

@@ -188,6 +188,9 @@ TEST(BatchMatmul, TransposedBRouteCompilesAndVerifies) {
         std::shuffle(route.begin(), route.end(), rng);
         route.resize(std::min<size_t>(route.size(), threads == 1 ? 4 : 2));
         for (const Candidate& c : route) {
+          // On two threads the transpose of B is parallel too (a forall), not one thread's work.
+          EXPECT_EQ(emitCpuGemmSchedule(x, s, c).find("tile_using_forall %btr") != std::string::npos, threads > 1)
+              << x.key() << " " << s.keyOf(c);
           Measurement m = compileAndMeasure(x, s, c, threads, "route");
           EXPECT_EQ(m.status, MeasureStatus::Ok) << x.key() << " " << s.keyOf(c) << ": " << m.message;
         }
