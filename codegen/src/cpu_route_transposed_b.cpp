@@ -19,15 +19,13 @@ namespace sextant::cpu_detail {
 // and its accumulators went through memory at each K step: 2.6-4.0 GFLOP/s on Q.K^T batched
 // matmuls with 6 x 16 tiles (the AVX2 default) on AMD EPYC Zen 3, 2026-11-30.
 static std::string vectorizeTiles(const std::string& ind, const std::string& peel, const std::string& vsizes) {
-  const std::string H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
-  if (peel.empty()) return ind + "transform.structured.vectorize %t4 vector_sizes " + vsizes + " : " + H + "\n";
-  return ind + "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n" + ind +
-         "%mloop = transform.cast " + peel + " : " + H + " to " + F + "\n" + ind +
-         "%full, %partial = transform.loop.peel %mloop : (" + F + ") -> (" + H + ", " + H + ")\n" + ind +
-         "%t4_full = transform.structured.match interface{LinalgOp} in %full : (" + H + ") -> " + H + "\n" + ind +
-         "%t4_partial = transform.structured.match interface{LinalgOp} in %partial : (" + H + ") -> " + H + "\n" + ind +
-         "transform.structured.vectorize %t4_full vector_sizes " + vsizes + " : " + H + "\n" + ind +
-         "transform.structured.vectorize %t4_partial vector_sizes " + vsizes + " : " + H + "\n";
+  const std::string H = "!transform.any_op";
+  auto vectorize = [&](const std::string& h) {
+    return ind + "transform.structured.vectorize " + h + " vector_sizes " + vsizes + " : " + H + "\n";
+  };
+  if (peel.empty()) return vectorize("%t4");
+  return ind + "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n" +
+         peelRegisterLoop(ind, peel, "interface{LinalgOp}") + vectorize("%t4_full") + vectorize("%t4_partial");
 }
 
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {

@@ -348,7 +348,7 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
 // (vectorized at that width, static, so no masks are left).
 static std::string vectorizeRegisterTiles(const std::string& ind, const std::string& b1, const std::string& peel,
                                           bool fill, int64_t n_rest, const std::string& k_size) {
-  const std::string P = "!transform.param<i64>", H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
+  const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   // The columns of a part's register tiles: %reg_n, or the N remainder's static width (one param fewer).
   auto cols = [&](bool partial) {
     return partial && n_rest > 0 ? std::make_pair(std::to_string(n_rest), std::string())
@@ -366,11 +366,7 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
   const std::string ops = fill ? "ops{[\"linalg.matmul\", \"linalg.generic\"]}" : "interface{LinalgOp}";
   o << ind << (n_rest > 0 ? "// reg_n does not divide tile_n: full register tiles, then the remainder.\n"
                           : "// reg_m does not divide tile_m: full register tiles, then the remainder (masked).\n")
-    << ind << "%mloop = transform.cast " << peel << " : " << H << " to " << F << "\n"
-    << ind << "%full, %partial = transform.loop.peel %mloop : (" << F << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t4_full = transform.structured.match " << ops << " in %full : (" << H << ") -> " << H << "\n"
-    << ind << "%t4_partial = transform.structured.match " << ops << " in %partial : (" << H << ") -> " << H << "\n"
-    << vectorize("%t4_full") << vectorize("%t4_partial");
+    << cpu_detail::peelRegisterLoop(ind, peel, ops) << vectorize("%t4_full") << vectorize("%t4_partial");
   // Each part's register tiles start with their own (fused) zero fill, vectorized with the register
   // tile's sizes (the remainder's fill is not static).
   if (fill)
@@ -382,6 +378,14 @@ static std::string vectorizeRegisterTiles(const std::string& ind, const std::str
         << P << np << "\n";
     }
   return o.str();
+}
+
+std::string cpu_detail::peelRegisterLoop(const std::string& ind, const std::string& loop, const std::string& ops) {
+  const std::string H = "!transform.any_op", F = "!transform.op<\"scf.for\">";
+  return ind + "%mloop = transform.cast " + loop + " : " + H + " to " + F + "\n" + ind +
+         "%full, %partial = transform.loop.peel %mloop : (" + F + ") -> (" + H + ", " + H + ")\n" + ind +
+         "%t4_full = transform.structured.match " + ops + " in %full : (" + H + ") -> " + H + "\n" + ind +
+         "%t4_partial = transform.structured.match " + ops + " in %partial : (" + H + ") -> " + H + "\n";
 }
 
 // The loops of %f matched again (canonicalization replaced them), the loop-invariant register

@@ -22,6 +22,10 @@ std::string knobOp(const Knob& k, int64_t selected);
 // The loops of %f matched again, the loop-invariant register tiles hoisted out of them, then the
 // contractions lowered to FMAs; `also`: more lowering patterns in that last set; `before`: patterns
 // applied between the hoisting and the lowering (a set of their own).
+// A register loop whose last tile is partial (handle `loop`) peeled: %full and %partial, and the
+// register tiles matched by `ops` in each, %t4_full and %t4_partial (upstream:
+// mlir/test/Dialect/Linalg/transform-op-peel-and-vectorize.mlir).
+std::string peelRegisterLoop(const std::string& ind, const std::string& loop, const std::string& ops);
 std::string hoistAndLowerContractions(const std::string& ind, const std::string& also,
                                       const std::string& before = std::string());
 // The transposed-B packing route (layout NT, pack_b = 1): B (N x K, or B x N x K) packed once per

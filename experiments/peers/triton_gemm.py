@@ -27,9 +27,12 @@ import time
 # A cold cache, so that the autotune time includes compilation.
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+try:
+    import torch  # noqa: E402
+    import triton  # noqa: E402
+    import triton.language as tl  # noqa: E402
+except ImportError as e:
+    sys.exit(f"triton_gemm: needs PyTorch and Triton (the GPU machine's image has both): {e}")
 
 # The tutorial's CUDA configurations for 16-bit inputs (its get_cuda_autotune_config(), fp8 ones left out).
 CONFIGS = [
@@ -100,18 +103,27 @@ def main():
     p.add_argument("--dtypes", default="f16,bf16")
     p.add_argument("-o", "--out", help="JSON file for the rows")
     args = p.parse_args()
+    shapes = []
+    for shape in args.shapes.split(","):
+        dims = shape.split("x")
+        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+            p.error(f"--shapes: '{shape}' is not MxNxK (three positive integers)")
+        shapes.append(tuple(int(d) for d in dims))
+    dtypes = args.dtypes.split(",")
+    types = {"f16": torch.float16, "bf16": torch.bfloat16}
+    for dt in dtypes:
+        if dt not in types:
+            p.error(f"--dtypes: '{dt}' is not one of f16, bf16")
     if not torch.cuda.is_available():
         print("triton_gemm: no CUDA device: nothing measured", file=sys.stderr)
         return 3
     dev = torch.cuda.get_device_name()
     print(f"triton_gemm: {dev}, torch {torch.__version__}, triton {triton.__version__}, "
           f"cache {os.environ['TRITON_CACHE_DIR']}", flush=True)
-    types = {"f16": torch.float16, "bf16": torch.bfloat16}
     rows = []
     print(f"{'workload':40s} {'tune s':>7s} {'triton TF/s':>11s} {'cuBLAS TF/s':>11s} {'ratio':>6s}  best config / check")
-    for dt in args.dtypes.split(","):
-        for shape in args.shapes.split(","):
-            M, N, K = (int(x) for x in shape.split("x"))
+    for dt in dtypes:
+        for M, N, K in shapes:
             torch.manual_seed(1)
             a = torch.randn(M, K, device="cuda").to(types[dt])
             b = torch.randn(K, N, device="cuda").to(types[dt])

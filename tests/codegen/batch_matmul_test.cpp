@@ -14,6 +14,7 @@
 #include "sextant/codegen/ops.h"
 #include "sextant/runtime/cpu_runner.h"
 #include "compile_and_measure.h"
+#include "cpu_compile_helpers.h"
 
 using namespace sextant;
 using sextant::testing_support::compileAndMeasure;
@@ -129,12 +130,11 @@ TEST(BatchMatmul, EveryLayoutCompilesAndVerifies) {
 TEST(BatchMatmul, UnrolledKLoopWhereTheRegisterTilesAreWhole) {
   GemmWorkload w = bmm(3, 48, 64, 32, Layout::NN);
   Space s = buildCpuGemmSpace(w, hostCpu());
-  // Two vectors where 8 x 2 fit the vector registers (AVX-512), else one (AVX2's 16 registers).
-  const auto& rns = s.knobs()[size_t(s.knobIndex("reg_n"))].values;
-  const int64_t rn = rns[0] >= 16 ? rns[1] : rns[0];
+  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];  // two vectors, fitted to this host
   for (auto [rm, unrolled] : {std::pair<int64_t, bool>{8, true}, {6, true}, {14, false}}) {
-    auto found = s.fromMap({{"tile_m", 48}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", rm}, {"reg_n", rn}, {"unroll_k", 2},
-                            {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}});
+    auto found = s.fromMap(test::fitRegisterTile(s, {{"tile_m", 48}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", rm},
+                                                     {"reg_n", rn}, {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0},
+                                                     {"outer_order", 0}, {"pack_a", 0}}));
     ASSERT_TRUE(found.ok()) << found.error();
     ASSERT_TRUE(s.isValid(*found)) << s.keyOf(*found);
     const std::string script = emitCpuGemmSchedule(w, s, *found);

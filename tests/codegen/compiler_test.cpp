@@ -425,9 +425,7 @@ TEST(Compiler, UnrolledKLoopCompilesAndVerifies) {
   GemmWorkload w;
   w.m = 64, w.n = 128, w.k = 64;
   const Space s = buildCpuGemmSpace(w, hostCpu(), 1);
-  // Two vectors where 8 x 2 fit the vector registers (AVX-512), else one (AVX2's 16 registers).
-  const auto& rns = s.knobs()[size_t(s.knobIndex("reg_n"))].values;
-  const int64_t rn = rns[0] >= 16 ? rns[1] : rns[0];
+  const int64_t rn = s.knobs()[size_t(s.knobIndex("reg_n"))].values[1];  // two vectors (candidateOf fits them)
   struct Point { int64_t tm, tn, tk, rm, pack; };
   for (const Point& p : {Point{64, 128, 8, 4, 0}, Point{64, 128, 16, 6, 0}, Point{64, 128, 64, 8, 0}, Point{32, 64, 16, 8, 1}}) {
     auto found = candidateOf(s, {{"tile_m", p.tm}, {"tile_n", p.tn}, {"tile_k", p.tk}, {"reg_m", p.rm}, {"reg_n", rn},

@@ -418,10 +418,9 @@ TEST(UnrolledK, TwoOpsOfOneFunctionAreUnrolledOnceEach) {
   std::string db = tmp("unrolled_k.db"), so = tmp("unrolled_k.so"), lib = tmp("unrolled_k_lib.mlir"),
               applied = tmp("unrolled_k_applied.mlir");
   removeDb(db);
-  // (8 x 2 vectors with AVX-512: 32 columns; 8 x 1 with AVX2, whose 16 registers do not hold 8 x 2.)
-  Outcome r = tune("--shape 64x128x64 --knobs tile_m=64,tile_n=128,tile_k=16,reg_m=8,reg_n=" +
-                   std::to_string(hostLanes() >= 16 ? 32 : 8) +
-                   ",unroll_k=2,reg_loop_order=0,pack_b=0,outer_order=0,pack_a=0 --min-time 0.001 --db " + db);
+  Outcome r = tune("--shape 64x128x64 --knobs " +
+                   hostRegisterTile("tile_m=64,tile_n=128,tile_k=16,reg_m=8,reg_n=32,unroll_k=2,reg_loop_order=0,"
+                                    "pack_b=0,outer_order=0,pack_a=0") + " --min-time 0.001 --db " + db);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string payload = std::string(DATA_DIR) + "/two_same_gemms.mlir";
   Outcome c = tune("compile " + payload + " --db " + db + " -o " + so + " --emit-library " + lib);
