@@ -28,7 +28,8 @@ static std::string vectorizeTiles(const std::string& ind, const std::string& pee
          peelRegisterLoop(ind, peel, "interface{LinalgOp}") + vectorize("%t4_full") + vectorize("%t4_partial");
 }
 
-std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched) {
+std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
+                                       bool own_init) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
@@ -90,6 +91,17 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << ind << "  transform.apply_patterns.vector.drop_unit_dims_with_shape_cast\n"
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
+    // C's zero fill (canonicalization moved it past the reshape that C's pack became: the producer
+    // of the product's shared output) zeroes each block of C inside the product's forall, where
+    // its register tiles read it next; left outside, it was one memset of the whole C, on one
+    // thread before the parallel loop (docs/search.md).
+    // (A product of one block has no forall left after canonicalization: nothing to do there.)
+    << (own_init ? ind + "transform.foreach %blocks : " + H + " {\n" + ind + "^bb0(%sx_blk: " + H + "):\n" + ind +
+                       "  %cfill = transform.get_producer_of_operand %sx_blk[0] : (" + H + ") -> " + H + "\n" + ind +
+                       "  %cfill_blk, %blocks_f = transform.structured.fuse_into_containing_op %cfill into %sx_blk : (" + H +
+                       ", " + H + ") -> (" + H + ", " + H + ")\n" + ind + "  transform.structured.vectorize %cfill_blk : " +
+                       H + "\n" + ind + "}\n"
+                 : std::string())
     << ind << "// The C register tile stays in registers across the K loops.\n"
     << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_transpose lowering_strategy = shuffle_16x16\n");
   return o.str();
