@@ -29,7 +29,7 @@ static std::string vectorizeTiles(const std::string& ind, const std::string& pee
 }
 
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                                       bool own_init) {
+                                       int64_t k_dim) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
@@ -46,6 +46,12 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
   const std::string PK = "!transform.op<\"linalg.pack\">", UPK = "!transform.op<\"linalg.unpack\">";
   const std::string lower_pack_types = "(" + PK + ") -> (!transform.op<\"tensor.pad\">, !transform.op<\"tensor.expand_shape\">, "
                                        "!transform.op<\"linalg.transpose\">)";
+  const std::string lower_c = ind + "%cpad, %cexp, %ctr = transform.structured.lower_pack %cpack : " + lower_pack_types + "\n";
+  // The op's own zero fill: with the whole of K in the register tiles (and no peeled remainder),
+  // they start from zeros, as on the NN route (cpu_schedule.cpp); otherwise each block of C is
+  // zeroed in the block. Left outside, the fill was one memset of the whole of C on one thread
+  // before the parallel loop, which the product read back (docs/search.md).
+  const bool own_init = k_dim > 0, fill_in_registers = own_init && tile_k == k_dim && tile_m % reg_m == 0;
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   o << ind << "// B is stored transposed: packed once per call into [N/tile_n][K][tile_n] panels (a transpose).\n"
@@ -54,17 +60,37 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << ") -> " << H << "\n"
     << ind << "%bpack = transform.get_producer_of_operand %p[1] : (" << H << ") -> " << PK << "\n"
     << ind << "%cpack = transform.get_producer_of_operand %p[2] : (" << H << ") -> " << PK << "\n"
-    << ind << "%cunpack = transform.get_consumers_of_result %p[0] : (" << H << ") -> " << UPK << "\n"
-    << ind << "%t1, %blocks = transform.structured.tile_using_forall %p tile_sizes " << sizes(tile_m, 1, 0, 0, b1)
+    << ind << "%cunpack = transform.get_consumers_of_result %p[0] : (" << H << ") -> " << UPK << "\n";
+  // C's pack is a reshape (tile_n divides N). With the op's own fill it is lowered first and
+  // canonicalized, which moves the fill past the reshape: the fill is then the packed op's init.
+  if (own_init)
+    o << ind << "// C's pack and unpack are reshapes: C's first, so that its fill becomes the packed op's init.\n"
+      << lower_c << ind << "transform.apply_patterns to %f {\n"
+      << ind << "  transform.apply_patterns.canonicalization\n"
+      << ind << "} : " << H << "\n"
+      << ind << "%sx_init = transform.get_producer_of_operand %p[2] : (" << H << ") -> " << H << "\n";
+  o << ind << "%t1, %blocks = transform.structured.tile_using_forall %p tile_sizes " << sizes(tile_m, 1, 0, 0, b1)
     << " : (" << H << ") -> (" << H << ", " << H << ")\n"
     << (threaded
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
             : std::string())
-    << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes " << sizes(0, 0, tile_k, 0, b0) << " : ("
-    << H << ") -> (" << H << ", " << H << ")\n"
-    << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
-    << (n_outer ? interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
-    << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes " << sizes(0, 0, unroll_k, 0, b0) << " : ("
+    << (own_init ? ind + "%sx_fill_blk, %sx_blocks_f = transform.structured.fuse_into_containing_op %sx_init into %blocks : (" +
+                       H + ", " + H + ") -> (" + H + ", " + H + ")\n"
+                 : std::string());
+  if (fill_in_registers) {
+    const std::string fuse_interchange = batched ? " interchange [0, 4, 1, 2, 3]" : " interchange [3, 0, 1, 2]";
+    o << ind << "%t3, %r1, %r2 = transform.structured.fuse %t1 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
+      << (n_outer ? fuse_interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+      << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" << H << ") -> " << H << "\n"
+      << ind << "transform.structured.vectorize %sx_fill_reg : " << H << "\n";
+  } else {
+    if (own_init) o << ind << "transform.structured.vectorize %sx_fill_blk : " << H << "\n";
+    o << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes " << sizes(0, 0, tile_k, 0, b0) << " : ("
+      << H << ") -> (" << H << ", " << H << ")\n"
+      << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
+      << (n_outer ? interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n";
+  }
+  o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes " << sizes(0, 0, unroll_k, 0, b0) << " : ("
     << H << ") -> (" << H << ", " << H << ")\n"
     << vectorizeTiles(ind, tile_m % reg_m != 0 ? (n_outer ? "%r2" : "%r1") : "", sizes(reg_m, 1, unroll_k, reg_n, b1))
     << ind << "// The transpose of B, 16 x 16 tiles (tile_n and K are multiples of 16).\n"
@@ -79,8 +105,7 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << (threaded ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H << ", " << H
     << ", " << H << (batched ? ", " + H : std::string()) << ")\n"
     << ind << "transform.structured.vectorize %btile : " << H << "\n"
-    << ind << "// C's pack and unpack are reshapes.\n"
-    << ind << "%cpad, %cexp, %ctr = transform.structured.lower_pack %cpack : " << lower_pack_types << "\n"
+    << (own_init ? std::string() : ind + "// C's pack and unpack are reshapes.\n" + lower_c)
     << ind << "%uempty, %utr, %ucol, %uslice = transform.structured.lower_unpack %cunpack : (" << UPK
     << ") -> (!transform.op<\"tensor.empty\">, !transform.op<\"linalg.transpose\">, "
        "!transform.op<\"tensor.collapse_shape\">, !transform.op<\"tensor.extract_slice\">)\n"
@@ -91,19 +116,12 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << ind << "  transform.apply_patterns.vector.drop_unit_dims_with_shape_cast\n"
     << ind << "  transform.apply_patterns.canonicalization\n"
     << ind << "} : " << H << "\n"
-    // C's zero fill (canonicalization moved it past the reshape that C's pack became: the producer
-    // of the product's shared output) zeroes each block of C inside the product's forall, where
-    // its register tiles read it next; left outside, it was one memset of the whole C, on one
-    // thread before the parallel loop (docs/search.md).
-    // (A product of one block has no forall left after canonicalization: nothing to do there.)
-    << (own_init ? ind + "transform.foreach %blocks : " + H + " {\n" + ind + "^bb0(%sx_blk: " + H + "):\n" + ind +
-                       "  %cfill = transform.get_producer_of_operand %sx_blk[0] : (" + H + ") -> " + H + "\n" + ind +
-                       "  %cfill_blk, %blocks_f = transform.structured.fuse_into_containing_op %cfill into %sx_blk : (" + H +
-                       ", " + H + ") -> (" + H + ", " + H + ")\n" + ind + "  transform.structured.vectorize %cfill_blk : " +
-                       H + "\n" + ind + "}\n"
-                 : std::string())
     << ind << "// The C register tile stays in registers across the K loops.\n"
-    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_transpose lowering_strategy = shuffle_16x16\n");
+    << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_transpose lowering_strategy = shuffle_16x16\n",
+                                 fill_in_registers
+                                     ? ind + "  transform.apply_patterns.canonicalization\n" + ind +
+                                           "  transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
+                                     : std::string());
   return o.str();
 }
 

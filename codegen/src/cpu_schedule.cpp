@@ -410,7 +410,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
                                int64_t m, Layout layout, int64_t k_dim) {
   if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
-    return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim > 0);
+    return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim);
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;

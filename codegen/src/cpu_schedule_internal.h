@@ -31,10 +31,11 @@ std::string hoistAndLowerContractions(const std::string& ind, const std::string&
 // The transposed-B packing route (layout NT, pack_b = 1): B (N x K, or B x N x K) packed once per
 // call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
 // micro-kernel of the NN route on the packed panels.
-// own_init: the op's init is its own zero fill (not a value the op must keep), which then runs in
-// the product's blocks instead of as one pass over C before them.
+// k_dim > 0: the op's init is its own zero fill (not a value the op must keep; k_dim is K), which
+// then starts the register tiles as zeros (tile_k = K) or runs in the product's blocks, instead of
+// as one pass over C before them.
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                                       bool own_init);
+                                       int64_t k_dim);
 
 // The workloads the GEMV routes are for (NT, M <= kGemvMaxM, not batched; addGemvKnobs adds them
 // where K also splits into vectors).
