@@ -29,7 +29,7 @@ static std::string vectorizeTiles(const std::string& ind, const std::string& pee
 }
 
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                                       int64_t k_dim) {
+                                       int64_t k_dim, int64_t n_dim) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";
   const auto& k = space.knobs();
   auto v = space.values(c);
@@ -51,7 +51,15 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
   // they start from zeros, as on the NN route (cpu_schedule.cpp); otherwise each block of C is
   // zeroed in the block. Left outside, the fill was one memset of the whole of C on one thread
   // before the parallel loop, which the product read back (docs/search.md).
-  const bool own_init = k_dim > 0, fill_in_registers = own_init && tile_k == k_dim && tile_m % reg_m == 0;
+  // Panel first (unbatched, at least two panels of B per thread): the forall runs over the panels
+  // of B, each packed in its iteration (the transpose of K x tile_n, hot in L2 when the rows of A
+  // run against it, block by block in a loop inside). Packing all of B once before the product
+  // instead wrote and read back the whole transposed B (128x4096x4096 NT, Zen 5, 1 thread: 119-123
+  // -> 207 GFLOP/s on the same knobs; docs/search.md).
+  const int64_t threads = space.valueOr(c, "threads", 1);
+  const bool panel_first = !batched && n_dim > 0 && n_dim / tile_n >= 2 * threads;
+  const bool own_init = k_dim > 0,
+             fill_in_registers = own_init && tile_k == k_dim && tile_m % reg_m == 0 && !panel_first;
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   o << ind << "// B is stored transposed: packed once per call into [N/tile_n][K][tile_n] panels (a transpose).\n"
@@ -69,14 +77,21 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
       << ind << "  transform.apply_patterns.canonicalization\n"
       << ind << "} : " << H << "\n"
       << ind << "%sx_init = transform.get_producer_of_operand %p[2] : (" << H << ") -> " << H << "\n";
-  o << ind << "%t1, %blocks = transform.structured.tile_using_forall %p tile_sizes " << sizes(tile_m, 1, 0, 0, b1)
-    << " : (" << H << ") -> (" << H << ", " << H << ")\n"
+  o << ind << (panel_first ? "%t0" : "%t1") << ", %blocks = transform.structured.tile_using_forall %p tile_sizes "
+    << (panel_first ? sizes(0, 1, 0, 0, "") : sizes(tile_m, 1, 0, 0, b1)) << " : (" << H << ") -> (" << H << ", " << H << ")\n"
     << (threaded
             ? ind + "transform.annotate %blocks \"sextant.num_threads\" = %threads : " + H + ", " + P + "\n"
-            : std::string())
-    << (own_init ? ind + "%sx_fill_blk, %sx_blocks_f = transform.structured.fuse_into_containing_op %sx_init into %blocks : (" +
-                       H + ", " + H + ") -> (" + H + ", " + H + ")\n"
-                 : std::string());
+            : std::string());
+  if (panel_first)
+    o << ind << "// Each panel of B packed in the panel's iteration, then the blocks of rows against it.\n"
+      << ind << "%bpack_f, %blocks_b = transform.structured.fuse_into_containing_op %bpack into %blocks : (" << PK << ", "
+      << H << ") -> (" << H << ", " << H << ")\n";
+  if (own_init)
+    o << ind << "%sx_fill_blk, %sx_blocks_f = transform.structured.fuse_into_containing_op %sx_init into "
+      << (panel_first ? "%blocks_b" : "%blocks") << " : (" << H << ", " << H << ") -> (" << H << ", " << H << ")\n";
+  if (panel_first)
+    o << ind << "%t1, %mblocks = transform.structured.tile_using_for %t0 tile_sizes " << sizes(tile_m, 0, 0, 0, "")
+      << " : (" << H << ") -> (" << H << ", " << H << ")\n";
   if (fill_in_registers) {
     const std::string fuse_interchange = batched ? " interchange [0, 4, 1, 2, 3]" : " interchange [3, 0, 1, 2]";
     o << ind << "%t3, %r1, %r2 = transform.structured.fuse %t1 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
@@ -94,16 +109,19 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << H << ") -> (" << H << ", " << H << ")\n"
     << vectorizeTiles(ind, tile_m % reg_m != 0 ? (n_outer ? "%r2" : "%r1") : "", sizes(reg_m, 1, unroll_k, reg_n, b1))
     << ind << "// The transpose of B, 16 x 16 tiles (tile_n and K are multiples of 16).\n"
-    << ind << "%bpad, %bexp, %btr = transform.structured.lower_pack %bpack : " << lower_pack_types << "\n"
+    << (panel_first ? ind + "%bpack_c = transform.cast %bpack_f : " + H + " to " + PK + "\n" : std::string())
+    << ind << "%bpad, %bexp, %btr = transform.structured.lower_pack " << (panel_first ? "%bpack_c" : "%bpack") << " : "
+    << lower_pack_types << "\n"
     // On more than one thread the transpose runs in parallel too (a forall over the batch, else
-    // over the panels), not on one thread before the parallel product.
-    << (threaded ? ind + "%btr_f, %bforall = transform.structured.tile_using_forall %btr tile_sizes [1, 0, 0" +
-                       (batched ? ", 0" : "") + "] : (!transform.op<\"linalg.transpose\">) -> (" + H + ", " + H + ")\n"
-                 : std::string())
+    // over the panels), not on one thread before the parallel product (panel first: in its forall).
+    << (threaded && !panel_first
+            ? ind + "%btr_f, %bforall = transform.structured.tile_using_forall %btr tile_sizes [1, 0, 0" +
+                  (batched ? ", 0" : "") + "] : (!transform.op<\"linalg.transpose\">) -> (" + H + ", " + H + ")\n"
+            : std::string())
     << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for "
-    << (threaded ? "%btr_f" : "%btr") << " tile_sizes [" << b1 << "1, 16, 16] : ("
-    << (threaded ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H << ", " << H
-    << ", " << H << (batched ? ", " + H : std::string()) << ")\n"
+    << (threaded && !panel_first ? "%btr_f" : "%btr") << " tile_sizes [" << b1 << "1, 16, 16] : ("
+    << (threaded && !panel_first ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H
+    << ", " << H << ", " << H << (batched ? ", " + H : std::string()) << ")\n"
     << ind << "transform.structured.vectorize %btile : " << H << "\n"
     << (own_init ? std::string() : ind + "// C's pack and unpack are reshapes.\n" + lower_c)
     << ind << "%uempty, %utr, %ucol, %uslice = transform.structured.lower_unpack %cunpack : (" << UPK

@@ -407,10 +407,10 @@ std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const 
 }
 
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                               int64_t m, Layout layout, int64_t k_dim) {
+                               int64_t m, Layout layout, int64_t k_dim, int64_t n_dim) {
   if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
-    return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim);
+    return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim, n_dim);
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;

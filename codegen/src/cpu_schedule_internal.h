@@ -34,8 +34,10 @@ std::string hoistAndLowerContractions(const std::string& ind, const std::string&
 // k_dim > 0: the op's init is its own zero fill (not a value the op must keep; k_dim is K), which
 // then starts the register tiles as zeros (tile_k = K) or runs in the product's blocks, instead of
 // as one pass over C before them.
+// n_dim: N (0: unknown). An unbatched op with at least two panels per thread packs each panel of B
+// in the forall over the panels, just before the rows of A run against it (panel first).
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
-                                       int64_t k_dim);
+                                       int64_t k_dim, int64_t n_dim);
 
 // The workloads the GEMV routes are for (NT, M <= kGemvMaxM, not batched; addGemvKnobs adds them
 // where K also splits into vectors).

@@ -86,7 +86,7 @@ class MatmulSchedules : public CpuOpSchedules {
   std::vector<const char*> payloadOps() const override { return {batched_ ? "linalg.batch_matmul" : "linalg.matmul"}; }
   const char* title() const override { return "GEMM"; }
   std::string actions(const Space& space, const Candidate& c, const GemmWorkload& w, const std::string& ind) const override {
-    return emitCpuGemmActions(space, c, ind, batched_, w.m, w.layout, w.k);
+    return emitCpuGemmActions(space, c, ind, batched_, w.m, w.layout, w.k, w.n);
   }
 
   std::string matcherSignature(const GemmWorkload& w, int64_t batch) const override {
@@ -106,7 +106,7 @@ class MatmulSchedules : public CpuOpSchedules {
   std::string libraryActions(const Space& space, const Candidate& c, const GemmWorkload& w, int64_t batch, bool keeps_init,
                              const std::string& recorded, const std::string& ind) const override {
     if (!recorded.empty() && batch == 0 && !(keeps_init && cpuActionsFuseOwnInit(recorded))) return recorded;
-    return emitCpuGemmActions(space, c, ind, batch > 0, w.m, w.layout, keeps_init ? 0 : w.k);
+    return emitCpuGemmActions(space, c, ind, batch > 0, w.m, w.layout, keeps_init ? 0 : w.k, w.n);
   }
 
   CpuGemmView gemmView(const GemmWorkload& w, const Space& space, const Candidate& c) const override {

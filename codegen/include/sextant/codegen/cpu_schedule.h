@@ -57,8 +57,10 @@ std::string emitCpuGemmSchedule(const GemmWorkload& w, const Space& space, const
 // `m`: the workload's M (the GEMV route vectorizes all of its rows at once). `layout`: NT with
 // pack_b = 1 takes the transposed-B route (B packed by a transpose once per call). `k`: the
 // workload's K (0: unknown); with tile_k = K the zero fill of C goes into the register tiles.
+// `n`: the workload's N (0: unknown; the transposed-B route then keeps one transpose of all of B).
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& indent,
-                               bool batched = false, int64_t m = 1, Layout layout = Layout::NN, int64_t k = 0);
+                               bool batched = false, int64_t m = 1, Layout layout = Layout::NN, int64_t k = 0,
+                               int64_t n = 0);
 // The actions of a schedule in emitCpuGemmSchedule's form (the lines between the match of the
 // matmul and the sequence's yield, as emitCpuGemmActions wrote them with a 4-space indent); empty
 // if the script does not have that form. tune export / compile apply a record's measured actions.
