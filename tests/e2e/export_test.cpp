@@ -25,6 +25,48 @@ std::string recordsOf(const std::string& jsonl) { return jsonl.substr(jsonl.find
 constexpr const char* kTuned64x32x16 =
     "tile_m=8,tile_n=16,tile_k=16,reg_m=1,reg_n=16,unroll_k=1,reg_loop_order=0,pack_b=0,outer_order=0,pack_a=0";
 
+// The library `lib` applied by stock mlir-opt to `module` leaves no linalg.matmul, and the
+// compiled `fn` of that module (A, B, C, D: C = A x B from a zero fill, D += A x B; B stored N x K
+// when `nt`) computes both right.
+void expectFillAndAccumulate(const std::string& module, const std::string& lib, const std::string& so,
+                             const std::string& fn_name, int64_t M, int64_t N, int64_t K, bool nt, const std::string& what) {
+  const std::string tools = SEXTANT_LLVM_TOOLS, applied = tmp("accumulate_applied.mlir");
+  Outcome opt = sh(tools + "/mlir-opt " + module + " --transform-preload-library=transform-library-paths=" + lib +
+                   " --transform-interpreter -o " + applied);
+  ASSERT_EQ(opt.code, 0) << what << ": " << opt.err;
+  EXPECT_EQ(slurp(applied).find("linalg.matmul"), std::string::npos) << what << ": an op was left unscheduled";
+  std::filesystem::remove(applied);
+  struct D {
+    float *alloc, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  };
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<void (*)(D*, D*, D*, D*)>(dlsym(h, ("_mlir_ciface_" + fn_name).c_str()));
+  ASSERT_NE(fn, nullptr);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(size_t(M * K)), b(size_t(K * N)), c(size_t(M * N)), d(size_t(M * N));
+  for (auto* v : {&a, &b, &c, &d})
+    for (auto& x : *v) x = u(rng);
+  const std::vector<float> d0 = d;
+  D da{a.data(), a.data(), 0, {M, K}, {K, 1}}, dc{c.data(), c.data(), 0, {M, N}, {N, 1}},
+      dd{d.data(), d.data(), 0, {M, N}, {N, 1}};
+  D db = nt ? D{b.data(), b.data(), 0, {N, K}, {K, 1}} : D{b.data(), b.data(), 0, {K, N}, {N, 1}};
+  fn(&da, &db, &dc, &dd);
+  double worst_fill = 0, worst_acc = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < K; ++q) acc += double(a[size_t(i * K + q)]) * b[size_t(nt ? j * K + q : q * N + j)];
+      worst_fill = std::max(worst_fill, std::fabs(acc - c[size_t(i * N + j)]));
+      worst_acc = std::max(worst_acc, std::fabs(d0[size_t(i * N + j)] + acc - d[size_t(i * N + j)]));
+    }
+  EXPECT_LT(worst_fill, 1e-4) << what;
+  EXPECT_LT(worst_acc, 1e-4) << what << ": C += A * B lost its initial C";
+  dlclose(h);
+}
+
 // A database with one tuned schedule for each of the two GEMMs of tests/data/two_gemms.mlir.
 class TunedDb : public ::testing::Test {
  protected:
@@ -131,40 +173,7 @@ TEST_F(TunedDb, AccumulatingGemmKeepsItsInit) {
   ASSERT_EQ(run.code, 0) << run.err;
   const std::string text = slurp(lib);
   EXPECT_NE(text.find("%sx_init = "), std::string::npos) << "the fill-initialised op's schedule fuses its fill";
-  std::string tools = SEXTANT_LLVM_TOOLS, applied = tmp("accumulate_applied.mlir");
-  Outcome opt = sh(tools + "/mlir-opt " + std::string(DATA_DIR) + "/accumulate.mlir --transform-preload-library=transform-library-paths=" +
-                   lib + " --transform-interpreter -o " + applied);
-  ASSERT_EQ(opt.code, 0) << opt.err;
-  EXPECT_EQ(slurp(applied).find("linalg.matmul"), std::string::npos) << "an op was left unscheduled";
-  std::filesystem::remove(applied);
-  struct D {
-    float *alloc, *aligned;
-    int64_t offset, sizes[2], strides[2];
-  };
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<void (*)(D*, D*, D*, D*)>(dlsym(h, "_mlir_ciface_accumulate"));
-  ASSERT_NE(fn, nullptr);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> a(64 * 16), b(16 * 32), c(64 * 32), d(64 * 32);
-  for (auto* v : {&a, &b, &c, &d})
-    for (auto& x : *v) x = u(rng);
-  const std::vector<float> d0 = d;
-  D da{a.data(), a.data(), 0, {64, 16}, {16, 1}}, db{b.data(), b.data(), 0, {16, 32}, {32, 1}},
-      dc{c.data(), c.data(), 0, {64, 32}, {32, 1}}, dd{d.data(), d.data(), 0, {64, 32}, {32, 1}};
-  fn(&da, &db, &dc, &dd);
-  double worst_fill = 0, worst_acc = 0;
-  for (int i = 0; i < 64; ++i)
-    for (int j = 0; j < 32; ++j) {
-      double acc = 0;
-      for (int k = 0; k < 16; ++k) acc += double(a[size_t(i * 16 + k)]) * b[size_t(k * 32 + j)];
-      worst_fill = std::max(worst_fill, std::fabs(acc - c[size_t(i * 32 + j)]));
-      worst_acc = std::max(worst_acc, std::fabs(d0[size_t(i * 32 + j)] + acc - d[size_t(i * 32 + j)]));
-    }
-  EXPECT_LT(worst_fill, 1e-4);
-  EXPECT_LT(worst_acc, 1e-4) << "C += A * B lost its initial C";
-  dlclose(h);
+  expectFillAndAccumulate(std::string(DATA_DIR) + "/accumulate.mlir", lib, so, "accumulate", 64, 32, 16, false, "NN");
   std::filesystem::remove(so);
   std::filesystem::remove(lib);
 }
@@ -194,40 +203,7 @@ TEST(Export, AccumulatingNtGemmKeepsItsInitOnTheTransposedBRoute) {
       const std::string text = slurp(lib);
       EXPECT_NE(text.find("%sx_init = "), std::string::npos) << name << ": the fill-initialised op's schedule fuses its fill";
       EXPECT_NE(text.find("lower_pack %bpack"), std::string::npos) << name << ": not the transposed-B route";
-      const std::string tools = SEXTANT_LLVM_TOOLS, applied = tmp("acc_nt_applied.mlir");
-      Outcome opt = sh(tools + "/mlir-opt " + std::string(DATA_DIR) + "/accumulate_nt.mlir --transform-preload-library=transform-library-paths=" +
-                       lib + " --transform-interpreter -o " + applied);
-      ASSERT_EQ(opt.code, 0) << name << ": " << opt.err;
-      EXPECT_EQ(slurp(applied).find("linalg.matmul"), std::string::npos) << name << ": an op was left unscheduled";
-      std::filesystem::remove(applied);
-      struct D {
-        float *alloc, *aligned;
-        int64_t offset, sizes[2], strides[2];
-      };
-      void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-      ASSERT_NE(h, nullptr) << dlerror();
-      auto fn = reinterpret_cast<void (*)(D*, D*, D*, D*)>(dlsym(h, "_mlir_ciface_accumulate_nt"));
-      ASSERT_NE(fn, nullptr);
-      std::mt19937 rng(11);
-      std::uniform_real_distribution<float> u(-1, 1);
-      std::vector<float> a(64 * 32), b(64 * 32), c(64 * 64), d(64 * 64);
-      for (auto* v : {&a, &b, &c, &d})
-        for (auto& x : *v) x = u(rng);
-      const std::vector<float> d0 = d;
-      D da{a.data(), a.data(), 0, {64, 32}, {32, 1}}, db_{b.data(), b.data(), 0, {64, 32}, {32, 1}},
-          dc{c.data(), c.data(), 0, {64, 64}, {64, 1}}, dd{d.data(), d.data(), 0, {64, 64}, {64, 1}};
-      fn(&da, &db_, &dc, &dd);
-      double worst_fill = 0, worst_acc = 0;
-      for (int i = 0; i < 64; ++i)
-        for (int j = 0; j < 64; ++j) {
-          double acc = 0;
-          for (int q = 0; q < 32; ++q) acc += double(a[size_t(i * 32 + q)]) * b[size_t(j * 32 + q)];
-          worst_fill = std::max(worst_fill, std::fabs(acc - c[size_t(i * 64 + j)]));
-          worst_acc = std::max(worst_acc, std::fabs(d0[size_t(i * 64 + j)] + acc - d[size_t(i * 64 + j)]));
-        }
-      EXPECT_LT(worst_fill, 1e-4) << name;
-      EXPECT_LT(worst_acc, 1e-4) << name << ": C += A * B^T lost its initial C";
-      dlclose(h);
+      expectFillAndAccumulate(std::string(DATA_DIR) + "/accumulate_nt.mlir", lib, so, "accumulate_nt", 64, 64, 32, true, name);
       removeDb(db);
       std::filesystem::remove(so);
       std::filesystem::remove(lib);
