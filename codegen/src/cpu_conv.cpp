@@ -18,6 +18,7 @@ namespace sextant {
 using cpu_detail::dividing;
 using cpu_detail::hoistAndLowerContractions;
 using cpu_detail::knobOp;
+using cpu_detail::vectorizeFusedFill;
 
 int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_ow, int64_t tile_f) {
   return d.mb * (d.oh / tile_oh) * (d.ow / tile_ow) * (d.oc / tile_f);
@@ -153,8 +154,7 @@ std::string emitCpuConvActions(const Space& space, const Candidate& c, const std
     << " : (" << H
     << ") -> (" << H << ", " << H << ", " << H << ", " << H << ")\n";
   if (fuse_fill)
-    o << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r#0 : (" << H << ") -> " << H << "\n"
-      << ind << "transform.structured.vectorize %sx_fill_reg : " << H << "\n";
+    o << vectorizeFusedFill(ind, "%r#0");
   o
     << ind << "// The reduction in steps of one filter row, tile_kw columns"
     << (depthwise ? " (depthwise: no reduction over channels)" : ", tile_c channels") << ".\n"

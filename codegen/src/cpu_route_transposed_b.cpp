@@ -42,7 +42,9 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     return "[" + b + std::to_string(m) + ", " + std::to_string(n1) + ", " + std::to_string(kk) + ", " +
            std::to_string(n0) + "]";
   };
-  const std::string interchange = batched ? " interchange = [0, 4, 1, 2, 3]" : " interchange = [3, 0, 1, 2]";
+  // The register loops' columns outside their rows (tile_using_for's `interchange = [...]`,
+  // transform.structured.fuse's `interchange [...]`).
+  const std::string perm = batched ? "[0, 4, 1, 2, 3]" : "[3, 0, 1, 2]";
   const std::string PK = "!transform.op<\"linalg.pack\">", UPK = "!transform.op<\"linalg.unpack\">";
   const std::string lower_pack_types = "(" + PK + ") -> (!transform.op<\"tensor.pad\">, !transform.op<\"tensor.expand_shape\">, "
                                        "!transform.op<\"linalg.transpose\">)";
@@ -60,6 +62,9 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
   const bool panel_first = !batched && n_dim > 0 && n_dim / tile_n >= 2 * threads;
   const bool own_init = k_dim > 0,
              fill_in_registers = own_init && tile_k == k_dim && tile_m % reg_m == 0 && !panel_first;
+  // On more than one thread the transpose of B runs in a forall of its own, unless it is in the
+  // product's (panel first).
+  const bool transpose_forall = threaded && !panel_first;
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
   o << ind << "// B is stored transposed: packed once per call into [N/tile_n][K][tile_n] panels (a transpose).\n"
@@ -93,17 +98,15 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     o << ind << "%t1, %mblocks = transform.structured.tile_using_for %t0 tile_sizes " << sizes(tile_m, 0, 0, 0, "")
       << " : (" << H << ") -> (" << H << ", " << H << ")\n";
   if (fill_in_registers) {
-    const std::string fuse_interchange = batched ? " interchange [0, 4, 1, 2, 3]" : " interchange [3, 0, 1, 2]";
     o << ind << "%t3, %r1, %r2 = transform.structured.fuse %t1 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
-      << (n_outer ? fuse_interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
-      << ind << "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" << H << ") -> " << H << "\n"
-      << ind << "transform.structured.vectorize %sx_fill_reg : " << H << "\n";
+      << (n_outer ? " interchange " + perm : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+      << vectorizeFusedFill(ind, "%r1");
   } else {
     if (own_init) o << ind << "transform.structured.vectorize %sx_fill_blk : " << H << "\n";
     o << ind << "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes " << sizes(0, 0, tile_k, 0, b0) << " : ("
       << H << ") -> (" << H << ", " << H << ")\n"
       << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for %t2 tile_sizes " << sizes(reg_m, 0, 0, reg_n, b0)
-      << (n_outer ? interchange : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n";
+      << (n_outer ? " interchange = " + perm : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n";
   }
   o << ind << "%t4, %kk = transform.structured.tile_using_for %t3 tile_sizes " << sizes(0, 0, unroll_k, 0, b0) << " : ("
     << H << ") -> (" << H << ", " << H << ")\n"
@@ -114,13 +117,13 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << lower_pack_types << "\n"
     // On more than one thread the transpose runs in parallel too (a forall over the batch, else
     // over the panels), not on one thread before the parallel product (panel first: in its forall).
-    << (threaded && !panel_first
+    << (transpose_forall
             ? ind + "%btr_f, %bforall = transform.structured.tile_using_forall %btr tile_sizes [1, 0, 0" +
                   (batched ? ", 0" : "") + "] : (!transform.op<\"linalg.transpose\">) -> (" + H + ", " + H + ")\n"
             : std::string())
     << ind << "%btile, %bl:" << (batched ? 4 : 3) << " = transform.structured.tile_using_for "
-    << (threaded && !panel_first ? "%btr_f" : "%btr") << " tile_sizes [" << b1 << "1, 16, 16] : ("
-    << (threaded && !panel_first ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H
+    << (transpose_forall ? "%btr_f" : "%btr") << " tile_sizes [" << b1 << "1, 16, 16] : ("
+    << (transpose_forall ? H : std::string("!transform.op<\"linalg.transpose\">")) << ") -> (" << H << ", " << H
     << ", " << H << ", " << H << (batched ? ", " + H : std::string()) << ")\n"
     << ind << "transform.structured.vectorize %btile : " << H << "\n"
     << (own_init ? std::string() : ind + "// C's pack and unpack are reshapes.\n" + lower_c)
@@ -136,10 +139,7 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
     << ind << "} : " << H << "\n"
     << ind << "// The C register tile stays in registers across the K loops.\n"
     << hoistAndLowerContractions(ind, ind + "  transform.apply_patterns.vector.lower_transpose lowering_strategy = shuffle_16x16\n",
-                                 fill_in_registers
-                                     ? ind + "  transform.apply_patterns.canonicalization\n" + ind +
-                                           "  transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
-                                     : std::string());
+                                 fill_in_registers ? foldFusedFillPatterns(ind) : std::string());
   return o.str();
 }
 

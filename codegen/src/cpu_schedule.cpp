@@ -391,6 +391,17 @@ std::string cpu_detail::peelRegisterLoop(const std::string& ind, const std::stri
          "%t4_partial = transform.structured.match " + ops + " in %partial : (" + H + ") -> " + H + "\n";
 }
 
+std::string cpu_detail::vectorizeFusedFill(const std::string& ind, const std::string& loop) {
+  const std::string H = "!transform.any_op";
+  return ind + "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in " + loop + " : (" + H + ") -> " + H +
+         "\n" + ind + "transform.structured.vectorize %sx_fill_reg : " + H + "\n";
+}
+
+std::string cpu_detail::foldFusedFillPatterns(const std::string& ind) {
+  return ind + "  transform.apply_patterns.canonicalization\n" + ind +
+         "  transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n";
+}
+
 // The loops of %f matched again (canonicalization replaced them), the loop-invariant register
 // tiles hoisted out of them (the accumulators stay in registers across the K loops), then the
 // contractions lowered to FMAs; `also`: more lowering patterns in that last set.
@@ -443,7 +454,9 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   // A batched GEMM has a leading batch loop: one batch element per forall iteration, 0 (not
   // tiled) in the other tile sizes, 1 in the vector sizes.
   const std::string b1 = batched ? "1, " : "", b0 = batched ? "0, " : "";
-  const std::string interchange = batched ? " interchange = [0, 2, 1, 3]" : " interchange = [1, 0, 2]";
+  // Rows and columns of the register loops swapped (tile_using_for writes `interchange = [...]`,
+  // transform.structured.fuse `interchange [...]`).
+  const std::string perm = batched ? "[0, 2, 1, 3]" : "[1, 0, 2]", interchange = " interchange = " + perm;
   const std::string forall_sizes = order == 1 ? "%tile_m, 0" : order == 2 ? "0, %tile_n" : "%tile_m, %tile_n";
   o << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
     << ind << "%t1, %blocks = transform.structured.tile_using_forall %mm tile_sizes [" << b1 << forall_sizes << "]"
@@ -480,10 +493,9 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   if (order != 2 && pack_b) pack(1);
   if (fuse_fill)
     o << ind << "%t3, %r1, %r2 = transform.structured.fuse " << cur << " tile_sizes [" << b0 << v[3] << ", " << v[4] << ", 0]"
-      << (n_outer ? (batched ? " interchange [0, 2, 1, 3]" : " interchange [1, 0, 2]") : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
+      << (n_outer ? " interchange " + perm : "") << " : (" << H << ") -> (" << H << ", " << H << ", " << H << ")\n"
       << (peeled ? std::string()  // (vectorized with each part of the peeled loop, below)
-                 : ind + "%sx_fill_reg = transform.structured.match ops{[\"linalg.fill\"]} in %r1 : (" + H + ") -> " + H +
-                       "\n" + ind + "transform.structured.vectorize %sx_fill_reg : " + H + "\n");
+                 : cpu_detail::vectorizeFusedFill(ind, "%r1"));
   else
     o << ind << "%t3, %r1, %r2 = transform.structured.tile_using_for " << cur << " tile_sizes [" << b0 << "%reg_m, %reg_n, 0]"
       << (n_outer ? interchange : "") << " : (" << H << ", " << P << ", " << P << ") -> (" << H << ", " << H << ", " << H
@@ -526,10 +538,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
     << ind << "// in registers across the K loops.\n"
     // (Folded before the contractions are lowered: canonicalized after it, their chains of
     // vector.insert become one vector.from_elements of every scalar.)
-    << hoistAndLowerContractions(ind, "",
-                                 fuse_fill ? ind + "  transform.apply_patterns.canonicalization\n" + ind +
-                                                 "  transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
-                                           : std::string());
+    << hoistAndLowerContractions(ind, "", fuse_fill ? cpu_detail::foldFusedFillPatterns(ind) : std::string());
   // Last: vectorized earlier, canonicalization would fold a copy back into a slice insertion,
   // which bufferizes to a memrefCopy call.
   for (const PanelCopy& p : copies)

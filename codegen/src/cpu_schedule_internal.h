@@ -28,6 +28,11 @@ std::string knobOp(const Knob& k, int64_t selected);
 std::string peelRegisterLoop(const std::string& ind, const std::string& loop, const std::string& ops);
 std::string hoistAndLowerContractions(const std::string& ind, const std::string& also,
                                       const std::string& before = std::string());
+// A zero fill fused into the register loop `loop` (a handle), matched there and vectorized with
+// the register tile's static sizes.
+std::string vectorizeFusedFill(const std::string& ind, const std::string& loop);
+// The patterns that fold such a fill into the accumulators (hoistAndLowerContractions' `before`).
+std::string foldFusedFillPatterns(const std::string& ind);
 // The transposed-B packing route (layout NT, pack_b = 1): B (N x K, or B x N x K) packed once per
 // call into [N / tile_n][K][tile_n] panels by a vectorized transpose, then the register-tiled
 // micro-kernel of the NN route on the packed panels.
