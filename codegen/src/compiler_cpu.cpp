@@ -171,6 +171,10 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   if (mlir::failed(bufferize.run(*payloadMod))) return finish("lower", diags.text);
   stridedCopiesToLoops(*payloadMod);
   if (network) insertEpiloguePrefetches(*payloadMod);
+  // prefetch_b schedules (cpu_schedule.cpp): the next B panel prefetched in their functions' K loops.
+  payloadMod->walk([&](mlir::func::FuncOp f) {
+    if (f->hasAttr(kPrefetchBAttr)) insertPanelPrefetches(f, /*locality=*/2);
+  });
   mlir::PassManager pm(ctx.get());
   // A network compiled to a shared object gets its own heap (an object file keeps malloc / free: its
   // user links it).

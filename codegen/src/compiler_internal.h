@@ -150,6 +150,11 @@ void registerCpuPrefetchPass();
 // register tile's reduction loop) prefetched before that loop, for the next register tile of the
 // loop around it (or for this one); how many prefetches were inserted (compiler_cpu_prefetch.cpp).
 int64_t insertEpiloguePrefetches(mlir::Operation* root);
+// The prefetch_b knob (cpu_schedule.cpp): in each innermost FMA loop under `root`, each contiguous
+// vector read that a loop around it does not move (the register tiles' loop over rows, reusing the
+// panel) but a loop further out does (the loop over tile_n blocks) also prefetches its address in
+// that outer loop's next iteration (llvm.prefetch `locality`: 2 = L2); how many prefetches.
+int64_t insertPanelPrefetches(mlir::Operation* root, int locality);
 // compiler_cpu_elementwise.cpp: tiles and vectorizes the elementwise linalg.generic ops on
 // tensors of a module (the untuned rest of an imported network); returns how many. threads > 1:
 // the ops at a function's top level are first split among the threads (an scf.forall). Constant

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "cpu_schedule_internal.h"
+#include "sextant/codegen/compiler.h"
 #include "sextant/codegen/op_schedules.h"
 
 namespace sextant {
@@ -141,6 +143,25 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // contiguous buffer (row stride tile_k instead of K). NN and NT (A is M x K in both).
   knobs.push_back({"pack_a", w.layout != Layout::TN && !batched ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
                    "1: copy each K chunk's A block (tile_m x tile_k) into a contiguous buffer first; 0: read A in place", 0});
+  // Prefetch of the next B panel (issue #31; compiler_cpu_prefetch.cpp, insertPanelPrefetches): B a
+  // constant weight (a network's, streamed from memory: each panel is read from DRAM once), NN,
+  // unbatched. With outer_order 1 the loop over tile_n blocks runs each panel past every register
+  // tile of the block's rows; each register tile's K loop then also prefetches (into L2) the rows of
+  // the next panel, so that the first register tile of that panel no longer waits for DRAM. The
+  // 7x7-pixel 1x1 convolutions of ResNet-50 (49x2048x512, reg_m 7, AMD EPYC Zen 5, 1 thread): 229-231
+  // -> 240-245 GFLOP/s; on other winners neutral to 12% slower (docs/search.md), hence a knob. Other
+  // spaces (and their fingerprints) stay as they were.
+  if (w.weights && w.layout == Layout::NN && !batched) {
+    knobs.push_back({"prefetch_b", {0, 1},
+                     "1 (outer_order 1): each register tile's K loop also prefetches the next tile_n block's B panel "
+                     "into L2 (weights streamed from memory); 0: none",
+                     0});
+    const int pf_i = int(knobs.size()) - 1;
+    cons.push_back(Constraint{"prefetch_b: outer_order 1 and at least two register tiles of rows per block",
+                              {0, 3, order_i, pf_i}, [order_i, pf_i](const std::vector<int64_t>& v) {
+                                return v[size_t(pf_i)] == 0 || (v[size_t(order_i)] == 1 && v[0] >= 2 * v[3]);
+                              }});
+  }
   if (nt) {
     // The transposed-B route: forall over (m, n) blocks, A read in place, the transpose in 16 x 16
     // tiles.
@@ -170,123 +191,6 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
 int64_t cpuParallelBlocks(int64_t m, int64_t n, int64_t tile_m, int64_t tile_n, int64_t outer_order) {
   const int64_t bm = (m + tile_m - 1) / tile_m, bn = (n + tile_n - 1) / tile_n;
   return outer_order == 1 ? bm : outer_order == 2 ? bn : bm * bn;
-}
-
-Candidate nearestValid(const Space& space, const std::map<std::string, int64_t>& wanted) {
-  // Wanted index per knob: the value closest in log scale.
-  const auto& knobs = space.knobs();
-  std::vector<double> target(knobs.size(), 0);
-  for (size_t i = 0; i < knobs.size(); ++i) {
-    auto it = wanted.find(knobs[i].name);
-    if (it == wanted.end()) continue;
-    double best = std::numeric_limits<double>::max();
-    for (size_t v = 0; v < knobs[i].values.size(); ++v) {
-      // Flags (0/1) compare as they are: in log scale both would be 0.
-      double d = it->second <= 1 ? std::fabs(double(knobs[i].values[v] - it->second))
-                                 : std::fabs(std::log2(double(std::max<int64_t>(1, knobs[i].values[v]))) -
-                                             std::log2(double(std::max<int64_t>(1, it->second))));
-      if (d < best) best = d, target[i] = double(v);
-    }
-  }
-  Candidate best;
-  double best_d = std::numeric_limits<double>::max();
-  for (uint64_t i = 0; i < space.size(); ++i) {
-    Candidate c = space.at(i);
-    double d = 0;
-    for (size_t k = 0; k < c.size(); ++k) d += std::fabs(c[k] - target[k]);
-    if (d < best_d) best_d = d, best = c;
-  }
-  return best;
-}
-
-Candidate defaultCpuCandidate(const Space& space, const GemmWorkload& w) {
-  return cpuSchedulesOf(w).defaultCandidate(space, w);
-}
-
-// The GEMV route's half-width gemv_k value (AVX-512: 8), 0 where the space has none.
-static int64_t gemvHalfWidth(const Space& space) {
-  const int i = space.knobIndex("gemv_k");
-  if (i < 0) return 0;
-  const auto& v = space.knobs()[size_t(i)].values;
-  return v.size() > 1 && v.back() < v.front() ? v.back() : 0;
-}
-
-// M = 1's GEMV candidate (256 columns per block, 8 rows of B) with `first` of K per step for the
-// default (!other) or, on AVX-512, the other vector width for the second starting point: half a
-// vector, then a whole one where the CPU splits 512-bit operations (Zen 4); 32 of K, then half a
-// vector elsewhere. Empty where there is no other width (no AVX-512).
-static Candidate m1Gemv(const Space& space, bool other) {
-  const int64_t half = gemvHalfWidth(space);
-  if (other && half == 0) return {};
-  const bool split = half > 0 && splitsWideVectors(hostCpu());
-  const int64_t k = other ? (split ? 2 * half : half) : (split ? half : 32);
-  return nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", k}});
-}
-
-Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
-  // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
-  // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
-  // GEMM schedules reach 2.7-5.3 there); 8 elements of K (256-bit vectors) on AVX-512, below.
-  // M = 2-16 (a gemv_kblock knob): the split-K GEMV route (cpu_route_gemv.cpp), 16 columns of C per
-  // block, 16 of K per step, 16 accumulators as gemv_m rows of A x gemv_rows rows of B (4 x 4; 2 x 8
-  // at M = 2), K in blocks of 512 where A (M x K floats) is larger than 32 KiB, K whole where it fits
-  // L1. Hand sweep on AMD EPYC Zen 4, 1 thread, 2026-11-28 (`tune --knobs`), x4096x4096 NT:
-  // M = 2 24.5 GFLOP/s (oneDNN 25), M = 4 37.6 (oneDNN 28), M = 8 55.0 (1.09x oneDNN call by
-  // call), M = 16 70.0 (0.98x); the register-held GEMV route (gemv 1, the default before) reached
-  // 36-40 at M = 8 and the GEMM route 49 at M = 16.
-  if (space.knobIndex("gemv_kblock") >= 0) {
-    const bool a_fits_l1 = w.m * w.k * 4 <= 32 * 1024;
-    const int64_t gm = w.m <= 4 ? w.m : w.m % 4 == 0 ? 4 : w.m % 2 == 0 ? 2 : 1;
-    const int64_t vw = space.knobs()[size_t(space.knobIndex("gemv_k"))].values.front();
-    return nearestValid(space, {{"gemv", 2}, {"tile_n", 16}, {"gemv_m", gm}, {"gemv_rows", std::min<int64_t>(8, 16 / gm)},
-                                {"gemv_k", vw}, {"gemv_kblock", a_fits_l1 ? 0 : 512}});
-  }
-  // On a CPU that splits 512-bit operations into halves (Zen 4), M = 1 streams B with 256-bit
-  // vectors (gemv_k of half a vector, its last value): 1.01-1.02x BLIS's sgemv call by call on the
-  // four decode shapes (1x4096x4096, 1x11008x4096, 1x4096x11008, 1x32000x4096 NT), where 512-bit
-  // vectors reached 0.92-0.96x (AMD EPYC Zen 4, 1 thread, 2026-11-28, `tune --knobs ... --versus
-  // blis`); a C probe of the same loop agrees (5-8%). On Zen 5 (2026-11-29) the half width was the
-  // slowest of 8 / 16 / 32 of K: elsewhere 32 of K, the default before.
-  if (int g = space.knobIndex("gemv"); g >= 0 && space.knobs()[size_t(g)].values.size() > 1)
-    return m1Gemv(space, false);
-  int vw = int(space.knobs()[space.knobIndex("reg_n")].values.front());
-  // B stored transposed (NT) where the transposed-B route exists (issue #31): 32 x 32 blocks, K
-  // chunks of 128, an 8 x two-vector register tile on B packed by a transpose (hand-measured on
-  // AMD EPYC Zen 5, 1 thread, 2026-11-25: 200 GFLOP/s on the 32x512x512x128 Q.K^T, 220 on a
-  // 512x512x128 GEMM and 232 on 1024^3, where the NN default reading B in place gave 80, 81 and 21).
-  if (w.layout == Layout::NT && space.knobIndex("pack_b") >= 0 &&
-      space.knobs()[size_t(space.knobIndex("pack_b"))].values.size() > 1 && w.k % 16 == 0 && w.n % 16 == 0)
-    return nearestValid(space, {{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 128}, {"reg_m", 8}, {"reg_n", 2 * vw},
-                                {"unroll_k", 1}, {"reg_loop_order", 0}, {"pack_b", 1}, {"outer_order", 0}, {"pack_a", 0}});
-  return nearestValid(space, {{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"reg_m", 8},
-                              {"reg_n", vw}, {"unroll_k", 1}, {"reg_loop_order", 0}});
-}
-
-std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload& w) {
-  return cpuSchedulesOf(w).seeds(space, w);
-}
-
-std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
-  // M = 1 on AVX-512, the other vector width right after the default: full-width vectors (16 of K
-  // per step) where the default is half-width (Zen 4), half-width ones where it is 32 of K.
-  if (int g = space.knobIndex("gemv"); g >= 0 && w.m == 1 && gemvHalfWidth(space) > 0) {
-    Candidate c = m1Gemv(space, true);
-    if (c.empty() || c == matmulDefault(space, w)) return {};
-    return {c};
-  }
-  if (space.knobIndex("gemv_kblock") < 0 || w.m > 8) return {};
-  const Candidate def = matmulDefault(space, w);
-  if (space.valueOr(def, "gemv", 0) == 0) return {};
-  // M = 2-8: the register-held GEMV route (gemv 1) with K whole, 16 of K per step, as many rows of
-  // B as the registers hold (8 at M = 2, 4 at M = 4, 2 at M = 8: nearestValid gives way), measured
-  // right after the default: the best of gemv 1 in hand sweeps on Zen 4, 1 thread, 2026-11-27
-  // (`tune --knobs`): 2x4096x11008 NT 23.8 GFLOP/s against 9.1 with K blocks of 256, 4x11008x4096
-  // 33.1 against 16.8-27.9 with K blocks, 8x4096x4096 36.0 against 17.9-30.8, 2x32000x4096 20.5
-  // against 9.5-20.0 (experiments/results/gemv_kblock_zen4.txt).
-  Candidate c = nearestValid(space, {{"gemv", 1}, {"tile_n", 256}, {"gemv_rows", 8}, {"gemv_k", 16}, {"gemv_kblock", 0},
-                                     {"gemv_m", w.m}});
-  if (c.empty() || c == def || space.valueOr(c, "gemv", 0) != 1 || space.valueOr(c, "gemv_kblock", 0) != 0) return {};
-  return {c};
 }
 
 std::string cpu_detail::knobOp(const Knob& k, int64_t selected) {
@@ -467,6 +371,10 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
                         H + ", " + H + ") -> (" + H + ", " + H + ")\n"
                   : ind + "%t2, %kc = transform.structured.tile_using_for %t1 tile_sizes [" + b0 + "0, 0, %tile_k] : (" + H +
                         ", " + P + ") -> (" + H + ", " + H + ")\n");
+  // prefetch_b: the function is marked, and after bufferization its register tiles' K loops prefetch
+  // the next tile_n block's B panel (compiler_cpu.cpp, insertPanelPrefetches).
+  if (space.valueOr(c, "prefetch_b", 0) == 1)
+    o << ind << "transform.annotate %f \"" << kPrefetchBAttr << "\" : " << H << "\n";
   // Each operand is packed at the outermost level where its panel no longer changes: A above the
   // loop over n (order 1), B above the loop over m (order 2), otherwise in the K chunk's block.
   std::vector<PanelCopy> copies;

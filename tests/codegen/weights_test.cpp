@@ -147,3 +147,103 @@ TEST(Weights, ConvolutionWithItsFilterAsAWeightVerifies) {
     std::filesystem::remove(so);
   }
 }
+
+// prefetch_b (issue #31: the next B panel prefetched while this one is reused): a knob of weights
+// GEMMs only (NN; B read in place or copied), with outer_order 1 and at least two register tiles
+// of rows per block; other spaces keep their knobs and fingerprints.
+TEST(Weights, PrefetchBIsAKnobOfWeightsGemmsOnly) {
+  GemmWorkload w;
+  w.m = 49, w.n = 256, w.k = 512, w.weights = true;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  ASSERT_GE(s.knobIndex("prefetch_b"), 0);
+  GemmWorkload plain = w;
+  plain.weights = false;
+  EXPECT_LT(buildCpuGemmSpace(plain, hostCpu()).knobIndex("prefetch_b"), 0);
+  GemmWorkload nt = w;
+  nt.layout = Layout::NT;
+  EXPECT_LT(buildCpuGemmSpace(nt, hostCpu()).knobIndex("prefetch_b"), 0);
+  auto at = [&](std::map<std::string, int64_t> k) { return s.fromMap(fitRegisterTile(s, std::move(k))); };
+  const std::map<std::string, int64_t> base = {{"tile_m", 49}, {"tile_n", 32}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 32},
+                                               {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0}, {"pack_a", 1},
+                                               {"prefetch_b", 1}};
+  auto with = [&](const char* k, int64_t v) {
+    auto m = base;
+    m[k] = v;
+    return m;
+  };
+  auto ok = at(with("outer_order", 1));
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_TRUE(s.isValid(*ok)) << s.keyOf(*ok);
+  for (int64_t order : {0, 2}) {
+    auto c = at(with("outer_order", order));
+    EXPECT_TRUE(!c.ok() || !s.isValid(*c)) << "prefetch_b with outer_order " << order;
+  }
+  // One register tile of rows per block (8 of 64): nothing reuses the panel, no prefetch_b.
+  GemmWorkload w64 = w;
+  w64.m = 64;
+  Space s64 = buildCpuGemmSpace(w64, hostCpu());
+  for (int64_t pf : {0, 1}) {
+    auto c = s64.fromMap(fitRegisterTile(s64, {{"tile_m", 8}, {"tile_n", 32}, {"tile_k", 512}, {"reg_m", 8}, {"reg_n", 32},
+                                               {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0}, {"pack_a", 1},
+                                               {"outer_order", 1}, {"prefetch_b", pf}}));
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_EQ(s64.isValid(*c), pf == 0) << s64.keyOf(*c);
+  }
+}
+
+// With prefetch_b the kernel prefetches (prefetcht1: into L2) and still computes the right result,
+// register tiles whole (7 rows) or peeled (8 rows over 49); without it there is no prefetch.
+TEST(Weights, PrefetchBPrefetchesTheNextPanelAndVerifies) {
+  GemmWorkload w;
+  w.m = 49, w.n = 128, w.k = 256, w.weights = true;
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  for (int64_t reg_m : {7, 8})
+    for (int64_t pf : {1, 0}) {
+      auto c = s.fromMap(fitRegisterTile(s, {{"tile_m", 49}, {"tile_n", 32}, {"tile_k", 256}, {"reg_m", reg_m}, {"reg_n", 32},
+                                             {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 1},
+                                             {"pack_a", 1}, {"prefetch_b", pf}}));
+      ASSERT_TRUE(c.ok()) << c.error();
+      ASSERT_TRUE(s.isValid(*c)) << s.keyOf(*c);
+      const std::string script = emitCpuGemmSchedule(w, s, *c);
+      EXPECT_EQ(script.find(kPrefetchBAttr) != std::string::npos, pf == 1) << s.keyOf(*c);
+      const std::string name = "prefetch_b-" + std::to_string(reg_m) + "-" + std::to_string(pf) + ".so";
+      if (pf == 1) {
+        expectCompilesAndVerifies(w, script, s.keyOf(*c), name, "prefetcht1");
+        continue;
+      }
+      const std::string so = tmpPath(name);
+      CompileOutcome out = compileCpuGemm(w.payloadMlir(), script, so);
+      ASSERT_TRUE(out.ok) << out.stage << ": " << out.message.substr(0, 2000);
+      EXPECT_EQ(commandOutput(std::string(SEXTANT_LLVM_TOOLS) + "/llvm-objdump -d " + so + " | grep -c prefetcht"), "0\n");
+      std::filesystem::remove(so);
+    }
+}
+
+// A weights GEMM of 7 x 7 pixels' rows (M = 49; a 1x1 convolution of a 7x7 image, as a GEMM or as
+// the conv op) starts from 7-row register tiles right after the default, one of them with
+// prefetch_b; other shapes and plain GEMMs do not get them.
+TEST(Weights, SevenRowWeightsGemmsStartFromSevenRowTiles) {
+  auto sevens = [](const GemmWorkload& w) {
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    const Candidate def = defaultCpuCandidate(s, w);
+    int n = 0, prefetching = 0;
+    for (const Candidate& c : cpuSeedCandidates(s, w)) {
+      EXPECT_TRUE(s.isValid(c)) << s.keyOf(c);
+      EXPECT_NE(c, def);
+      if (s.valueOr(c, "reg_m", 0) == 7) ++n, prefetching += s.valueOr(c, "prefetch_b", 0) == 1;
+    }
+    return std::make_pair(n, prefetching);
+  };
+  GemmWorkload w;
+  w.m = 49, w.n = 2048, w.k = 512, w.weights = true;
+  EXPECT_EQ(sevens(w), std::make_pair(2, 1));
+  auto conv = parseWorkloadKey("conv2d:NHWC:mb1ic512ih7iw7oc2048oh7ow7kh1kw1sh1sw1ph0pw0dh0dw0:f32*f32->f32:weights");
+  ASSERT_TRUE(conv.ok()) << conv.error();
+  EXPECT_EQ(sevens(*conv), std::make_pair(2, 1));
+  GemmWorkload plain = w;
+  plain.weights = false;
+  EXPECT_EQ(sevens(plain).first, 0);
+  GemmWorkload big = w;
+  big.m = 196;  // (several blocks of rows: not the one-block case measured)
+  EXPECT_EQ(sevens(big).first, 0);
+}

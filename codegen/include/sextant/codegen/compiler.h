@@ -54,6 +54,9 @@ struct CompileOutcome {
 inline constexpr const char* kWeightsBlockSymbol = "sextant_weights_block";
 // The payload function's unit attribute that says its argument 1 is such a weight.
 inline constexpr const char* kWeightsAttr = "sextant.weights";
+// The unit attribute a CPU GEMM schedule with prefetch_b = 1 puts on its function: after
+// bufferization, the register tiles' K loops there prefetch the next B panel (into L2).
+inline constexpr const char* kPrefetchBAttr = "sextant.prefetch_b";
 // That layout: `rows` rows of `d` values (a weight's dimensions [d0, ..., d(n-1)] flattened, then
 // dn = d) stored as d / b blocks, each all rows of b values; what the compiler packs a network's
 // constant weights into and the runner stores a weights kernel's B in.
