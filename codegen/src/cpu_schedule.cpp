@@ -59,10 +59,20 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // chunks of 16; AMD EPYC Zen 5, docs/search.md). Not where the GEMV routes' knobs are (NT, M <=
   // kGemvMaxM): those spaces, their fingerprints and size stay as they were (one more value would
   // take the split-K space past what Space enumerates).
-  knobs.push_back({"tile_k", dividing(gemvShaped(w) ? std::vector<int64_t>{16, 32, 64, 128, 256, 512}
-                                                 : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512},
-                                      w.k, 512),
-                   "K chunk per block (the packed-panel depth in BLIS terms)"});
+  std::vector<int64_t> tile_k = dividing(gemvShaped(w) ? std::vector<int64_t>{16, 32, 64, 128, 256, 512}
+                                                       : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512},
+                                            w.k, 512);
+  // NN weights GEMMs whose K has no large power-of-two divisor (CNN channel counts: 576, 960, 1152,
+  // 2304 > 512): also the largest multiple of 16 up to 512 that divides K (960 -> 480, 576 -> 288),
+  // where the powers of two stopped at 64. Only the weights spaces, whose fingerprints prefetch_b
+  // changed the same day.
+  if (w.weights && w.layout == Layout::NN && !w.batched() && w.k > 512)
+    for (int64_t d = 512; d >= 128; d -= 16)
+      if (w.k % d == 0) {
+        if (std::find(tile_k.begin(), tile_k.end(), d) == tile_k.end()) tile_k.insert(std::upper_bound(tile_k.begin(), tile_k.end(), d), d);
+        break;
+      }
+  knobs.push_back({"tile_k", tile_k, "K chunk per block (the packed-panel depth in BLIS terms)"});
   std::vector<int64_t> reg_n = {vw, 2 * vw, 4 * vw};
   if (w.n % vw != 0) reg_n = {1, 2, 4, 8};
   // N a multiple of 8 but not of the vector width (AVX-512: MobileNetV2's 24-channel projections,

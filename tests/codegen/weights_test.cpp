@@ -1,6 +1,7 @@
 // Workloads whose B is a weight (GemmWorkload::weights, key suffix ":weights"): the kernel reads B
 // in blocks that the caller stores once outside the timed calls, as a network's constant weights
 // are packed at compile time (compiler_cpu_pack_weights.cpp, runtime/src/cpu_runner.cpp).
+#include <algorithm>
 #include <cmath>
 #include <dlfcn.h>
 #include <filesystem>
@@ -246,4 +247,35 @@ TEST(Weights, SevenRowWeightsGemmsStartFromSevenRowTiles) {
   GemmWorkload big = w;
   big.m = 196;  // (several blocks of rows: not the one-block case measured)
   EXPECT_EQ(sevens(big).first, 0);
+}
+
+// A weights GEMM whose K has no power-of-two divisor above 64 (MobileNetV2's 960 input channels)
+// also offers the largest multiple of 16 up to 512 that divides K as a K chunk (480; 576 -> 288),
+// and a kernel with it verifies; plain GEMMs and K <= 512 keep their values.
+TEST(Weights, WeightsGemmsOfferALargeDivisorOfAnAwkwardK) {
+  auto tileK = [](const GemmWorkload& w) {
+    Space s = buildCpuGemmSpace(w, hostCpu());
+    return s.knobs()[size_t(s.knobIndex("tile_k"))].values;
+  };
+  auto has = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  GemmWorkload w;
+  w.m = 49, w.n = 160, w.k = 960, w.weights = true;
+  EXPECT_TRUE(has(tileK(w), 480));
+  EXPECT_FALSE(has(tileK(w), 128));  // (not a divisor: only the one large divisor joins)
+  GemmWorkload w576 = w;
+  w576.k = 576;
+  EXPECT_TRUE(has(tileK(w576), 288));
+  GemmWorkload plain = w;
+  plain.weights = false;
+  EXPECT_FALSE(has(tileK(plain), 480));
+  GemmWorkload pow2 = w;
+  pow2.k = 1024;
+  EXPECT_EQ(tileK(pow2), tileK([&] { GemmWorkload p = pow2; p.weights = false; return p; }()));
+  Space s = buildCpuGemmSpace(w, hostCpu());
+  auto c = s.fromMap(fitRegisterTile(s, {{"tile_m", 49}, {"tile_n", 32}, {"tile_k", 480}, {"reg_m", 7}, {"reg_n", 32},
+                                         {"unroll_k", 4}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0},
+                                         {"pack_a", 0}, {"prefetch_b", 0}}));
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_TRUE(s.isValid(*c)) << s.keyOf(*c);
+  expectCompilesAndVerifies(w, emitCpuGemmSchedule(w, s, *c), s.keyOf(*c), "tile_k480.so");
 }
