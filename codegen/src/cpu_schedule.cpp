@@ -159,9 +159,12 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // tile of the block's rows; each register tile's K loop then also prefetches (into L2) the rows of
   // the next panel, so that the first register tile of that panel no longer waits for DRAM. The
   // 7x7-pixel 1x1 convolutions of ResNet-50 (49x2048x512, reg_m 7, AMD EPYC Zen 5, 1 thread): 229-231
-  // -> 240-245 GFLOP/s; on other winners neutral to 12% slower (docs/search.md), hence a knob. Other
+  // -> 240-245 GFLOP/s; on other winners neutral to 12% slower (docs/search.md), hence a knob. Only
+  // up to 64 rows (each weight used by at most 64 rows: B's stream matters most there): offered to
+  // every weights GEMM, it cost TinyLlama's prefill (M = 128) 2.5-3.5% in 32-trial searches (the
+  // cost model does not see the knob, so half the points it ranks high were prefetch twins). Other
   // spaces (and their fingerprints) stay as they were.
-  if (w.weights && w.layout == Layout::NN && !batched) {
+  if (w.weights && w.layout == Layout::NN && !batched && w.m <= 64) {
     knobs.push_back({"prefetch_b", {0, 1},
                      "1 (outer_order 1): each register tile's K loop also prefetches the next tile_n block's B panel "
                      "into L2 (weights streamed from memory); 0: none",

@@ -150,8 +150,8 @@ TEST(Weights, ConvolutionWithItsFilterAsAWeightVerifies) {
 }
 
 // prefetch_b (issue #31: the next B panel prefetched while this one is reused): a knob of weights
-// GEMMs only (NN; B read in place or copied), with outer_order 1 and at least two register tiles
-// of rows per block; other spaces keep their knobs and fingerprints.
+// GEMMs of at most 64 rows only (NN; B read in place or copied), with outer_order 1 and at least two
+// register tiles of rows per block; other spaces keep their knobs and fingerprints.
 TEST(Weights, PrefetchBIsAKnobOfWeightsGemmsOnly) {
   GemmWorkload w;
   w.m = 49, w.n = 256, w.k = 512, w.weights = true;
@@ -163,6 +163,9 @@ TEST(Weights, PrefetchBIsAKnobOfWeightsGemmsOnly) {
   GemmWorkload nt = w;
   nt.layout = Layout::NT;
   EXPECT_LT(buildCpuGemmSpace(nt, hostCpu()).knobIndex("prefetch_b"), 0);
+  GemmWorkload tall = w;
+  tall.m = 128;  // (more than 64 rows: not offered, docs/search.md)
+  EXPECT_LT(buildCpuGemmSpace(tall, hostCpu()).knobIndex("prefetch_b"), 0);
   auto at = [&](std::map<std::string, int64_t> k) { return s.fromMap(fitRegisterTile(s, std::move(k))); };
   const std::map<std::string, int64_t> base = {{"tile_m", 49}, {"tile_n", 32}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 32},
                                                {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0}, {"pack_a", 1},
