@@ -41,24 +41,29 @@ Value cloneAhead(OpBuilder& b, Value v, Value iv, Value ahead, Operation* loop, 
   return map.lookup(v);
 }
 
-}  // namespace
-
-int64_t insertCpuPrefetches(Operation* root, int64_t distance) {
-  if (distance <= 0) return 0;
+// The innermost scf.for loops that issue vector.fma (GEMM micro-kernels' K loops) or, with
+// `vector_mul`, also a vector multiply (the GEMV's partial sums: mulf + addf).
+std::vector<scf::ForOp> innermostFmaLoops(Operation* root, bool vector_mul) {
   std::vector<scf::ForOp> loops;
   root->walk([&](scf::ForOp f) {
     bool inner = true, fma = false;
     f.getBody()->walk([&](Operation* op) {
       if (llvm::isa<scf::ForOp>(op)) inner = false;
-      // vector.fma (GEMM micro-kernels), or a vector multiply (the GEMV's partial sums: mulf + addf)
       if (llvm::isa<vector::FMAOp>(op) ||
-          (llvm::isa<arith::MulFOp>(op) && llvm::isa<VectorType>(op->getResult(0).getType())))
+          (vector_mul && llvm::isa<arith::MulFOp>(op) && llvm::isa<VectorType>(op->getResult(0).getType())))
         fma = true;
     });
     if (inner && fma) loops.push_back(f);
   });
+  return loops;
+}
+
+}  // namespace
+
+int64_t insertCpuPrefetches(Operation* root, int64_t distance) {
+  if (distance <= 0) return 0;
   int64_t inserted = 0;
-  for (scf::ForOp loop : loops) {
+  for (scf::ForOp loop : innermostFmaLoops(root, /*vector_mul=*/true)) {
     std::vector<vector::TransferReadOp> reads;
     // Contiguous vector reads (innermost dimension of at least 4 elements: rows of B, of a packed
     // panel, of the GEMV's B; not A's broadcast columns) whose address moves with the loop, through
@@ -127,8 +132,8 @@ bool hasFma(Operation* loop) {
 
 // Prefetches of the lines `r` reads, computed before `at` (with `iv` replaced by `next` when
 // `next` is set): one per 64-byte line of each row of the vector (its innermost dimension is
-// contiguous; the leading ones walk the leading indices); how many.
-int64_t prefetchRead(vector::TransferReadOp r, Operation* at, Value iv, Value next) {
+// contiguous; the leading ones walk the leading indices), with llvm.prefetch's `locality`; how many.
+int64_t prefetchRead(vector::TransferReadOp r, Operation* at, Value iv, Value next, int locality = 3) {
   VectorType vt = r.getVectorType();
   const size_t rank = size_t(vt.getRank()), lead = rank - 1;
   int64_t rows = 1;
@@ -155,7 +160,7 @@ int64_t prefetchRead(vector::TransferReadOp r, Operation* at, Value iv, Value ne
     const Value row_start = p.back();
     for (int64_t off = 0; off < vt.getShape().back(); off += per_line) {
       if (off) p.back() = arith::AddIOp::create(b, loc, row_start, arith::ConstantIndexOp::create(b, loc, off));
-      memref::PrefetchOp::create(b, loc, base, p, /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+      memref::PrefetchOp::create(b, loc, base, p, /*isWrite=*/false, /*localityHint=*/locality, /*isDataCache=*/true);
       ++inserted;
     }
   }
@@ -207,17 +212,9 @@ int64_t insertEpiloguePrefetches(Operation* root) {
 // went from 229-231 to 240-245 GFLOP/s on AMD EPYC Zen 5 (1 thread; L2 hint 243-244, L1 240-241).
 // Prefetching in the first register tile only (an scf.if on the row loop) was slower: 213.
 int64_t insertPanelPrefetches(Operation* root, int locality) {
-  std::vector<scf::ForOp> kloops;
-  root->walk([&](scf::ForOp f) {
-    bool inner = true, fma = false;
-    f.getBody()->walk([&](Operation* op) {
-      if (llvm::isa<scf::ForOp>(op)) inner = false;
-      if (llvm::isa<vector::FMAOp>(op)) fma = true;
-    });
-    if (inner && fma) kloops.push_back(f);
-  });
   int64_t inserted = 0;
-  for (scf::ForOp k : kloops) {
+  for (scf::ForOp k : innermostFmaLoops(root, /*vector_mul=*/false)) {
+    // One-row contiguous vector reads (rows of B or of its panel; not A's broadcast elements).
     std::vector<vector::TransferReadOp> reads;
     k.getBody()->walk([&](vector::TransferReadOp r) {
       VectorType vt = r.getVectorType();
@@ -232,35 +229,22 @@ int64_t insertPanelPrefetches(Operation* root, int locality) {
         for (Value i : r.getIndices()) m = m || dependsOn(i, l.getInductionVar(), l);
         return m;
       };
+      // The first loop around the K loop that does not move the read (it reuses the panel), then
+      // the first one above it that does (the next panel is its next iteration's).
       scf::ForOp reuse, next;
-      for (Operation* p = k->getParentOp(); p; p = p->getParentOp()) {
-        auto l = llvm::dyn_cast<scf::ForOp>(p);
-        if (!l) break;
+      // (Directly nested loops only: the walk stops at the first op that is not an scf.for.)
+      for (auto l = llvm::dyn_cast_or_null<scf::ForOp>(k->getParentOp()); l && !next;
+           l = llvm::dyn_cast_or_null<scf::ForOp>(l->getParentOp())) {
         if (!reuse) {
           if (!moves(l)) reuse = l;
-          continue;
-        }
-        if (moves(l)) {
+        } else if (moves(l)) {
           next = l;
-          break;
         }
       }
       if (!reuse || !next) continue;
-      OpBuilder b(r);
-      Location loc = r.getLoc();
-      Value ahead = arith::AddIOp::create(b, loc, next.getInductionVar(), next.getStep());
-      IRMapping map;
-      SmallVector<Value> idx;
-      for (Value i : r.getIndices()) idx.push_back(cloneAhead(b, i, next.getInductionVar(), ahead, next, map));
-      Value base = cloneAhead(b, r.getBase(), next.getInductionVar(), ahead, next, map);
-      const int64_t bits = r.getVectorType().getElementTypeBitWidth();
-      const int64_t per_line = std::max<int64_t>(1, 512 / bits);
-      for (int64_t off = 0; off < r.getVectorType().getShape().back(); off += per_line) {
-        SmallVector<Value> at = idx;
-        if (off) at.back() = arith::AddIOp::create(b, loc, idx.back(), arith::ConstantIndexOp::create(b, loc, off));
-        memref::PrefetchOp::create(b, loc, base, at, /*isWrite=*/false, /*localityHint=*/locality, /*isDataCache=*/true);
-        ++inserted;
-      }
+      OpBuilder b(k);
+      Value ahead = arith::AddIOp::create(b, r.getLoc(), next.getInductionVar(), next.getStep());
+      inserted += prefetchRead(r, r, next.getInductionVar(), ahead, locality);
     }
   }
   return inserted;

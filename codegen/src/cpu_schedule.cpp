@@ -40,14 +40,15 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   std::vector<Knob> knobs;
   std::vector<int64_t> tile_m = dividing({8, 16, 32, 64, 128, 256, 512}, w.m, 512);
   std::vector<int64_t> tile_n = dividing({16, 32, 64, 128, 256, 512, 1024}, w.n, 1024);
+  // x joins the sorted values v where it is not one of them.
+  auto add = [](std::vector<int64_t>& v, int64_t x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+  };
   // Threads > 1, unbatched: M / threads and N / threads (a whole vector's multiple) as well, so that
   // shapes whose sizes have no power-of-two divisor split evenly: MobileNetV2's 196 x 96 x 576 on 2
   // threads offered tile_m 196 only and tile_n 16 / 32 / 96 (3 blocks of 32 for 2 threads, or 16-wide
   // register tiles). Only spaces that gain a value change (and with them their fingerprints).
   if (threads > 1 && !w.batched()) {
-    auto add = [](std::vector<int64_t>& v, int64_t x) {
-      if (std::find(v.begin(), v.end(), x) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), x), x);
-    };
     if (w.m % threads == 0 && w.m / threads >= 8 && w.m / threads <= 512) add(tile_m, w.m / threads);
     if (w.n % threads == 0 && (w.n / threads) % vw == 0 && w.n / threads <= 1024) add(tile_n, w.n / threads);
   }
@@ -64,12 +65,12 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
                                             w.k, 512);
   // NN weights GEMMs whose K has no large power-of-two divisor (CNN channel counts: 576, 960, 1152,
   // 2304 > 512): also the largest multiple of 16 up to 512 that divides K (960 -> 480, 576 -> 288),
-  // where the powers of two stopped at 64. Only the weights spaces, whose fingerprints prefetch_b
-  // changed the same day.
-  if (w.weights && w.layout == Layout::NN && !w.batched() && w.k > 512)
+  // where the powers of two stopped at 64. Only the weights spaces (tune model's tasks; other
+  // spaces keep their fingerprints).
+  if (nnWeights(w) && w.k > 512)
     for (int64_t d = 512; d >= 128; d -= 16)
       if (w.k % d == 0) {
-        if (std::find(tile_k.begin(), tile_k.end(), d) == tile_k.end()) tile_k.insert(std::upper_bound(tile_k.begin(), tile_k.end(), d), d);
+        add(tile_k, d);
         break;
       }
   knobs.push_back({"tile_k", tile_k, "K chunk per block (the packed-panel depth in BLIS terms)"});
@@ -164,7 +165,7 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // every weights GEMM, it cost TinyLlama's prefill (M = 128) 2.5-3.5% in 32-trial searches (the
   // cost model does not see the knob, so half the points it ranks high were prefetch twins). Other
   // spaces (and their fingerprints) stay as they were.
-  if (w.weights && w.layout == Layout::NN && !batched && w.m <= 64) {
+  if (nnWeights(w) && w.m <= 64) {
     knobs.push_back({"prefetch_b", {0, 1},
                      "1 (outer_order 1): each register tile's K loop also prefetches the next tile_n block's B panel "
                      "into L2 (weights streamed from memory); 0: none",

@@ -46,6 +46,9 @@ std::string emitTransposedBPackActions(const Space& space, const Candidate& c, c
 
 // The workloads the GEMV routes are for (NT, M <= kGemvMaxM, not batched; addGemvKnobs adds them
 // where K also splits into vectors).
+// An NN, unbatched GEMM whose B is a weight (a network's constant: each panel streamed from memory
+// once): the spaces with prefetch_b and tile_k's large divisor, the seven-row seeds.
+inline bool nnWeights(const GemmWorkload& w) { return w.weights && w.layout == Layout::NN && !w.batched(); }
 inline bool gemvShaped(const GemmWorkload& w) { return w.m <= kGemvMaxM && w.layout == Layout::NT && !w.batched(); }
 // The GEMV routes (cpu_route_gemv.cpp; NT, M <= kGemvMaxM): their knobs and constraints appended to
 // the GEMM space's (none where the route does not exist), and their actions (knob gemv 1 or 2).

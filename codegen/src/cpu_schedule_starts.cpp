@@ -114,9 +114,9 @@ std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload&
 // unroll_k 4 (228-231; the first point 173, 206 with prefetch_b there). 32-trial searches found
 // 192-208 (8-row tiles): the seeds are the default strategy's start, not its limit.
 static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorkload& w) {
-  if (!w.weights || w.layout != Layout::NN || w.batched() || w.m % 7 != 0 || w.m > 64) return {};
+  if (!cpu_detail::nnWeights(w) || w.m % 7 != 0 || w.m > 64) return {};
   const int rn = space.knobIndex("reg_n");
-  if (rn < 0 || space.knobIndex("prefetch_b") < 0) return {};
+  if (rn < 0) return {};
   const int64_t vw = space.knobs()[size_t(rn)].values.front();
   std::vector<Candidate> out;
   for (const std::map<std::string, int64_t>& want :

@@ -269,10 +269,13 @@ TEST(BatchMatmul, ZeroFillRunsInTheParallelBlocks) {
       const bool nn = cs.layout == Layout::NN, whole_k = cs.tile_k == w.k;
       const std::string entry_memsets = sextant::test::commandOutput(
           tools + "/llvm-objdump -d --disassemble-symbols=sextant_gemm " + so + " | grep -c 'call.*<memset@plt>'");
-      if (whole_k && (nn || 32 % cs.reg_m == 0))
+      if (whole_k && (nn || 32 % cs.reg_m == 0)) {
         EXPECT_EQ(sextant::test::commandOutput(tools + "/llvm-nm -D --undefined-only " + so + " | grep -c memset"), "0\n")
             << name;
-      if (threads > 1 || (nn && !whole_k)) EXPECT_EQ(entry_memsets, nn && !whole_k ? "1\n" : "0\n") << name;
+      }
+      if (threads > 1 || (nn && !whole_k)) {
+        EXPECT_EQ(entry_memsets, nn && !whole_k ? "1\n" : "0\n") << name;
+      }
       std::filesystem::remove(so);
       Measurement m = compileAndMeasure(w, s, *c, threads, "bfill");
       EXPECT_EQ(m.status, MeasureStatus::Ok) << name << ": " << m.message;

@@ -255,6 +255,7 @@ GemmWorkload convAsGemm(const GemmWorkload& w) {
   GemmWorkload g;
   g.m = w.m, g.n = w.n, g.k = w.k;
   g.a_type = w.a_type, g.b_type = w.b_type, g.c_type = w.c_type;
+  g.weights = w.weights;  // (its filter a weight where the convolution's is: prefetch_b, the seeds)
   return g;
 }
 

@@ -87,28 +87,20 @@ CpuGemmView directView(const GemmWorkload& w, const Space& space, const Candidat
   return v;
 }
 
-// A 1x1 convolution's GEMM, its filter a weight where the convolution's is (prefetch_b and the
-// seven-row seeds are weights GEMMs').
-GemmWorkload gemmOf(const GemmWorkload& w) {
-  GemmWorkload g = convAsGemm(w);
-  g.weights = w.weights;
-  return g;
-}
-
 class Conv2dSchedules : public CpuOpSchedules {
  public:
   OpKind kind() const override { return OpKind::Conv2d; }
 
   Space space(const GemmWorkload& w, const HostCpu& cpu, int threads) const override {
-    return convIsGemm(w) ? cpu_detail::matmulSpace(gemmOf(w), cpu, threads)
+    return convIsGemm(w) ? cpu_detail::matmulSpace(convAsGemm(w), cpu, threads)
                          : buildCpuConvSpace(perGroup(w), cpu, threads);
   }
   Candidate defaultCandidate(const Space& space, const GemmWorkload& w) const override {
-    return convIsGemm(w) ? cpu_detail::matmulDefault(space, gemmOf(w)) : defaultCpuConvCandidate(space, perGroup(w));
+    return convIsGemm(w) ? cpu_detail::matmulDefault(space, convAsGemm(w)) : defaultCpuConvCandidate(space, perGroup(w));
   }
 
   std::vector<Candidate> seeds(const Space& space, const GemmWorkload& w) const override {
-    return convIsGemm(w) ? cpu_detail::matmulSeeds(space, gemmOf(w)) : std::vector<Candidate>{};
+    return convIsGemm(w) ? cpu_detail::matmulSeeds(space, convAsGemm(w)) : std::vector<Candidate>{};
   }
 
   const char* payloadOp(const GemmWorkload& w) const override {
@@ -154,7 +146,7 @@ class Conv2dSchedules : public CpuOpSchedules {
 
   CpuGemmView gemmView(const GemmWorkload& w, const Space& space, const Candidate& c) const override {
     if (directSpace(space)) return directView(perGroup(w), space, c);
-    return gemmCpuSchedules().gemmView(gemmOf(w), space, c);
+    return gemmCpuSchedules().gemmView(convAsGemm(w), space, c);
   }
 };
 

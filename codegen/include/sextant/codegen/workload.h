@@ -74,7 +74,8 @@ struct GemmWorkload {
 };
 
 // A convolution that is a GEMM as stored (1x1 filter, stride 1, no padding, one group): its payload
-// is a linalg.matmul on the collapsed operands, tuned in the GEMM space (convAsGemm: that GEMM).
+// is a linalg.matmul on the collapsed operands, tuned in the GEMM space (convAsGemm: that GEMM, a
+// weights GEMM where the convolution has weights).
 bool convIsGemm(const GemmWorkload& w);
 GemmWorkload convAsGemm(const GemmWorkload& w);
 
