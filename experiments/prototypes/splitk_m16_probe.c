@@ -3,8 +3,7 @@
 // blocks, 16-lane partial sums kept across K blocks), A read in place or copied per K block (pack_a).
 // Build: gcc -O3 -march=native experiments/prototypes/splitk_m16_probe.c -o /tmp/probe; run: /tmp/probe N K
 // Output of 2026-12-02: experiments/results/splitk_m16_probe_zen5.txt
-// Probe: split-K GEMV-like kernel for M=16 NT (C[m][n] = sum_k A[m][k] B[n][k]), 4x4 register blocks,
-// partial sums per (m, n) as 16-lane vectors over K blocks; A read in place or packed per K block.
+// C[m][n] = sum_k A[m][k] B[n][k] (NT), M = 16; hot calls, no flush.
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +43,6 @@ int main(int argc, char** argv) {
   for (long i = 0; i < M * K; ++i) A[i] = (i % 7) * 0.1f;
   for (long i = 0; i < N * K; ++i) B[i] = (i % 5) * 0.1f;
   long tns[] = {16, 32}, kbs[] = {256, 512};
-  for (int rep = 0; rep < 1; ++rep)
   for (int pack = 0; pack < 2; ++pack) for (int t = 0; t < 2; ++t) for (int kb = 0; kb < 2; ++kb) {
     run(A, B, C, pack, tns[t], kbs[kb]);
     int reps = 0; double t0 = now();
