@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <iostream>
+#include <vector>
+
 #include "helpers.h"
 
 using namespace e2e;
@@ -125,9 +128,66 @@ TEST(Peers, OneHarnessTimesTuneCompiledObjectsSideBySide) {
   ASSERT_EQ(run.code, 0) << run.err << run.out;
   int rows = 0;
   for (size_t at = run.out.find("\n"); at != std::string::npos; at = run.out.find("\n", at + 1)) ++rows;
-  EXPECT_EQ(rows, 7) << run.out;  // the header and 3 rounds x (warm, flush)
+  EXPECT_EQ(rows, 9) << run.out;  // the header, 3 rounds x (warm, flush), the medians (warm, flush)
   EXPECT_NE(run.out.find("flush"), std::string::npos) << run.out;
   for (const auto& p : {payload, a, b, bin}) std::remove(p.c_str());
   removeDb(db);
+  removeDb(empty);
+}
+
+// The NT layout and the libraries in the one harness (lib_shim.c): Sextant's NT kernel (B stored
+// N x K) and oneDNN's matmul primitive, dnnl_sgemm and OpenBLAS behind the same interface must give
+// the same C bit for bit (small-integer operands; a library shim with the wrong transpose flag or
+// leading dimension differs: a shim built for NN is checked to differ).
+TEST(Peers, OneHarnessTimesTheLibrariesOnAnNtGemm) {
+  const std::string payload = tmp("one-harness-nt.mlir"), empty = tmp("one-harness-nt.db"), a = tmp("one-harness-nt.so"),
+                    bin = tmp("one-harness-nt"), dir = std::string(SOURCE_DIR) + "/experiments/peers/one_harness/";
+  removeDb(empty);
+  {
+    std::ofstream p(payload);
+    p << "func.func @f(%a: tensor<16x40xf32>, %b: tensor<48x40xf32>) -> tensor<16x48xf32> {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e = tensor.empty() : tensor<16x48xf32>\n"
+         "  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x48xf32>) -> tensor<16x48xf32>\n"
+         "  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> "
+         "(d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%a, %b : tensor<16x40xf32>, tensor<48x40xf32>) "
+         "outs(%z : tensor<16x48xf32>) -> tensor<16x48xf32>\n"
+         "  return %r : tensor<16x48xf32>\n}\n";
+  }
+  ASSERT_EQ(tune("--shape 8x8x8 --trials 1 --final-rounds 0 -q --db " + empty).code, 0);  // (another workload)
+  Outcome ca = tune("compile " + payload + " --db " + empty + " -o " + a);
+  ASSERT_EQ(ca.code, 0) << ca.err;
+  EXPECT_NE(ca.out.find("gemm:NT:16x48x40"), std::string::npos) << ca.out;
+  ASSERT_EQ(sh("cc -O2 " + dir + "harness.c -o " + bin + " -ldl").code, 0);
+  std::vector<std::string> libs;
+  const std::string flags = " -O2 -fPIC -shared -DSX_M=16 -DSX_N=48 -DSX_K=40 -DSX_NT=1 " + dir + "lib_shim.c -Wl,--no-as-needed ";
+  const std::vector<std::pair<std::string, std::string>> shims = {{"onednn_matmul", "-DSHIM_ONEDNN_MATMUL -ldnnl"},
+                                                                  {"dnnl_sgemm", "-DSHIM_DNNL_SGEMM -ldnnl"},
+                                                                  {"openblas", "-DSHIM_CBLAS -l:libopenblas.so.0"}};
+  for (const auto& [name, f] : shims) {
+    const std::string so = tmp("one-harness-" + name + ".so");
+    Outcome c = sh("cc" + flags + "-o " + so + " " + f);
+    if (c.code != 0) {
+      std::cout << "[  NOTE    ] " << name << " not built here (" << c.err.substr(0, c.err.find('\n')) << ")\n";
+      continue;
+    }
+    libs.push_back(so);
+  }
+  if (libs.empty()) GTEST_SKIP() << "no CPU library (libdnnl-dev, libopenblas-dev) to build a shim against";
+  std::string objects = a;
+  for (const auto& l : libs) objects += " " + l;
+  Outcome run = sh("ROUNDS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 " + bin + " --nt 16 48 40 " + objects);
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  EXPECT_NE(run.out.find("median"), std::string::npos) << run.out;
+  const std::string wrong = tmp("one-harness-nn.so");
+  const std::string nnFlags = std::string(flags).replace(flags.find("-DSX_NT=1"), 9, "-DSX_NT=0");
+  if (sh("cc" + nnFlags + "-o " + wrong + " " + shims.back().second).code == 0) {
+    Outcome nn = sh("ROUNDS=1 OPENBLAS_NUM_THREADS=1 " + bin + " --nt 16 48 40 " + a + " " + wrong);
+    EXPECT_NE(nn.code, 0) << "an NN library call gave the NT kernel's C: " << nn.out;
+    EXPECT_NE(nn.err.find("differs"), std::string::npos) << nn.err;
+    std::remove(wrong.c_str());
+  }
+  for (const auto& p : libs) std::remove(p.c_str());
+  for (const auto& p : {payload, a, bin}) std::remove(p.c_str());
   removeDb(empty);
 }
