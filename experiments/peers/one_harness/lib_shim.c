@@ -18,11 +18,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#if defined(SHIM_ONEDNN_MATMUL) || defined(SHIM_DNNL_SGEMM)
+#include <oneapi/dnnl/dnnl.h>
+#elif defined(SHIM_CBLAS)
+#include <cblas.h>  // (before the enum below: its prototypes name their parameters M, N, K)
+#elif defined(SHIM_BLIS)
+#include <dlfcn.h>
+#include <string.h>
+#endif
+
 typedef struct { float *al, *a; int64_t off, s[2], st[2]; } D2;
+enum { M = SX_M, N = SX_N, K = SX_K };
 
 #if defined(SHIM_ONEDNN_MATMUL)
-#include <oneapi/dnnl/dnnl.h>
-enum { M = SX_M, N = SX_N, K = SX_K };
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static dnnl_primitive_t prim;
@@ -60,22 +68,15 @@ static void gemm(const float* A, const float* B, float* C) {
   check(dnnl_stream_wait(stream), "wait");
 }
 #elif defined(SHIM_DNNL_SGEMM)
-#include <oneapi/dnnl/dnnl.h>
-enum { M = SX_M, N = SX_N, K = SX_K };
 static void gemm(const float* A, const float* B, float* C) {
   if (dnnl_sgemm('N', SX_NT ? 'T' : 'N', M, N, K, 1.0f, A, K, B, SX_NT ? K : N, 0.0f, C, N) != dnnl_success) abort();
 }
 #elif defined(SHIM_CBLAS)
-#include <cblas.h>
-enum { M = SX_M, N = SX_N, K = SX_K };
 static void gemm(const float* A, const float* B, float* C) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, SX_NT ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, K, B,
               SX_NT ? K : N, 0.0f, C, N);
 }
 #elif defined(SHIM_BLIS)
-#include <dlfcn.h>
-#include <string.h>
-enum { M = SX_M, N = SX_N, K = SX_K };
 typedef void (*sgemm_t)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
                         float*, int);
 static sgemm_t sgemm;
