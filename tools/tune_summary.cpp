@@ -82,6 +82,7 @@ int reportTune(const TuneReport& in) {
       j["best"]["confirmed"] = fin != nullptr;
       if (fin) {
         j["best"]["final_gflops"] = fin->gflops;  // pooled final-comparison rounds (where it was chosen)
+        j["best"]["final_call_by_call"] = fin->paired;  // those rounds call by call beside the reference
         j["best"]["median_s"] = fin->median_s;
         j["best"]["cv"] = fin->cv;
         j["best"]["repetitions"] = fin->times_s.size();
@@ -158,8 +159,9 @@ int reportTune(const TuneReport& in) {
   if (best && fin) {
     if (h2h)
       printf("  best       %.1f GFLOP/s  (measured again head to head with the reference after it won: median of %zu\n"
-             "             repetitions over %d rounds, cv %.1f%%; %.1f in the final comparison, %.1f when found)\n",
-             best_g, h2h_tuned->times_s.size(), a.final_rounds, 100 * h2h_tuned->cv, fin->gflops, best->gflops);
+             "             repetitions over %d rounds, cv %.1f%%; %.1f in the final comparison%s, %.1f when found)\n",
+             best_g, h2h_tuned->times_s.size(), a.final_rounds, 100 * h2h_tuned->cv, fin->gflops,
+             fin->paired ? " (call by call beside it)" : "", best->gflops);
     else
       printf("  best       %.1f GFLOP/s  (confirmed: median of %zu repetitions over %d interleaved rounds, cv %.1f%%;\n"
              "             %.1f GFLOP/s when found)\n",
@@ -248,8 +250,8 @@ int reportTune(const TuneReport& in) {
   else
     printf("All figures are measurements on this machine in this run: medians of repeated calls with the\n"
            "operands flushed from the caches before each call, every result verified against %s; best,\n"
-           "default and the libraries were re-measured side by side in the final comparison.\n",
-           against);
+           "default and the libraries were re-measured side by side in the final comparison%s.\n",
+           against, sum.final_paired.empty() ? "" : " (the tuned\ncandidates also call by call beside the fastest library, which picked the winner)");
   return sum.interrupted ? 130 : 0;
 }
 

@@ -317,3 +317,64 @@ TEST_F(Tuner, HeadToHeadCallByCallAndItsFallback) {
     }
   }
 }
+
+// Issue #35 (a Zen 4 default job shipped a winner that led the interleaved final comparison and
+// measured 0.92x oneDNN called alternately with it, where the other finalists measured 0.98-0.99x):
+// the tuned candidates are measured again call by call beside the fastest library, and that picks
+// the winner, confirms the records and so the database's best. Here the order reverses between the
+// two: alone the fastest is the slowest beside the library. When the pairing fails, the interleaved
+// rounds pick as before.
+TEST_F(Tuner, TheWinnerIsPickedCallByCallBesideTheReference) {
+  const double flops = w.flops();
+  for (bool pairing_works : {true, false}) {
+    SCOPED_TRACE(pairing_works ? "pairing works" : "pairing fails");
+    TempDb fresh;
+    auto opened = Database::open(fresh.path);
+    ASSERT_TRUE(opened.ok());
+    Database d = std::move(*opened);
+    ASSERT_TRUE(registerWorkloadAndTarget(d, w, *target, "test", "avx512").ok());
+    SyntheticEvaluator ev(space, flops);
+    TuneContext ctx{d, w, *target, space, ev, "test", "Test CPU", "22", kHere};
+    TuneOptions o;
+    o.strategy = "random";
+    o.trials = 16;
+    o.batch = 8;
+    o.final_top_k = 3;
+    auto alone = [](const std::string& key) { return SyntheticEvaluator::speed(key); };
+    auto beside = [](const std::string& key) { return 200.0 - SyntheticEvaluator::speed(key); };
+    int paired_calls = 0;
+    Contender lib{"onednn", "oneDNN (test)", 0, [&] { return timed(flops, flops / 150e9); }, true};
+    lib.measure_paired = [&](const std::string& so) {
+      ++paired_calls;
+      const std::string key = so.substr(5, so.size() - 8);  // "/tmp/" KEY ".so"
+      Measurement k = timed(flops, flops / (beside(key) * 1e9)), l = timed(flops, flops / 150e9);
+      if (!pairing_works) k.status = MeasureStatus::Crash;
+      return std::make_pair(k, l);
+    };
+    ConfirmFactory confirm = [&](const RecordRow& r) {
+      Contender c{"tuned", r.candidate, r.id, [&, g = alone(r.candidate)] { return timed(flops, flops / (g * 1e9)); }, false};
+      c.shared_object = [key = r.candidate] { return "/tmp/" + key + ".so"; };
+      return c;
+    };
+    std::atomic<bool> stop{false};
+    auto sum = tune(ctx, o, {lib}, confirm, stop, nullptr);
+    ASSERT_TRUE(sum.ok()) << sum.error();
+    std::vector<std::string> finalists;
+    for (const auto& row : sum->final)
+      if (row.name == "tuned" && row.status == "ok") finalists.push_back(row.detail);
+    ASSERT_EQ(finalists.size(), 3u);
+    auto by = [&](auto f) {
+      return *std::max_element(finalists.begin(), finalists.end(), [&](auto& a, auto& b) { return f(a) < f(b); });
+    };
+    const std::string expected = pairing_works ? by(beside) : by(alone);
+    ASSERT_TRUE(sum->best_confirmed.has_value());
+    EXPECT_EQ(sum->best_confirmed->candidate, expected);
+    EXPECT_EQ(sum->best->id, sum->best_confirmed->id) << "the database's best follows";
+    EXPECT_EQ(sum->finalBestTuned()->paired, pairing_works);
+    EXPECT_EQ(sum->final_paired.size(), pairing_works ? 3u : 0u);
+    const double g = pairing_works ? beside(expected) : alone(expected);
+    EXPECT_NEAR(sum->best->confirmed_gflops, g, 1e-6) << "confirmed by what picked it";
+    // Three candidates x 3 rounds (one round each when the pairing fails), then the head-to-head.
+    EXPECT_EQ(paired_calls, pairing_works ? 3 * o.final_rounds + o.final_rounds : 3 + 1);
+  }
+}

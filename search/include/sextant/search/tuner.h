@@ -30,8 +30,10 @@ struct TuneOptions {
   // record, and this machine's confirmed best of earlier runs), the untuned default and the
   // reference libraries are measured again in
   // `final_rounds` interleaved rounds (A B C A B C ...), so that drift on a noisy machine hits all
-  // of them alike; the figures pool those rounds, and every tuned candidate's become its record's
-  // confirmation. Then the winner and the fastest library are measured again, head to head, in
+  // of them alike; the figures pool those rounds. Where the fastest library can measure a
+  // candidate call by call beside itself (CPU), the tuned candidates are measured so in
+  // `final_rounds` more interleaved rounds, which pick the winner and confirm the records (issue
+  // #35); otherwise the interleaved rounds do both. Then the winner and the fastest library are measured again, head to head, in
   // `final_rounds` rounds of their own (A B B A ...): the reported ratio comes from those, not from
   // the rounds the winner was picked in (no selection bias), as the median of the rounds' paired
   // ratios (robust to a machine whose speed shifts in phases of seconds).
@@ -104,11 +106,15 @@ struct TuneSummary {
   // Final comparison (empty when interrupted or not run): pooled over the interleaved rounds.
   std::vector<BaselineRow> final;
   std::vector<std::string> library_names;  // which rows of `final` are reference libraries
+  // The tuned rows of `final` measured again call by call beside the fastest library, in
+  // interleaved rounds (empty where that cannot run: no library, not a CPU kernel): where present
+  // they pick the winner (finalBestTuned) and their repetitions confirm the records.
+  std::vector<BaselineRow> final_paired;
   // The head-to-head rounds after it: [0] the winner, [1] the fastest library (empty if either
   // is missing or it was interrupted).
   std::vector<BaselineRow> head_to_head;
   const BaselineRow* finalOf(const std::string& name) const;  // "default", "openblas", ...
-  const BaselineRow* finalBestTuned() const;                   // highest pooled GFLOP/s of "tuned"
+  const BaselineRow* finalBestTuned() const;                   // highest of final_paired, else of "tuned"
   const BaselineRow* fastestLibrary() const;                   // highest pooled GFLOP/s of a library
   bool isLibrary(const BaselineRow& b) const;
   // Tuned / fastest library, from the head-to-head (0 when it did not run): the median of the
