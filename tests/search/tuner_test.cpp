@@ -2,7 +2,9 @@
 // machine's records are neither "tried" nor the best here; the final comparison confirms the
 // candidates it measures, names the fastest library the reference (oneDNN where it is fastest), and
 // a library that fails there is never the reference; the ratio comes from head-to-head rounds.
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <gtest/gtest.h>
 #include <optional>
 #include <unistd.h>
@@ -78,6 +80,33 @@ class Tuner : public ::testing::Test {
     ASSERT_TRUE(resolved.ok());
     target = *resolved;
     ASSERT_TRUE(registerWorkloadAndTarget(*db, w, *target, "test", "avx512").ok());
+  }
+  // Another fresh database (file `f`) with the workload and target registered.
+  Database freshDatabase(const TempDb& f) {
+    auto opened = Database::open(f.path);
+    if (!opened.ok()) std::abort();
+    Database d = std::move(*opened);
+    EXPECT_TRUE(registerWorkloadAndTarget(d, w, *target, "test", "avx512").ok());
+    return d;
+  }
+  // A fresh database, evaluator and context for one run beside the fixture's.
+  struct FreshRun {
+    TempDb file;
+    Database d;
+    SyntheticEvaluator ev;
+    TuneContext ctx;
+    FreshRun(Tuner& t) : d(t.freshDatabase(file)), ev(t.space, t.w.flops()),
+                         ctx{d, t.w, *t.target, t.space, ev, "test", "Test CPU", "22", kHere} {}
+  };
+  std::unique_ptr<FreshRun> freshRun() { return std::make_unique<FreshRun>(*this); }
+  // A random-strategy run of `trials` in batches of 8, `top` finalists.
+  static TuneOptions randomRun(int64_t trials, int top) {
+    TuneOptions o;
+    o.strategy = "random";
+    o.trials = trials;
+    o.batch = 8;
+    o.final_top_k = top;
+    return o;
   }
   TempDb t;
   GemmWorkload w;
@@ -277,18 +306,9 @@ TEST_F(Tuner, HeadToHeadCallByCallAndItsFallback) {
   const double flops = w.flops();
   for (bool pairing_works : {true, false}) {
     SCOPED_TRACE(pairing_works ? "pairing works" : "pairing fails");
-    TempDb fresh;
-    auto opened = Database::open(fresh.path);
-    ASSERT_TRUE(opened.ok());
-    Database d = std::move(*opened);
-    ASSERT_TRUE(registerWorkloadAndTarget(d, w, *target, "test", "avx512").ok());
-    SyntheticEvaluator ev(space, flops);
-    TuneContext ctx{d, w, *target, space, ev, "test", "Test CPU", "22", kHere};
-    TuneOptions o;
-    o.strategy = "random";
-    o.trials = 8;
-    o.batch = 8;
-    o.final_top_k = 1;
+    auto run = freshRun();
+    TuneContext& ctx = run->ctx;
+    TuneOptions o = randomRun(8, 1);
     std::string paired_with;
     // Alone (the final comparison, the rounds) the library measures 50 GFLOP/s; paired with the
     // winner, each pair says the winner takes 0.8 of the library's time, whatever the phase.
@@ -328,18 +348,9 @@ TEST_F(Tuner, TheWinnerIsPickedCallByCallBesideTheReference) {
   const double flops = w.flops();
   for (bool pairing_works : {true, false}) {
     SCOPED_TRACE(pairing_works ? "pairing works" : "pairing fails");
-    TempDb fresh;
-    auto opened = Database::open(fresh.path);
-    ASSERT_TRUE(opened.ok());
-    Database d = std::move(*opened);
-    ASSERT_TRUE(registerWorkloadAndTarget(d, w, *target, "test", "avx512").ok());
-    SyntheticEvaluator ev(space, flops);
-    TuneContext ctx{d, w, *target, space, ev, "test", "Test CPU", "22", kHere};
-    TuneOptions o;
-    o.strategy = "random";
-    o.trials = 16;
-    o.batch = 8;
-    o.final_top_k = 3;
+    auto run = freshRun();
+    TuneContext& ctx = run->ctx;
+    TuneOptions o = randomRun(16, 3);
     auto alone = [](const std::string& key) { return SyntheticEvaluator::speed(key); };
     auto beside = [](const std::string& key) { return 200.0 - SyntheticEvaluator::speed(key); };
     int paired_calls = 0;
