@@ -9,32 +9,7 @@ Optionally channels_last for the CNNs (--channels-last), as PyTorch users tune i
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
-
-
-def _threads_argument():
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-        if arg.startswith("--threads="):
-            return arg.split("=", 1)[1]
-    return "1"
-
-
-# Debian's PyTorch calls OpenBLAS for its matmuls, and OpenBLAS's own thread pool ignores
-# torch.set_num_threads: with set_num_threads(1) alone, the BERT layer ran on both cores of the Zen 4
-# VM (16.0 ms, 25.7 ms on one; 2026-12-03), so until then the "1 thread" PyTorch column of
-# models_vs_peers was a 2-thread figure wherever OpenBLAS did the work. Set before NumPy or torch
-# loads OpenBLAS (it reads the variable once, when loaded; NumPy loads it too).
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = _threads_argument()
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_zoo  # noqa: E402
 
 
 def main():
@@ -45,6 +20,19 @@ def main():
     ap.add_argument("--min-time", type=float, default=2.0)
     ap.add_argument("--channels-last", action="store_true")
     a = ap.parse_args()
+    # Debian's PyTorch calls OpenBLAS for its matmuls, and OpenBLAS's own thread pool ignores
+    # torch.set_num_threads: with set_num_threads(1) alone, the BERT layer ran on both cores of the
+    # Zen 4 VM (16.0 ms, 25.7 ms on one; 2026-12-03), so until then the "1 thread" PyTorch column of
+    # models_vs_peers was a 2-thread figure wherever OpenBLAS did the work. Set before NumPy or
+    # torch loads OpenBLAS (it reads the variable once, when loaded; NumPy loads it too), hence the
+    # imports here.
+    for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[v] = str(a.threads)
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_zoo
+    from run_peer import timed  # the other peers' timing loop, with the cores kept busy
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     make, shape = make_zoo.models()[a.name]
@@ -56,19 +44,11 @@ def main():
     want = np.fromfile(os.path.join(a.zoo, a.name + ".out0.f32"), np.float32)
     with torch.no_grad():
         y = m(x).numpy().reshape(-1)
-        times = []
-        start, cpu0 = time.perf_counter(), time.process_time()
-        while len(times) < 5 or time.perf_counter() - start < a.min_time:
-            t0 = time.perf_counter()
-            m(x)
-            times.append(time.perf_counter() - t0)
-        # the cores it kept busy while timed (process CPU time / wall time): summary.py flags a
-        # peer that used more than its threads
-        cpu_per_wall = (time.process_time() - cpu0) / (time.perf_counter() - start)
+        median_s, min_s, calls, cpu_per_wall = timed(lambda: m(x), a.min_time)
     print(json.dumps({"peer": "pytorch" + ("-channels-last" if a.channels_last else ""), "model": a.name,
                       "threads": a.threads, "version": torch.__version__,
                       "max_abs_error": float(np.abs(y - want).max()), "max_abs_expected": float(np.abs(want).max()),
-                      "median_s": statistics.median(times), "min_s": min(times), "calls": len(times),
+                      "median_s": median_s, "min_s": min_s, "calls": calls,
                       "cpu_per_wall": cpu_per_wall}), flush=True)
 
 

@@ -95,6 +95,12 @@ double TuneSummary::ratioToReference() const {
   return median;
 }
 
+// A row's pooled figures from its repetitions: median, cv and GFLOP/s.
+static void poolRow(BaselineRow& row, double flops) {
+  summarize(row.times_s, row.median_s, row.cv);
+  row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
+}
+
 // Measures every contender in interleaved rounds and pools each one's repetitions. `alternate`:
 // odd rounds go in reverse order (A B, B A, ...), so that neither of two contenders always runs
 // right after the other.
@@ -123,11 +129,8 @@ static std::vector<BaselineRow> finalComparison(const std::vector<Contender>& co
       rows[i].round_median_s.push_back(round_median);
     }
   }
-  for (auto& row : rows) {
-    if (row.status != "ok") continue;
-    summarize(row.times_s, row.median_s, row.cv);
-    row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
-  }
+  for (auto& row : rows)
+    if (row.status == "ok") poolRow(row, flops);
   return rows;
 }
 
@@ -158,10 +161,7 @@ static std::vector<BaselineRow> pairedHeadToHead(const Contender& tuned, const C
       row.round_median_s.push_back(m->median_s);
     }
   }
-  for (auto& row : rows) {
-    summarize(row.times_s, row.median_s, row.cv);
-    row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
-  }
+  for (auto& row : rows) poolRow(row, flops);
   return rows;
 }
 
@@ -171,8 +171,8 @@ static std::vector<BaselineRow> pairedHeadToHead(const Contender& tuned, const C
 // alternately with oneDNN, where the run's other two finalists measured 0.98-0.99x
 // (experiments/results/default_job_winners_ab_zen4.txt): how a kernel runs next to another one is
 // how it runs in a program, so that is what picks the winner and confirms its record. Returns one
-// row per index of `tuned` (status not "ok" where a pair failed); empty when nothing could be
-// paired.
+// row per index of `tuned` (status not "ok" where a pair failed); empty when no candidate could be
+// paired (none compiled, or every pair failed).
 static std::vector<BaselineRow> pairedFinal(const std::vector<const Contender*>& tuned, const Contender& lib, int rounds,
                                             double flops, const std::atomic<bool>& stop) {
   std::vector<BaselineRow> rows(tuned.size());
@@ -199,12 +199,10 @@ static std::vector<BaselineRow> pairedFinal(const std::vector<const Contender*>&
       rows[i].times_s.insert(rows[i].times_s.end(), mt.times_s.begin(), mt.times_s.end());
       rows[i].round_median_s.push_back(mt.median_s);
     }
-  for (auto& row : rows) {
-    if (row.status != "ok" || row.times_s.empty()) continue;
-    summarize(row.times_s, row.median_s, row.cv);
-    row.gflops = row.median_s > 0 ? flops / row.median_s / 1e9 : 0;
-  }
-  return rows;
+  bool measured = false;
+  for (auto& row : rows)
+    if (row.status == "ok" && !row.times_s.empty()) poolRow(row, flops), measured = measured || row.gflops > 0;
+  return measured ? rows : std::vector<BaselineRow>{};
 }
 
 std::string costModelPath(const std::string& db_path, const std::string& target_key, const std::string& workload_key) {
@@ -393,26 +391,22 @@ Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::v
     sum.final.clear();
     return okStatus();
   }
-  // The tuned candidates again, call by call beside the fastest library (pairedFinal): where that
-  // runs, it picks the winner and its repetitions confirm the records.
-  if (const BaselineRow* lib = sum.fastestLibrary(); lib && o.final_rounds > 0) {
-    const Contender* lib_c = nullptr;
+  // sum.final[i] is contenders[i]'s row. The reference's contender:
+  const BaselineRow* lib = sum.fastestLibrary();
+  const Contender* reference = lib ? &contenders[size_t(lib - sum.final.data())] : nullptr;
+  // The tuned candidates again, call by call beside the reference (pairedFinal): where that runs,
+  // it picks the winner and its repetitions confirm the records.
+  if (reference && reference->measure_paired && o.final_rounds > 0) {
     std::vector<const Contender*> tuned;
-    for (const Contender& c : contenders) {
-      if (c.library && c.name == lib->name && c.detail == lib->detail) lib_c = &c;
-      if (c.name != "tuned" || !c.shared_object) continue;
-      for (const auto& row : sum.final)
-        if (row.name == "tuned" && row.record_id == c.record_id && row.status == "ok") tuned.push_back(&c);
-    }
-    if (lib_c && lib_c->measure_paired && tuned.size() >= 2)  // one alone: the head-to-head pairs it
-      sum.final_paired = pairedFinal(tuned, *lib_c, o.final_rounds, ctx.workload.flops(), stop);
+    for (size_t i = 0; i < contenders.size(); ++i)
+      if (contenders[i].name == "tuned" && contenders[i].shared_object && sum.final[i].status == "ok")
+        tuned.push_back(&contenders[i]);
+    if (tuned.size() >= 2)  // one alone: the head-to-head pairs it
+      sum.final_paired = pairedFinal(tuned, *reference, o.final_rounds, ctx.workload.flops(), stop);
     if (stop.load()) {
       sum.final.clear(), sum.final_paired.clear();
       return okStatus();
     }
-    const bool none_ok = std::none_of(sum.final_paired.begin(), sum.final_paired.end(),
-                                      [](const BaselineRow& r) { return r.status == "ok" && r.gflops > 0; });
-    if (none_ok) sum.final_paired.clear();
   }
   auto paired_row = [&](int64_t record_id) -> const BaselineRow* {
     for (const auto& p : sum.final_paired)
@@ -438,14 +432,12 @@ Status finalComparisonStage(TuneContext& ctx, const TuneOptions& o, const std::v
     for (const RecordRow& r : confirming)
       if (r.id == fin->record_id) sum.best_confirmed = r;
   // Head to head: the winner against the fastest library, in rounds of their own.
-  const BaselineRow* lib = sum.fastestLibrary();
-  if (!fin || !lib || o.final_rounds <= 0) return okStatus();
+  if (!fin || !reference || o.final_rounds <= 0) return okStatus();
   std::vector<Contender> pair;
   for (const Contender& c : contenders)
     if (c.name == "tuned" && c.record_id == fin->record_id) pair.push_back(c);
-  for (const Contender& c : contenders)
-    if (c.library && c.name == lib->name && c.detail == lib->detail) pair.push_back(c);
-  if (pair.size() != 2) return okStatus();
+  if (pair.size() != 1) return okStatus();
+  pair.push_back(*reference);
   sum.head_to_head = pairedHeadToHead(pair[0], pair[1], o.final_rounds, ctx.workload.flops(), stop);
   if (sum.head_to_head.empty() && !stop.load())
     sum.head_to_head = finalComparison(pair, o.final_rounds, ctx.workload.flops(), stop, /*alternate=*/true);
