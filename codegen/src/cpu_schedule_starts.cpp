@@ -132,7 +132,40 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
   return out;
 }
 
+// AVX2 (8 f32 lanes, 16 registers), an unbatched NN GEMM of at least 64 rows off the GEMV routes:
+// the BLIS-like blockings around the register tile that fills the registers (6 rows x 2 vectors:
+// 12 accumulators and 2 vectors of B), measured right after the default (8 x 1 vector over 64^3
+// blocks: 26.6-28.8 GFLOP/s, 30% of the FMA peak). AMD EPYC Zen 3, 1 thread, 2026-12-04 (`tune
+// --knobs ... --versus`, call by call; experiments/results/gemm_avx2_seeds_zen3.txt): B packed per
+// K chunk of 256 in panels of 512 columns, loops over n, then K, then 128-row blocks of A read in
+// place: 0.91x oneDNN at 1024^3, 0.84x at 2048^3, 0.80x OpenBLAS at 128x4096x4096; 64-row blocks
+// of A packed, K chunks of 512: 0.89x at 2048^3. 150-trial searches without them had found 0.81x,
+// 0.74x and 0.72x (experiments/results/cpu_gemm_vs_libs_zen3_t1_s69_before.txt); with them, the
+// same command an hour later: 0.95x, 0.80x and 0.93x, every winner a 6 x 16 tile (..._s69.txt).
+static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWorkload& w) {
+  const int rn = space.knobIndex("reg_n");
+  if (rn < 0 || w.batched() || w.layout != Layout::NN || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
+      space.knobIndex("outer_order") < 0)
+    return {};
+  const auto& rv = space.knobs()[size_t(rn)].values;
+  if (rv.front() != 8 || std::find(rv.begin(), rv.end(), 16) == rv.end()) return {};  // AVX2 only
+  std::vector<Candidate> out;
+  const Candidate def = cpu_detail::matmulDefault(space, w);
+  for (const std::map<std::string, int64_t>& want :
+       {std::map<std::string, int64_t>{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
+                                       {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
+                                       {"pack_a", 0}},
+        std::map<std::string, int64_t>{{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
+                                       {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
+                                       {"pack_a", 1}}}) {
+    Candidate c = nearestValid(space, want);
+    if (!c.empty() && c != def && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
+  if (auto blocked = avx2BlockedSeeds(space, w); !blocked.empty()) return blocked;
   if (auto seven = sevenRowSeeds(space, w); !seven.empty()) {
     const Candidate def = matmulDefault(space, w);
     std::erase(seven, def);
