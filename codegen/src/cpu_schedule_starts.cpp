@@ -142,22 +142,30 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
 // of A packed, K chunks of 512: 0.89x at 2048^3. 150-trial searches without them had found 0.81x,
 // 0.74x and 0.72x (experiments/results/cpu_gemm_vs_libs_zen3_t1_s69_before.txt); with them, the
 // same command an hour later: 0.95x, 0.80x and 0.93x, every winner a 6 x 16 tile (..._s69.txt).
+// Batched NN matmuls (attention's P.V; no packing or loop orders in their space): one seed, the
+// same tile over 64 x 128 blocks with K whole up to 512 (the fill in the register tiles): 0.97x,
+// 1.02x and 1.00x oneDNN's matmul primitive on the BERT and Llama P.V shapes, where 32-trial
+// searches had found 0.80x, 0.94x and 0.76x (8 x 8 and peeled 6 x 16 tiles over 32-row blocks).
 static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWorkload& w) {
   const int rn = space.knobIndex("reg_n");
-  if (rn < 0 || w.batched() || w.layout != Layout::NN || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
+  if (rn < 0 || w.layout != Layout::NN || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
       space.knobIndex("outer_order") < 0)
     return {};
   const auto& rv = space.knobs()[size_t(rn)].values;
   if (rv.front() != 8 || std::find(rv.begin(), rv.end(), 16) == rv.end()) return {};  // AVX2 only
   std::vector<Candidate> out;
   const Candidate def = cpu_detail::matmulDefault(space, w);
-  for (const std::map<std::string, int64_t>& want :
-       {std::map<std::string, int64_t>{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
+  using Want = std::map<std::string, int64_t>;
+  const std::vector<Want> wants =
+      w.batched() ? std::vector<Want>{{{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
+                                       {"unroll_k", 4}, {"reg_loop_order", 1}}}
+                  : std::vector<Want>{{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
                                        {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
                                        {"pack_a", 0}},
-        std::map<std::string, int64_t>{{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
+                                      {{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
                                        {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
-                                       {"pack_a", 1}}}) {
+                                       {"pack_a", 1}}};
+  for (const Want& want : wants) {
     Candidate c = nearestValid(space, want);
     if (!c.empty() && c != def && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }

@@ -286,8 +286,8 @@ TEST(Weights, WeightsGemmsOfferALargeDivisorOfAnAwkwardK) {
 
 // On AVX2 (8 f32 lanes, 16 registers) an NN GEMM of 64 rows or more starts, right after the
 // default, from BLIS-like blockings around the 6 x 2-vector register tile (B packed, the loop over
-// n outermost); AVX-512 spaces, batched and NT GEMMs do not get them; each seed compiles and
-// verifies (on this host, whatever its vector width).
+// n outermost; a batched one from that tile with K whole); AVX-512 spaces and NT GEMMs do not get
+// them; each seed compiles and verifies (on this host, whatever its vector width).
 TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
   GemmWorkload w;
   w.m = 1024, w.n = 1024, w.k = 1024;
@@ -308,9 +308,19 @@ TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
   small.m = 32;
   EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(nt, test::avx2()), nt).empty());
   EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(small, test::avx2()), small).empty());
-  auto bmm = parseWorkloadKey("batch_matmul:NN:4x256x256x128:f32*f32->f32");
+  // Batched NN: one seed, the same tile with K whole (up to 512); NT batched: none.
+  auto bmm = parseWorkloadKey("batch_matmul:NN:4x256x128x512:f32*f32->f32");
   ASSERT_TRUE(bmm.ok()) << bmm.error();
-  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bmm, test::avx2()), *bmm).empty());
+  Space sb = buildCpuGemmSpace(*bmm, test::avx2());
+  const auto bs = cpuSeedCandidates(sb, *bmm);
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_TRUE(sb.isValid(bs[0])) << sb.keyOf(bs[0]);
+  EXPECT_EQ(sb.valueOr(bs[0], "reg_m", 0), 6);
+  EXPECT_EQ(sb.valueOr(bs[0], "tile_k", 0), 512);
+  auto bnt = parseWorkloadKey("batch_matmul:NT:4x256x128x512:f32*f32->f32");
+  ASSERT_TRUE(bnt.ok()) << bnt.error();
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bnt, test::avx2()), *bnt).empty());
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bmm, test::avx512()), *bmm).empty());
   // A smaller shape, so that the check runs fast: the same rule's seeds compile and verify here.
   GemmWorkload v;
   v.m = 128, v.n = 512, v.k = 512;
