@@ -106,6 +106,20 @@ std::vector<Candidate> cpuSeedCandidates(const Space& space, const GemmWorkload&
   return cpuSchedulesOf(w).seeds(space, w);
 }
 
+using KnobWants = std::vector<std::map<std::string, int64_t>>;
+
+// The valid candidates nearest to each wanted assignment, without repeats, those that `keep`
+// accepts.
+template <typename Keep>
+static std::vector<Candidate> nearestDistinct(const Space& space, const KnobWants& wants, Keep keep) {
+  std::vector<Candidate> out;
+  for (const auto& want : wants) {
+    Candidate c = nearestValid(space, want);
+    if (!c.empty() && keep(c) && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
 // A weights GEMM with 7 x 7 pixels' rows (M = 49: ResNet-50's last-stage 1x1 convolutions; any M
 // a multiple of 7 up to 64): register tiles of 7 rows, which the default's 8 leave a remainder of.
 // Measured right after the default: the best of 150-200-trial searches on AMD EPYC Zen 5 (1 thread,
@@ -118,18 +132,13 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
   const int rn = space.knobIndex("reg_n");
   if (rn < 0) return {};
   const int64_t vw = space.knobs()[size_t(rn)].values.front();
-  std::vector<Candidate> out;
-  for (const std::map<std::string, int64_t>& want :
-       {std::map<std::string, int64_t>{{"tile_m", w.m}, {"tile_n", 2 * vw}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 2 * vw},
-                                       {"unroll_k", 2}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 1},
-                                       {"pack_a", 1}, {"prefetch_b", 1}},
-        std::map<std::string, int64_t>{{"tile_m", w.m}, {"tile_n", 4 * vw}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 2 * vw},
-                                       {"unroll_k", 4}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0},
-                                       {"pack_a", 0}, {"prefetch_b", 0}}}) {
-    Candidate c = nearestValid(space, want);
-    if (!c.empty() && space.valueOr(c, "reg_m", 0) == 7 && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  return out;
+  return nearestDistinct(
+      space,
+      {{{"tile_m", w.m}, {"tile_n", 2 * vw}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 2 * vw}, {"unroll_k", 2},
+        {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 1}, {"pack_a", 1}, {"prefetch_b", 1}},
+       {{"tile_m", w.m}, {"tile_n", 4 * vw}, {"tile_k", 512}, {"reg_m", 7}, {"reg_n", 2 * vw}, {"unroll_k", 4},
+        {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0}, {"pack_a", 0}, {"prefetch_b", 0}}},
+      [&](const Candidate& c) { return space.valueOr(c, "reg_m", 0) == 7; });
 }
 
 // AVX2 (8 f32 lanes, 16 registers), an unbatched NN GEMM of at least 64 rows off the GEMV routes:
@@ -153,23 +162,15 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
     return {};
   const auto& rv = space.knobs()[size_t(rn)].values;
   if (rv.front() != 8 || std::find(rv.begin(), rv.end(), 16) == rv.end()) return {};  // AVX2 only
-  std::vector<Candidate> out;
   const Candidate def = cpu_detail::matmulDefault(space, w);
-  using Want = std::map<std::string, int64_t>;
-  const std::vector<Want> wants =
-      w.batched() ? std::vector<Want>{{{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
-                                       {"unroll_k", 4}, {"reg_loop_order", 1}}}
-                  : std::vector<Want>{{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
-                                       {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
-                                       {"pack_a", 0}},
-                                      {{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
-                                       {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2},
-                                       {"pack_a", 1}}};
-  for (const Want& want : wants) {
-    Candidate c = nearestValid(space, want);
-    if (!c.empty() && c != def && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  return out;
+  const KnobWants wants =
+      w.batched() ? KnobWants{{{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
+                               {"unroll_k", 4}, {"reg_loop_order", 1}}}
+                  : KnobWants{{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
+                               {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2}, {"pack_a", 0}},
+                              {{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
+                               {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", 1}, {"outer_order", 2}, {"pack_a", 1}}};
+  return nearestDistinct(space, wants, [&](const Candidate& c) { return c != def; });
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
