@@ -15,6 +15,10 @@ using cpu_detail::dividing;
 using cpu_detail::hoistAndLowerContractions;
 using cpu_detail::knobOp;
 using cpu_detail::addGemvKnobs;
+using cpu_detail::packCols;
+using cpu_detail::packOperand;
+using cpu_detail::packRows;
+using cpu_detail::PanelCopy;
 
 std::vector<int64_t> cpu_detail::dividing(const std::vector<int64_t>& options, int64_t dim, int64_t cap) {
   std::vector<int64_t> out;
@@ -123,10 +127,22 @@ Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int thr
   // NT (issue #31): pack_b = 1 is the transposed-B route (cpu_route_transposed_b.cpp): B packed
   // once per call, by a transpose, into K x tile_n panels; batched or not.
   const bool nt = w.layout == Layout::NT;
-  knobs.push_back({"pack_b", nt || !batched ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-                   "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first (NT: B transposed "
-                   "once per call into K x tile_n panels); 0: read B in place", 0});
-  const int pack_b_i = int(knobs.size()) - 1;
+  // pack_b = 2 (issue #35): B in reg_n-wide micro-panels (cpu_route_b_micropanels.cpp), each K
+  // chunk's packed where pack_b = 1 copies its panel. Offered where it was measured: AVX2 (8-float
+  // vectors), NN, unbatched, B not a weight (tune model's tasks keep their compile-time packing of
+  // weights), N a multiple of the vector width; every other space and its fingerprint stay as they
+  // were. 2048^3 on AMD EPYC Zen 3, 1 thread, call by call against OpenBLAS: 0.82x with the space's
+  // best before, 0.88-0.92x by hand with micro-panels (docs/search.md).
+  const bool micro_panels = vw == 8 && w.layout == Layout::NN && !batched && !w.weights && w.n % vw == 0 && !gemvShaped(w);
+  knobs.push_back({"pack_b", micro_panels ? std::vector<int64_t>{0, 1, 2}
+                             : nt || !batched ? std::vector<int64_t>{0, 1}
+                                              : std::vector<int64_t>{0},
+                   micro_panels ? "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first; 2: pack it into "
+                                  "reg_n-wide micro-panels (tile_k x reg_n each, contiguous); 0: read B in place"
+                                : "1: copy each K chunk's B panel (tile_k x tile_n) into a contiguous buffer first (NT: B transposed "
+                                  "once per call into K x tile_n panels); 0: read B in place",
+                   0});
+  const int pack_b_i = int(knobs.size()) - 1;  // (pack_b 2 needs reg_n to divide N: it divides tile_n, which divides N)
   // The loops above the K chunks (issue #14): 0 = a forall over (tile_m x tile_n) blocks (as
   // before); 1 = a forall over tile_m row blocks, the K chunks, then a loop over tile_n (the A
   // block is reused across it: pack_a packs it once per K chunk); 2 = a forall over tile_n column
@@ -217,12 +233,12 @@ std::string cpu_detail::knobOp(const Knob& k, int64_t selected) {
 
 // Rows of a panel copied per vector step (the copy is tiled by rows, each step one rows x width
 // vector).
-static int64_t packRows(int64_t rows) { return rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1; }
+int64_t cpu_detail::packRows(int64_t rows) { return rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1; }
 // Columns of a panel copied per vector step: the largest divisor of the width up to 64 floats, so a
 // step is at most 4 x 64 floats (16 AVX-512 registers). One vector across a whole 512-wide panel
 // (as before 2026-11-24) spilled thousands of registers: at 2048^3 the copy loops then held 7,000
 // moves and the kernel ran at 72 instead of 100 GFLOP/s (AMD EPYC Zen 4).
-static int64_t packCols(int64_t width) {
+int64_t cpu_detail::packCols(int64_t width) {
   if (width <= 64) return width;
   for (int64_t d = std::min<int64_t>(width, 64); d > 1; --d)
     if (width % d == 0) return d;
@@ -233,12 +249,8 @@ static int64_t packCols(int64_t width) {
 // (A: 0, B: 1), rewritten as a linalg.copy into a fresh tensor and tiled by rows (vectorized at
 // the end of the script, see emitCpuGemmActions). The matmul on the copy is %<name>p; the copy's
 // handle, rows and width go to `copies`.
-struct PanelCopy {
-  std::string handle;
-  int64_t rows, width;
-};
-static std::string packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
-                               int64_t rows, int64_t width, std::vector<PanelCopy>& copies) {
+std::string cpu_detail::packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
+                                    int64_t rows, int64_t width, std::vector<PanelCopy>& copies, int loops) {
   const std::string H = "!transform.any_op";
   const int64_t cols = packCols(width);
   const bool split = cols != width;  // the copy is tiled by columns too
@@ -246,7 +258,7 @@ static std::string packOperand(const std::string& ind, const std::string& op, in
   o << ind << "// " << name << ": this K chunk's " << (operand == 0 ? "A block" : "B panel")
     << " copied into a contiguous buffer.\n"
     << ind << "%" << name << "p, %" << name << "_pad, %" << name << "_unused = transform.structured.pad " << op
-    << " {padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2], nofold_flags = ["
+    << " {padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [" << (loops == 4 ? "0, 1, 2, 3" : "0, 1, 2") << "], nofold_flags = ["
     << (operand == 0 ? "1, 0" : "0, 1") << ", 0], copy_back_op = \"none\"} : (" << H << ") -> (" << H << ", " << H
     << ", " << H << ")\n"
     << ind << "%" << name << "_panel = transform.structured.rewrite_in_destination_passing_style %" << name
@@ -340,6 +352,7 @@ std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std
   if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
     return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim, n_dim);
+  if (space.valueOr(c, "pack_b", 0) == 2) return cpu_detail::emitBMicroPanelActions(space, c, ind, k_dim);
   auto v = space.values(c);
   const auto& k = space.knobs();
   const bool n_outer = v[6] == 1;

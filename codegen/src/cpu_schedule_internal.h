@@ -44,6 +44,26 @@ std::string foldFusedFillPatterns(const std::string& ind);
 std::string emitTransposedBPackActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
                                        int64_t k_dim, int64_t n_dim);
 
+// Panel copies (pack_a, pack_b = 1): rows of a panel copied per vector step, and columns (the
+// largest divisor of the width up to 64 floats).
+int64_t packRows(int64_t rows);
+int64_t packCols(int64_t width);
+struct PanelCopy {
+  std::string handle;
+  int64_t rows, width;
+};
+// One operand of the op `op` (A: 0, B: 1) copied into a contiguous buffer (a nofold pad of it,
+// rewritten as a copy and tiled by rows); the op on the copy is %<name>p, the copy goes to `copies`
+// (vectorized at the end of the script). `loops`: the op's loop count (3: a matmul; 4: the packed
+// op of the B micro-panel route).
+std::string packOperand(const std::string& ind, const std::string& op, int operand, const std::string& name,
+                        int64_t rows, int64_t width, std::vector<PanelCopy>& copies, int loops = 3);
+// The B micro-panel route (NN, unbatched, pack_b = 2; cpu_route_b_micropanels.cpp): each K chunk's
+// panel of B packed, in the product's loops, into reg_n-wide micro-panels [tile_n / reg_n][tile_k]
+// [reg_n] (BLIS's packed B), the register tiles reading one micro-panel each. k_dim > 0: the op's
+// init is its own zero fill (run in the product's blocks).
+std::string emitBMicroPanelActions(const Space& space, const Candidate& c, const std::string& ind, int64_t k_dim);
+
 // The workloads the GEMV routes are for (NT, M <= kGemvMaxM, not batched; addGemvKnobs adds them
 // where K also splits into vectors).
 // An NN, unbatched GEMM whose B is a weight (a network's constant: each panel streamed from memory

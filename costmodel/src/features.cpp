@@ -91,9 +91,9 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
   const double acc = rm * cols;
   const double loads = rm + cols;  // broadcasts of A plus vector loads of B per K step
   // The row length of B as the micro-kernels read it: tile_n with pack_b (a contiguous copy of the
-  // panel), N in place.
+  // panel), reg_n with pack_b 2 (micro-panels: issue #35), N in place.
   auto knob = [&](const char* name) { return space.valueOr(c, name, 0); };
-  const double b_row = knob("pack_b") == 1 ? tn : double(w.n);
+  const double b_row = knob("pack_b") == 2 ? rn : knob("pack_b") == 1 ? tn : double(w.n);
   // Likewise A's row with pack_a (tile_k), and the forall's blocks with the outer loop order.
   const double a_row = knob("pack_a") == 1 ? tk : double(w.k);
   const double blocks = view.blocks;
@@ -115,7 +115,7 @@ std::vector<float> cpuGemmFeatures(const GemmWorkload& w, const Space& space, co
           lg(l1 / 1024), lg(l2 / 1024), float(vw / 16), float(cpu.vector_registers / 32.0),
           lg(double(std::max(1, cpu.logical_cores))),
           // version 3
-          is(knob("pack_b") == 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2),
+          is(knob("pack_b") >= 1), is(knob("pack_a") == 1), is(knob("outer_order") == 1), is(knob("outer_order") == 2),
           is(rm == 6), is(rm == 12), is(rm == 14), is(v[0] % v[3] != 0),
           // version 4
           // the GEMV routes: 1 (partial sums in registers), 2 (split-K, issue #35: the same feature

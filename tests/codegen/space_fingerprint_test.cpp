@@ -35,11 +35,14 @@ struct Pin {
 // 2026-12-02: prefetch_b joined the NN weights GEMM spaces of at most 64 rows (:weights, 1x1
 // convolutions of tune model's networks included), and tile_k the largest multiple of 16 up to 512
 // dividing K in NN weights spaces where K > 512: those runs no longer resume.
+// 2026-12-04: pack_b 2 (B micro-panels) joined the AVX2 NN GEMM spaces (unbatched, not weights):
+// those runs no longer resume.
 TEST(SpaceFingerprint, ShippedSpacesKeepTheirFingerprints) {
   const std::vector<Pin> pins = {
       {"gemm:NN:512x512x512:f32*f32->f32", 512, 1, "", "0afa5e1786456a5b"},
       {"gemm:NN:1024x1024x1024:f32*f32->f32", 512, 2, "", "d46e27a5aa8d599c"},
-      {"gemm:NN:1024x1024x1024:f32*f32->f32", 256, 1, "", "0a4617861dee6f4e"},
+      {"gemm:NN:1024x1024x1024:f32*f32->f32", 256, 1, "", "0f0acc17b1dec954"},  // pack_b 2 since 2026-12-04
+      {"gemm:NT:1024x1024x1024:f32*f32->f32", 256, 1, "", "e1df48a75378a270"},
       {"gemm:NT:16x4096x4096:f32*f32->f32", 512, 1, "", "ec42660618183581"},
       {"gemm:NT:1x4096x4096:f32*f32->f32", 512, 1, "", "0cba0e412868b543"},
       {"gemm:TN:128x4096x4096:f32*f32->f32", 512, 1, "", "55710c759fe588b6"},
