@@ -285,8 +285,8 @@ TEST(Weights, WeightsGemmsOfferALargeDivisorOfAnAwkwardK) {
 }
 
 // On AVX2 (8 f32 lanes, 16 registers) an NN GEMM of 64 rows or more starts, right after the
-// default, from BLIS-like blockings around the 6 x 2-vector register tile (B packed, the loop over
-// n outermost; a batched one from that tile with K whole); AVX-512 spaces and NT GEMMs do not get
+// default, from BLIS-like blockings around the 6 x 2-vector register tile (B packed in micro-panels,
+// the loop over n outermost; a batched one from that tile with K whole); AVX-512 spaces and NT GEMMs do not get
 // them; each seed compiles and verifies (on this host, whatever its vector width).
 TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
   GemmWorkload w;
@@ -299,9 +299,16 @@ TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
     EXPECT_NE(c, defaultCpuCandidate(s, w));
     EXPECT_EQ(s.valueOr(c, "reg_m", 0), 6) << s.keyOf(c);
     EXPECT_EQ(s.valueOr(c, "reg_n", 0), 16) << s.keyOf(c);
-    EXPECT_EQ(s.valueOr(c, "pack_b", 0), 1) << s.keyOf(c);
+    EXPECT_EQ(s.valueOr(c, "pack_b", 0), 2) << s.keyOf(c);  // B in micro-panels
     EXPECT_EQ(s.valueOr(c, "outer_order", 0), 2) << s.keyOf(c);
   }
+  // A weights GEMM's space has no micro-panels: its seeds copy B's panels (pack_b 1).
+  GemmWorkload wt = w;
+  wt.weights = true;
+  Space st = buildCpuGemmSpace(wt, test::avx2());
+  const auto wseeds = cpuSeedCandidates(st, wt);
+  ASSERT_EQ(wseeds.size(), 2u);
+  for (const Candidate& c : wseeds) EXPECT_EQ(st.valueOr(c, "pack_b", 0), 1) << st.keyOf(c);
   EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(w, test::avx512()), w).empty());
   GemmWorkload nt = w, small = w;
   nt.layout = Layout::NT;
