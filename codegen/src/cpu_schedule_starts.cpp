@@ -151,10 +151,14 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
 // of A packed, K chunks of 512: 0.89x at 2048^3. 150-trial searches without them had found 0.81x,
 // 0.74x and 0.72x (experiments/results/cpu_gemm_vs_libs_zen3_t1_s69_before.txt); with them, the
 // same command an hour later: 0.95x, 0.80x and 0.93x, every winner a 6 x 16 tile (..._s69.txt).
-// Since pack_b 2 (B in 16-wide micro-panels, cpu_route_b_micropanels.cpp) they take it where the
-// space has it: against OpenBLAS call by call, same blocks, pack_b 1 -> 2: 0.87x -> 0.95x and
-// 0.99x at 1024^3, 0.86x -> 0.86x and 0.90x -> 0.92x at 2048^3, 0.81x -> 0.85x and 0.82x -> 0.93x
-// at 128x4096x4096 (experiments/results/gemm_avx2_micropanels_zen3.txt).
+// Since pack_b 2 (B in 16-wide micro-panels, cpu_route_b_micropanels.cpp), where the space has it
+// (not for weights), the seeds are micro-panel ones: against OpenBLAS call by call, same blocks,
+// pack_b 1 -> 2: 0.87x -> 0.95x and 0.99x at 1024^3, 0.86x -> 0.86x and 0.90x -> 0.92x at 2048^3,
+// 0.81x -> 0.85x and 0.82x -> 0.93x at 128x4096x4096; and 1024-column blocks, which halved pack_b 1
+// (its rows 4 KiB apart), work with micro-panels: 64 x 1024 x 256, A in place, 0.93x / 0.98x /
+// 0.93x on the three shapes, so it replaces the 128 x 512 x 256 one there (0.95x / 0.86x / 0.85x);
+// 64 x 512 x 512 with A packed stays (0.99x / 0.92x / 0.93x)
+// (experiments/results/gemm_avx2_micropanels_zen3.txt).
 // Batched NN matmuls (attention's P.V; no packing or loop orders in their space): one seed, the
 // same tile over 64 x 128 blocks with K whole up to 512 (the fill in the register tiles): 0.97x,
 // 1.02x and 1.00x oneDNN's matmul primitive on the BERT and Llama P.V shapes, where 32-trial
@@ -172,13 +176,17 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
   const int pb = space.knobIndex("pack_b");
   const auto& pbv = space.knobs()[size_t(pb)].values;
   const int64_t pack_b = std::find(pbv.begin(), pbv.end(), 2) != pbv.end() ? 2 : 1;
+  auto blis = [&](int64_t tm, int64_t tn, int64_t tk, int64_t pa) {
+    return std::map<std::string, int64_t>{{"tile_m", tm},        {"tile_n", tn},         {"tile_k", tk},
+                                          {"reg_m", 6},          {"reg_n", 16},          {"unroll_k", 4},
+                                          {"reg_loop_order", 1}, {"pack_b", pack_b},     {"outer_order", 2},
+                                          {"pack_a", pa}};
+  };
   const KnobWants wants =
       w.batched() ? KnobWants{{{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
                                {"unroll_k", 4}, {"reg_loop_order", 1}}}
-                  : KnobWants{{{"tile_m", 128}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 6}, {"reg_n", 16},
-                               {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", pack_b}, {"outer_order", 2}, {"pack_a", 0}},
-                              {{"tile_m", 64}, {"tile_n", 512}, {"tile_k", 512}, {"reg_m", 6}, {"reg_n", 16},
-                               {"unroll_k", 4}, {"reg_loop_order", 1}, {"pack_b", pack_b}, {"outer_order", 2}, {"pack_a", 1}}};
+      : pack_b == 2 ? KnobWants{blis(64, 512, 512, 1), blis(64, 1024, 256, 0)}
+                    : KnobWants{blis(128, 512, 256, 0), blis(64, 512, 512, 1)};
   return nearestDistinct(space, wants, [&](const Candidate& c) { return c != def; });
 }
 
