@@ -14,8 +14,12 @@
 # (Until 2026-11-24 the Intel part ran sa, model, evolutionary only, and two parts "glimpse" and
 # "glimpse_intel" ran glimpse beside sa; their last outputs are in git history at commit 61d0f24.)
 # Results: experiments/results/transfer_{zen5,intel,zen4}.{txt,json,csv.gz} and transfer.png.
+#   - zen3: the Zen 3 held-outs (AVX2 only, issue #34: the first CPU without AVX-512), sa, model and
+#     glimpse, cold / pretrained (trained on every other dataset, the other Zen 3 ones included) /
+#     cross (trained on the AVX-512 machines' datasets only: the shipped model before 2026-12-04);
+#     not in the plot (its own summary: experiments/transfer_summary.py on its output).
 #   - conv: the convolution held-outs (issue #31), below.
-# Usage: experiments/transfer.sh [--part zen5|intel|zen4|conv] [--model-seed N] [extra transfer options, e.g. --seeds 3]
+# Usage: experiments/transfer.sh [--part zen5|intel|zen4|zen3|conv] [--model-seed N] [extra transfer options, e.g. --seeds 3]
 set -e
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-plots >/dev/null
@@ -48,6 +52,8 @@ run() {  # NAME DATASETS HOLD-OUT STRATEGIES VARIANTS [extra...]
 run zen5 "$base" "@ znver5" random,sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 run intel "$base" "@ emeraldrapids" sa,model,evolutionary,chameleon,glimpse cold,pretrained,cross "$@"
 run zen4 "$base datasets/cpu/zen4/replay_*.jsonl.gz" "@ znver4" sa,model,evolutionary,chameleon,glimpse \
+  cold,pretrained,cross "$@"
+run zen3 "$base datasets/cpu/zen4/replay_*.jsonl.gz datasets/cpu/zen3/replay_*.jsonl.gz" "@ znver3" sa,model,glimpse \
   cold,pretrained,cross "$@"
 # conv (issue #31): the four Zen 5 convolution datasets held out one at a time, the model trained on
 # every other dataset (the GEMMs of all three CPUs and the other convolutions), the default
