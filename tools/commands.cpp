@@ -27,6 +27,7 @@
 #include "sextant/db/interchange.h"
 #include "sextant/hwspec/devices.h"
 #include "sextant/hwspec/target.h"
+#include "sextant/runtime/fma_peak.h"
 
 namespace sextant::cli {
 
@@ -359,9 +360,27 @@ int cmdHwShow(const std::string& name, bool as_json) {
            : c.cache_source.empty()    ? "unknown: the cost model's features assume L1d 48 KiB, L2 2 MiB, L3 32 MiB"
                                        : "from sysfs");
     std::vector<std::string> notable;
-    for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})
+    for (const char* f :
+         {"avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"})
       if (c.hasFlag(f)) notable.push_back(f);
     printf("  features         %s\n", join(notable, " ").c_str());
+    printf("  code generation  -mcpu %s with the host's own feature bits (CPUID)%s\n", llvmHostCpuName().c_str(),
+           hasAmxBf16(c) ? ", AMX included" : "");
+    // Measured here (about a second each, one thread): the peaks the tuned kernels are reported against.
+    const FmaPeak fma = measureFmaPeak(1, 0.15, 3);
+    printf("  f32 FMA peak     %.0f GFLOP/s on 1 thread (%s), measured now\n", fma.gflops, fma.isa.c_str());
+    if (hasAmxBf16(c)) {
+      if (auto s = requestAmxPermission(); !s) {
+        printf("  AMX              present, but %s: bf16 GEMMs cannot run here\n", s.error().c_str());
+      } else {
+        const FmaPeak amx = measureAmxBf16Peak(1, 0.15, 3);
+        printf("  AMX bf16 peak    %.0f GFLOP/s on 1 thread (tdpbf16ps on 4 register tiles), measured now; "
+               "--dtype bf16 GEMMs tune on the AMX route\n",
+               amx.gflops);
+      }
+    } else {
+      printf("  AMX              none: --dtype bf16 is not available on the cpu target here\n");
+    }
     return 0;
   }
   const DeviceTable& t = builtinDeviceTable();

@@ -152,7 +152,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   }
   if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
   if (!a.vulkan_device.empty()) return fail("--vulkan-device is for the vulkan target");
-  const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
+  // bf16 (issue #37): the AMX route, serial in this version: one thread unless asked otherwise.
+  const bool amx = w->a_type == DType::BF16;
+  const int threads = a.threads == 0 ? (amx ? 1 : hostCpu().logical_cores) : a.threads;
   if (threads < 1 || threads > hostCpu().logical_cores)
     return fail("--threads " + std::to_string(a.threads) + ": this machine has " + std::to_string(hostCpu().logical_cores) +
                 " logical cores (measurements use all the threads asked for, with nothing else running)");
@@ -161,7 +163,11 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (!a.versus.empty() && a.schedule_file.empty() && a.knobs.empty())
     return fail("--versus goes with --schedule or --knobs");
   if (!a.versus.empty() && threads != 1) return fail("--versus measures call by call on one thread only (--threads 1)");
-  if (w->a_type != DType::F32) return fail("the cpu target tunes f32 GEMM only (got --dtype " + a.w.dtype + ")");
+  if (auto why = cpuWorkloadUnsupported(*w, hostCpu()); !why.empty()) return fail(why);
+  if (amx) {
+    if (auto s = requestAmxPermission(); !s) return fail(s.error());
+    if (threads != 1) return fail("--threads " + std::to_string(threads) + ": the AMX route (bf16) runs on one thread in this version");
+  }
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
   {
     auto names = strategyNames();
@@ -361,7 +367,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   rep.libraries = cpuLibrariesFor(*w);
   rep.uses_gemv = problem->usesGemv();
   if (a.study == 0 && !sum->interrupted && (sum->best_confirmed || sum->best_this_run))
-    rep.peak = measureFmaPeak(threads, 0.15, 3);
+    rep.peak = amx ? measureAmxBf16Peak(threads, 0.15, 3) : measureFmaPeak(threads, 0.15, 3);
   return reportTune(rep);
 }
 

@@ -37,10 +37,19 @@ std::string cpuBufferization() {
 
 // generic_alloc: memref.alloc / dealloc call _mlir_memref_to_llvm_alloc / free (a network's own
 // heap, codegen/model_runtime/model_alloc.c) instead of malloc / free.
-std::string cpuLowering(int threads, int64_t prefetch = 0, bool generic_alloc = false) {
+// amx: the module holds AMX kernels (compiler_cpu_amx.cpp), serial: their !amx.tile values cross
+// branches after scf-to-cf, which only convert-to-llvm's type conversion (the AMX dialect's
+// interface included) legalizes; an explicit list fails on them ("failed to legalize operation
+// 'cf.br'", ../shared/notes/amx.md).
+std::string cpuLowering(int threads, int64_t prefetch = 0, bool generic_alloc = false, bool amx = false) {
   const std::string finalize =
       generic_alloc ? "finalize-memref-to-llvm{use-generic-functions=true}," : "finalize-memref-to-llvm,";
   const bool omp = threads > 1;
+  if (amx && !omp)
+    return "scf-forall-to-for,convert-linalg-to-loops,func.func(lower-vector-multi-reduction),"
+           "convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+           "convert-vector-to-llvm{enable-amx=true}," + finalize +
+           "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,reconcile-unrealized-casts";
   return std::string() +
          // The schedule's prefetch distance (compiler_cpu_prefetch.cpp), on memrefs, before the
          // transfers are lowered.
@@ -180,7 +189,9 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   // user links it).
   const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
   const bool own_heap = network && !object_only && std::string(SEXTANT_MODEL_ALLOC_OBJ).size() > 0;
-  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch, own_heap), pm)))
+  const bool amx = moduleHasAmx(*payloadMod);
+  if (amx && threads > 1) return finish("lower", "AMX kernels are serial in this version (threads 1)");
+  if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch, own_heap, amx), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);
 

@@ -140,6 +140,16 @@ std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname);
 bool rewriteFunctionToWgmma(mlir::Operation* func, const WgmmaParams& opts, std::string& err);
 void registerWgmmaPass();
 
+// The AMX route (compiler_cpu_amx.cpp, amx_kernel.h; issue #37): a function holding one bf16 x
+// bf16 -> f32 linalg.matmul (NN or NT; A, B, C its memref arguments) becomes an AMX kernel, marked
+// with the unit attribute kAmxAttr (the lowering then runs convert-to-llvm for the tile types). Also
+// the pass "sextant-amx-gemm" (registerAmxPass).
+inline constexpr const char* kAmxAttr = "sextant.amx";
+struct AmxParams;
+bool rewriteFunctionToAmx(mlir::func::FuncOp f, const AmxParams& opts, std::string& err);
+bool moduleHasAmx(mlir::ModuleOp m);
+void registerAmxPass();
+
 // Software prefetch for CPU kernels (compiler_cpu_prefetch.cpp): in the innermost loops with FMAs,
 // a memref.prefetch `distance` iterations ahead of each moving vector read (after bufferization,
 // before the transfers are lowered); how many were inserted. Also the pass

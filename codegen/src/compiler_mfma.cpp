@@ -473,6 +473,7 @@ void sextant::registerSextantPasses() {
     detail::registerBf16MmaPasses();
     detail::registerDynamicSmemPass();
     detail::registerWgmmaPass();
+    detail::registerAmxPass();
     detail::registerCpuPrefetchPass();
     detail::registerSkipPaddingRowsPass();
     detail::registerPackConstantBlocksPass();

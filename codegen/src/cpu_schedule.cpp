@@ -39,6 +39,7 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
 }
 
 Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
+  if (wantsAmx(w)) return amxSpace(w);
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;
@@ -349,6 +350,7 @@ std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const 
 
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
                                int64_t m, Layout layout, int64_t k_dim, int64_t n_dim) {
+  if (cpu_detail::isAmxSpace(space)) return cpu_detail::emitAmxActions(space, c, ind);
   if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
     return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim, n_dim);

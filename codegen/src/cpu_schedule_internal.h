@@ -76,6 +76,18 @@ void addGemvKnobs(std::vector<Knob>& knobs, std::vector<Constraint>& cons, const
                   int64_t nregs);
 std::string emitGemvActions(const Space& space, const Candidate& c, const std::string& ind, int64_t m);
 
+// The AMX route (cpu_route_amx.cpp; issue #37): bf16 x bf16 -> f32 GEMMs, their kernels written by
+// the pass sextant-amx-gemm (compiler_cpu_amx.cpp). wantsAmx: the workload's types ask for it (the
+// GEMM family's space is then amxSpace); amxUnsupported: why this CPU or workload cannot take it
+// (one line; empty: it can).
+bool wantsAmx(const GemmWorkload& w);
+std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu);
+bool isAmxSpace(const Space& space);
+Space amxSpace(const GemmWorkload& w);
+Candidate amxDefault(const Space& space, const GemmWorkload& w);
+std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w);
+std::string emitAmxActions(const Space& space, const Candidate& c, const std::string& ind);
+
 // The GEMM family's space, untuned default and extra starting points (cpu_schedule.cpp), which
 // the gemm and batch_matmul ops' schedules (ops/matmul_cpu.cpp) and 1x1 convolutions use.
 Space matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int threads);

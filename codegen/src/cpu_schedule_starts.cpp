@@ -64,6 +64,7 @@ static Candidate m1Gemv(const Space& space, bool other) {
 }
 
 Candidate cpu_detail::matmulDefault(const Space& space, const GemmWorkload& w) {
+  if (isAmxSpace(space)) return amxDefault(space, w);
   // M = 1 with B stored N x K: the GEMV route, 256 columns per block, 8 rows of B x 32 elements of K
   // per step (the best of a hand sweep on 1x4096x4096 NT, AMD EPYC Zen 4, 2026-11-24: 12.1 GFLOP/s;
   // GEMM schedules reach 2.7-5.3 there); 8 elements of K (256-bit vectors) on AVX-512, below.
@@ -191,6 +192,7 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
+  if (isAmxSpace(space)) return amxSeeds(space, w);
   if (auto blocked = avx2BlockedSeeds(space, w); !blocked.empty()) return blocked;
   if (auto seven = sevenRowSeeds(space, w); !seven.empty()) {
     const Candidate def = matmulDefault(space, w);

@@ -5,6 +5,9 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <cerrno>
+#include <cstring>
+#include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -16,6 +19,19 @@ namespace sextant {
 
 bool HostCpu::hasFlag(const std::string& f) const {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+
+bool hasAmxBf16(const HostCpu& cpu) { return cpu.hasFlag("amx_tile") && cpu.hasFlag("amx_bf16"); }
+
+Status requestAmxPermission() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0) return okStatus();
+  return Error{std::string("Linux refused the AMX tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM): ") +
+               std::strerror(errno)};
+#else
+  return Error{"AMX needs Linux on x86-64"};
+#endif
 }
 
 bool splitsWideVectors(const HostCpu& cpu) {

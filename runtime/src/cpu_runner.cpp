@@ -19,6 +19,7 @@
 #include "sextant/codegen/compiler.h"
 #include "sextant/codegen/ops.h"
 #include "sextant/hwspec/target.h"
+#include "sextant/runtime/bf16.h"
 #include "sextant/runtime/isolation.h"
 
 namespace sextant {
@@ -312,8 +313,13 @@ void summarize(const std::vector<double>& times, double& median, double& cv) {
 }
 
 Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
-  if (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32)
-    return Error{"the CPU runner measures f32 GEMM only (got " + w.key() + ")"};
+  // bf16 x bf16 -> f32 (issue #37): the inputs are made as f32 and rounded to bf16 values once, so
+  // that OpenBLAS's f32 reference on them (every product exact in f32) and a kernel fed their bf16
+  // copies (loadSharedObjectKernel) add the same products.
+  const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
+  if (!bf16 && (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32))
+    return Error{"the CPU runner measures f32 ops and bf16 x bf16 -> f32 GEMMs (got " + w.key() + ")"};
+  if (bf16 && w.isConv()) return Error{"the CPU runner has no bf16 convolution (got " + w.key() + ")"};
   auto blas = loadOpenBlas();
   if (!blas) return Error{blas.error()};
   GemmProblem p;
@@ -326,6 +332,10 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   p.b_.resize(size_t(w.bElements()));
   for (auto& x : p.a_) x = d(rng);
   for (auto& x : p.b_) x = d(rng);
+  if (bf16) {
+    for (auto& x : p.a_) x = roundToBf16(x);
+    for (auto& x : p.b_) x = roundToBf16(x);
+  }
   p.ref_.assign(size_t(w.cElements()), 0.0f);
   p.runBlas(p.a_.data(), p.b_.data(), p.ref_.data());
   return p;
@@ -376,6 +386,39 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
   // The descriptors are made once here, not in the timed calls; each call sets their pointers.
   const std::vector<OperandDims> dims = opOf(w).operands(w);
   auto call = reinterpret_cast<void (*)(void*, void*, void*)>(sym);
+  // bf16 inputs (issue #37): the kernel reads bf16 copies of the problem's A and B (whose values
+  // are bf16 already: GemmProblem), made once outside the timed calls (on the first, verified one)
+  // and evicted with the operands before each timed call.
+  if (w.a_type == DType::BF16) {
+    if (dlsym(h, kWeightsBlockSymbol)) {
+      error = so_path + " asks for its weights in blocks, which a bf16 kernel cannot take";
+      return nullptr;
+    }
+    if (auto s = requestAmxPermission(); !s && hasAmxBf16(hostCpu())) {
+      error = s.error();
+      return nullptr;
+    }
+    struct Copies {
+      const float* a_from = nullptr;
+      const float* b_from = nullptr;
+      std::unique_ptr<uint16_t, void (*)(void*)> a{nullptr, std::free}, b{nullptr, std::free};
+      ~Copies() { forgetEvicted(a.get()), forgetEvicted(b.get()); }
+    };
+    auto copies = std::make_shared<Copies>();
+    auto alloc = [](int64_t n) {
+      return static_cast<uint16_t*>(std::aligned_alloc(64, size_t((n * 2 + 63) / 64 * 64)));
+    };
+    copies->a.reset(alloc(w.aElements()));
+    copies->b.reset(alloc(w.bElements()));
+    evictWithOperands(copies->a.get(), size_t(w.aElements()) * 2);
+    evictWithOperands(copies->b.get(), size_t(w.bElements()) * 2);
+    return [call, copies, na = w.aElements(), nb = w.bElements(), da = DynMemRef(dims[0]), db = DynMemRef(dims[1]),
+            dc = DynMemRef(dims[2])](float* a, float* b, float* c) mutable {
+      if (copies->a_from != a) toBf16(a, size_t(na), copies->a.get()), copies->a_from = a;
+      if (copies->b_from != b) toBf16(b, size_t(nb), copies->b.get()), copies->b_from = b;
+      call(da.at(reinterpret_cast<float*>(copies->a.get())), db.at(reinterpret_cast<float*>(copies->b.get())), dc.at(c));
+    };
+  }
   // A kernel that reads its weight B in blocks (compiler.h, kWeightsBlockSymbol): B stored so once,
   // outside the timed calls (on the first, verified one), as a network's constant weights are at
   // compile time; the copy is evicted with the operands before each timed call.

@@ -1,6 +1,7 @@
 // The measured f32 FMA peak (see sextant/runtime/fma_peak.h).
 #include "sextant/runtime/fma_peak.h"
 #include "sextant/runtime/isolation.h"
+#include "sextant/hwspec/target.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -49,6 +51,38 @@ __attribute__((target("avx2,fma"))) double run256(long iters, float* sink) {
   return runChains<__m256, kChains>(iters, sink);
 }
 double runSse(long iters, float* sink) { return runChains<__m128, kChains>(iters, sink); }  // mul + add
+
+// AMX (issue #37): 4 independent accumulator tiles (16 x 16 f32), each step one tdpbf16ps per
+// accumulator on the same A and B tiles (16 x 32 bf16): 16 x 16 x 32 x 2 flops each, register-only,
+// as the notes' peak loop (../shared/notes/amx.md: 3,074-3,342 GFLOP/s on one thread).
+__attribute__((target("amx-tile,amx-bf16"))) double runAmxBf16(long iters, float* sink) {
+  alignas(64) unsigned char cfg[64] = {};
+  cfg[0] = 1;  // palette 1
+  for (int t = 0; t < 6; ++t) {
+    cfg[16 + 2 * t] = 64;  // bytes per row
+    cfg[48 + t] = 16;      // rows
+  }
+  alignas(64) static uint16_t ab[16 * 32];
+  for (int i = 0; i < 16 * 32; ++i) ab[i] = 0x3c00;  // bf16 0.0078125: sums stay finite
+  alignas(64) float out[16 * 16];
+  _tile_loadconfig(cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ab, 64);
+  _tile_loadd(5, ab, 64);
+  for (long it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 4, 5);
+    _tile_dpbf16ps(1, 4, 5);
+    _tile_dpbf16ps(2, 4, 5);
+    _tile_dpbf16ps(3, 4, 5);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink += out[0];
+  return double(iters) * 4 * 16 * 16 * 32 * 2;
+}
 
 struct Isa {
   const char* name;
@@ -120,7 +154,23 @@ FmaPeak measureFmaPeak(int threads, double seconds, int reps) {
   }
   return out;
 }
+FmaPeak measureAmxBf16Peak(int threads, double seconds, int reps) {
+  MachineLock lock(MachineLock::Mode::Measure);
+  FmaPeak out;
+  out.threads = std::max(1, threads);
+  out.isa = "amx_bf16";
+  if (!hasAmxBf16(hostCpu()) || !requestAmxPermission()) return out;
+  out.gflops = measure({"amx_bf16", runAmxBf16}, out.threads, seconds, reps);
+  out.per_isa.emplace_back("amx_bf16", out.gflops);
+  return out;
+}
 #else
+FmaPeak measureAmxBf16Peak(int threads, double, int) {
+  FmaPeak out;
+  out.threads = threads;
+  out.isa = "amx_bf16";
+  return out;
+}
 // Not an x86-64 CPU: no chains are written for it yet; gflops 0 means "not measured".
 FmaPeak measureFmaPeak(int threads, double, int) {
   FmaPeak out;

@@ -95,6 +95,21 @@ std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w) {
   std::vector<CpuLibrary> out;
   for (const CpuLibrary& l : cpuLibraries())
     if ((l.config == "conv") == w.isConv()) out.push_back(l);
+  // bf16 x bf16 -> f32 (issue #37): only oneDNN's matmul primitive computes it here; the others
+  // stay listed with the reason (sextant-libref refuses them too).
+  if (w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32)
+    for (CpuLibrary& l : out) {
+      if (l.name == "onednn" && l.config == "matmul") {
+        if (l.available) l.routine = "matmul primitive, bf16 weights reordered once, evicted before each call";
+        continue;
+      }
+      l.available = false;
+      const std::string lib = l.version.empty() ? (l.name == "openblas" ? "OpenBLAS" : "BLIS") : l.version;
+      l.missing = l.name == "openblas" ? "no bf16 x bf16 -> f32 GEMM in " + lib + "'s cblas interface as Sextant loads it"
+                  : l.name == "blis"   ? "no bf16 x bf16 -> f32 GEMM in " + lib
+                  : l.name == "onednn" ? std::string("dnnl_sgemm is f32 only (the matmul primitive is measured)")
+                                       : std::string("no bf16 x bf16 -> f32 GEMM");
+    }
   return out;
 }
 

@@ -98,6 +98,13 @@ class MatmulSchedules : public CpuOpSchedules {
                          bool single_use) const override {
     emitContractionChecks(o, w, batch, handle, single_use);
   }
+  // AMX schedules (bf16, issue #37) rewrite a whole (A, B, C) function (compiler_cpu_amx.cpp), not
+  // one op of a user's module: not exported in this version.
+  std::string notInLibraries(const GemmWorkload& w) const override {
+    return cpu_detail::wantsAmx(w) ? "AMX (bf16) schedules are not exported in this version: sextant-amx-gemm rewrites "
+                                     "a whole GEMM function, not one op of a module"
+                                   : "";
+  }
   bool matcherChecksName() const override { return false; }
   int resultRank(const GemmWorkload&, int64_t batch) const override { return batch > 0 ? 3 : 2; }
   // A batched matmul's library entry is the GEMM of one element applied to each (batch > 0):

@@ -47,6 +47,13 @@ const HostCpu& hostCpu();
 // with AVX-512). There a 256-bit stream reads memory faster than a 512-bit one (M = 1's GEMV default,
 // codegen/src/cpu_route_gemv.cpp); on Zen 5 the opposite was measured. Intel is not known to split.
 bool splitsWideVectors(const HostCpu& cpu);
+// Intel AMX (issue #37): whether the CPU lists the tile unit with bf16 products (amx_tile, amx_bf16).
+bool hasAmxBf16(const HostCpu& cpu);
+// Asks Linux for the AMX tile-data permission for this process (arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA)), without which the first tile instruction raises SIGILL; the error says why
+// it was refused. Idempotent. Compiled AMX kernels ask for it themselves when loaded (a
+// constructor in the object); the measuring child asks first to report a refusal in words.
+Status requestAmxPermission();
 
 enum class TargetKind { Cpu, Nvidia, Amd, Vulkan };
 

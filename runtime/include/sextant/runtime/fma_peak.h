@@ -20,5 +20,8 @@ struct FmaPeak {
 // repetitions, for AVX-512 and AVX2 (where the CPU has them; SSE otherwise). A narrower ISA is
 // named only when more than 2% faster.
 FmaPeak measureFmaPeak(int threads, double seconds = 0.3, int reps = 5);
+// The AMX bf16 peak (issue #37; isa "amx_bf16"): 4 accumulator tiles, tdpbf16ps on register tiles
+// only, on `threads` threads; gflops 0 where the CPU has no AMX-BF16 or Linux refuses the tiles.
+FmaPeak measureAmxBf16Peak(int threads, double seconds = 0.3, int reps = 5);
 
 }  // namespace sextant

@@ -1,0 +1,274 @@
+// The AMX GEMM kernel as MLIR text (amx_kernel.h), after the kernels measured in
+// ../shared/notes/amx.md section 2 (recipes/amx/gen_amx_gemm.py), generalised to the knobs of the
+// AMX space (cpu_route_amx.cpp). MLIR-free.
+#include "amx_kernel.h"
+
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace sextant::detail {
+
+Status checkAmxParams(const AmxParams& p) {
+  auto bad = [](const std::string& why) { return Status(Error{"AMX kernel: " + why}); };
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.m % 16 || p.n % 16 || p.k % 32)
+    return bad("M and N must be multiples of 16 and K of 32 (got " + std::to_string(p.m) + "x" + std::to_string(p.n) +
+               "x" + std::to_string(p.k) + ")");
+  if (p.tiles_m < 1 || p.tiles_n < 1 || p.tiles_m * p.tiles_n + p.tiles_m + p.tiles_n > 8)
+    return bad("tiles_m x tiles_n accumulators + tiles_m + tiles_n operand tiles must fit 8 tile registers");
+  const int64_t rm = 16 * p.tiles_m, rn = 16 * p.tiles_n;
+  if (p.block_m <= 0 || p.block_m % rm || p.m % p.block_m) return bad("block_m must divide M and hold whole register blocks");
+  if (p.block_n <= 0 || p.block_n % rn || p.n % p.block_n) return bad("block_n must divide N and hold whole register blocks");
+  if (p.block_k <= 0 || p.block_k % 32 || p.k % p.block_k) return bad("block_k must divide K and be a multiple of 32");
+  if (p.unroll_k < 1 || (p.block_k / 32) % p.unroll_k) return bad("unroll_k must divide block_k / 32");
+  if (p.reg_order < 0 || p.reg_order > 1 || p.outer_order < 0 || p.outer_order > 2) return bad("unknown loop order");
+  return okStatus();
+}
+
+namespace {
+
+const char* kTileAB = "!amx.tile<16x32xbf16>";
+const char* kTileC = "!amx.tile<16x16xf32>";
+
+class Gen {
+ public:
+  Gen(const AmxParams& p, const std::string& fname) : p_(p), fname_(fname) {
+    const std::string M = std::to_string(p.m), N = std::to_string(p.n), K = std::to_string(p.k);
+    aT_ = "memref<" + M + "x" + K + "xbf16>";
+    bT_ = p.b_transposed ? "memref<" + N + "x" + K + "xbf16>" : "memref<" + K + "x" + N + "xbf16>";
+    cT_ = "memref<" + M + "x" + N + "xf32>";
+    bpT_ = "memref<" + std::to_string(p.n / 16) + "x" + std::to_string(p.k / 32) + "x16x32xbf16>";
+  }
+
+  std::string module() {
+    const std::string I = "    ";
+    packB(I);
+    o_ << I << "// C = A x B on the tiles: accumulators in tile registers across each K block\n";
+    nest(I, 0, "", "", "", false);
+    std::ostringstream m;
+    m << "module {\n"
+      << "  memref.global \"private\" @" << fname_ << "_amx_b : " << bpT_ << " = uninitialized {alignment = 64 : i64}\n"
+      << "  func.func @" << fname_ << "(%A: " << aT_ << ", %B: " << bT_ << ", %C: " << cT_ << ") {\n";
+    for (int64_t v : consts_) m << I << "%c" << v << " = arith.constant " << v << " : index\n";
+    m << I << "%bp = memref.get_global @" << fname_ << "_amx_b : " << bpT_ << "\n" << o_.str() << I << "return\n  }\n";
+    // The tile-data permission (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), asked
+    // for when the object is loaded: without it the first tile instruction raises SIGILL.
+    m << "  llvm.func @syscall(i64, ...) -> i64\n"
+      << "  llvm.func @sextant_amx_permission() {\n"
+      << "    %n = llvm.mlir.constant(158 : i64) : i64\n"
+      << "    %req = llvm.mlir.constant(4131 : i64) : i64\n"
+      << "    %xtiledata = llvm.mlir.constant(18 : i64) : i64\n"
+      << "    %r = llvm.call @syscall(%n, %req, %xtiledata) vararg(!llvm.func<i64 (i64, ...)>) : (i64, i64, i64) -> i64\n"
+      << "    llvm.return\n"
+      << "  }\n"
+      << "  llvm.mlir.global_ctors ctors = [@sextant_amx_permission], priorities = [65535 : i32], data = [#llvm.zero]\n"
+      << "}\n";
+    return m.str();
+  }
+
+ private:
+  std::string c(int64_t v) {
+    consts_.insert(v);
+    return "%c" + std::to_string(v);
+  }
+  std::string fresh(const char* base) { return "%" + std::string(base) + std::to_string(id_++); }
+  std::string binop(const std::string& I, const char* op, const std::string& a, const std::string& b) {
+    std::string r = fresh("x");
+    o_ << I << r << " = arith." << op << " " << a << ", " << b << " : index\n";
+    return r;
+  }
+  // a + v (a empty: the constant v).
+  std::string plus(const std::string& I, const std::string& a, int64_t v) {
+    if (a.empty()) return c(v);
+    return v == 0 ? a : binop(I, "addi", a, c(v));
+  }
+  std::string times(const std::string& I, const std::string& a, int64_t v) { return binop(I, "muli", a, c(v)); }
+
+  // B into VNNI tiles: tile (jt, kt) holds rows 32 kt.. of B's columns 16 jt.., row p = the K pair
+  // (2p, 2p + 1) of the 16 columns interleaved.
+  void packB(const std::string& I) {
+    const std::string I2 = I + "  ", I3 = I2 + "  ", I4 = I3 + "  ";
+    const int64_t nt = p_.n / 16, kt = p_.k / 32;
+    if (!p_.b_transposed) {
+      o_ << I << "// B (K x N) packed into VNNI tiles: two rows of 16 columns interleaved per tile row\n";
+      o_ << I << "scf.for %kt = " << c(0) << " to " << c(kt) << " step " << c(1) << " {\n";
+      const std::string kb = times(I2, "%kt", 32);
+      o_ << I2 << "scf.for %p = " << c(0) << " to " << c(16) << " step " << c(1) << " {\n";
+      const std::string k0 = binop(I3, "addi", kb, times(I3, "%p", 2)), k1 = plus(I3, k0, 1);
+      o_ << I3 << "scf.for %jt = " << c(0) << " to " << c(nt) << " step " << c(1) << " {\n";
+      const std::string n0 = times(I4, "%jt", 16);
+      o_ << I4 << "%r0 = vector.load %B[" << k0 << ", " << n0 << "] : " << bT_ << ", vector<16xbf16>\n"
+         << I4 << "%r1 = vector.load %B[" << k1 << ", " << n0 << "] : " << bT_ << ", vector<16xbf16>\n"
+         << I4 << "%v = vector.shuffle %r0, %r1 [";
+      for (int i = 0; i < 16; ++i) o_ << (i ? ", " : "") << i << ", " << 16 + i;
+      o_ << "] : vector<16xbf16>, vector<16xbf16>\n"
+         << I4 << "vector.store %v, %bp[%jt, %kt, %p, " << c(0) << "] : " << bpT_ << ", vector<32xbf16>\n"
+         << I3 << "}\n" << I2 << "}\n" << I << "}\n";
+      return;
+    }
+    // NT: a tile is B's 16 rows (columns of the product) x 32 K values read as 16 x 16 pairs (i32)
+    // and transposed (four stages of two-source shuffles, each swapping one bit of the row and
+    // column indices).
+    o_ << I << "// B (N x K) packed into VNNI tiles: 16 rows x 16 K pairs transposed per tile\n";
+    o_ << I << "scf.for %jt = " << c(0) << " to " << c(nt) << " step " << c(1) << " {\n";
+    const std::string n0 = times(I2, "%jt", 16);
+    o_ << I2 << "scf.for %kt = " << c(0) << " to " << c(kt) << " step " << c(1) << " {\n";
+    const std::string k0 = times(I3, "%kt", 32);
+    std::vector<std::string> rows(16);
+    for (int r = 0; r < 16; ++r) {
+      const std::string row = plus(I3, n0, r), l = fresh("l");
+      rows[r] = fresh("t");
+      o_ << I3 << l << " = vector.load %B[" << row << ", " << k0 << "] : " << bT_ << ", vector<32xbf16>\n"
+         << I3 << rows[r] << " = vector.bitcast " << l << " : vector<32xbf16> to vector<16xi32>\n";
+    }
+    for (int s : {8, 4, 2, 1}) {
+      std::vector<std::string> next(16);
+      for (int i = 0; i < 16; ++i) {
+        if (i & s) continue;
+        for (int half = 0; half < 2; ++half) {
+          const int dst = half ? i + s : i;
+          next[dst] = fresh("t");
+          o_ << I3 << next[dst] << " = vector.shuffle " << rows[i] << ", " << rows[i + s] << " [";
+          for (int col = 0; col < 16; ++col) {
+            const bool low = (col & s) == 0;
+            const int idx = half == 0 ? (low ? col : 16 + col - s) : (low ? col + s : 16 + col);
+            o_ << (col ? ", " : "") << idx;
+          }
+          o_ << "] : vector<16xi32>, vector<16xi32>\n";
+        }
+      }
+      rows = next;
+    }
+    for (int r = 0; r < 16; ++r) {
+      const std::string w = fresh("w");
+      o_ << I3 << w << " = vector.bitcast " << rows[r] << " : vector<16xi32> to vector<32xbf16>\n"
+         << I3 << "vector.store " << w << ", %bp[%jt, %kt, " << c(r) << ", " << c(0) << "] : " << bpT_
+         << ", vector<32xbf16>\n";
+    }
+    o_ << I2 << "}\n" << I << "}\n";
+  }
+
+  // The block loops, outermost first; K's first block peeled (its accumulators start at zero).
+  // i0, j0, k0: the block origins known so far (empty: not yet).
+  void nest(const std::string& I, int level, const std::string& i0, const std::string& j0, const std::string& k0,
+            bool first) {
+    static const char order[3][3] = {{'k', 'm', 'n'}, {'n', 'k', 'm'}, {'m', 'n', 'k'}};
+    if (level == 3) return registerBlocks(I, i0, j0, k0, first);
+    const char d = order[p_.outer_order][level];
+    if (d == 'k') {
+      nest(I, level + 1, i0, j0, c(0), true);
+      if (p_.k == p_.block_k) return;
+      const std::string v = fresh("k");
+      o_ << I << "scf.for " << v << " = " << c(p_.block_k) << " to " << c(p_.k) << " step " << c(p_.block_k) << " {\n";
+      nest(I + "  ", level + 1, i0, j0, v, false);
+      o_ << I << "}\n";
+      return;
+    }
+    const int64_t size = d == 'm' ? p_.m : p_.n, step = d == 'm' ? p_.block_m : p_.block_n;
+    if (size == step) return nest(I, level + 1, d == 'm' ? c(0) : i0, d == 'n' ? c(0) : j0, k0, first);
+    const std::string v = fresh(d == 'm' ? "i" : "j");
+    o_ << I << "scf.for " << v << " = " << c(0) << " to " << c(size) << " step " << c(step) << " {\n";
+    nest(I + "  ", level + 1, d == 'm' ? v : i0, d == 'n' ? v : j0, k0, first);
+    o_ << I << "}\n";
+  }
+
+  // The register blocks of one cache block, then each one's K loop.
+  void registerBlocks(const std::string& I, const std::string& i0, const std::string& j0, const std::string& k0,
+                      bool first) {
+    const int64_t rm = 16 * p_.tiles_m, rn = 16 * p_.tiles_n;
+    struct Loop {
+      const std::string& origin;
+      int64_t block, step;
+      std::string var;
+    };
+    Loop lm{i0, p_.block_m, rm, ""}, ln{j0, p_.block_n, rn, ""};
+    Loop* loops[2] = {p_.reg_order == 0 ? &lm : &ln, p_.reg_order == 0 ? &ln : &lm};
+    std::string ind = I;
+    int opened = 0;
+    for (Loop* l : loops) {
+      if (l->block == l->step) {
+        l->var = l->origin;
+        continue;
+      }
+      const std::string hi = plus(ind, l->origin, l->block);
+      l->var = fresh(l == &lm ? "i" : "j");
+      o_ << ind << "scf.for " << l->var << " = " << l->origin << " to " << hi << " step " << c(l->step) << " {\n";
+      ind += "  ";
+      ++opened;
+    }
+    microKernel(ind, lm.var, ln.var, k0, first);
+    for (int i = opened; i-- > 0;) {
+      ind.resize(ind.size() - 2);
+      o_ << ind << "}\n";
+    }
+  }
+
+  void microKernel(const std::string& I, const std::string& i, const std::string& j, const std::string& k0, bool first) {
+    const int64_t tm = p_.tiles_m, tn = p_.tiles_n, nacc = tm * tn;
+    std::vector<std::string> rows(tm), cols(tn), acc(nacc);
+    for (int64_t a = 0; a < tm; ++a) rows[a] = plus(I, i, 16 * a);
+    for (int64_t b = 0; b < tn; ++b) cols[b] = plus(I, j, 16 * b);
+    for (int64_t x = 0; x < nacc; ++x) {
+      acc[x] = fresh("acc");
+      if (first) o_ << I << acc[x] << " = amx.tile_zero : " << kTileC << "\n";
+      else
+        o_ << I << acc[x] << " = amx.tile_load %C[" << rows[x / tn] << ", " << cols[x % tn] << "] : " << cT_ << " into "
+           << kTileC << "\n";
+    }
+    const std::string jt = binop(I, "divui", j, c(16)), kt0 = binop(I, "divui", k0, c(32));
+    const std::string kt1 = plus(I, kt0, p_.block_k / 32);
+    const std::string res = fresh("r"), kt = fresh("kt");
+    std::vector<std::string> it(nacc);
+    o_ << I << res << ":" << nacc << " = scf.for " << kt << " = " << kt0 << " to " << kt1 << " step " << c(p_.unroll_k)
+       << " iter_args(";
+    for (int64_t x = 0; x < nacc; ++x) {
+      it[x] = fresh("it");
+      o_ << (x ? ", " : "") << it[x] << " = " << acc[x];
+    }
+    o_ << ") -> (";
+    for (int64_t x = 0; x < nacc; ++x) o_ << (x ? ", " : "") << kTileC;
+    o_ << ") {\n";
+    const std::string I2 = I + "  ";
+    std::vector<std::string> cur = it;
+    for (int64_t u = 0; u < p_.unroll_k; ++u) {
+      const std::string ktu = plus(I2, kt, u), k = times(I2, ktu, 32);
+      std::vector<std::string> ta(tm), tb(tn);
+      for (int64_t a = 0; a < tm; ++a) {
+        ta[a] = fresh("a");
+        o_ << I2 << ta[a] << " = amx.tile_load %A[" << rows[a] << ", " << k << "] : " << aT_ << " into " << kTileAB << "\n";
+      }
+      for (int64_t b = 0; b < tn; ++b) {
+        tb[b] = fresh("b");
+        const std::string jtb = plus(I2, jt, b);
+        o_ << I2 << tb[b] << " = amx.tile_load %bp[" << jtb << ", " << ktu << ", " << c(0) << ", " << c(0) << "] : " << bpT_
+           << " into " << kTileAB << "\n";
+      }
+      for (int64_t x = 0; x < nacc; ++x) {
+        const std::string m = fresh("m");
+        o_ << I2 << m << " = amx.tile_mulf " << ta[x / tn] << ", " << tb[x % tn] << ", " << cur[x] << " : " << kTileAB
+           << ", " << kTileAB << ", " << kTileC << "\n";
+        cur[x] = m;
+      }
+    }
+    o_ << I2 << "scf.yield ";
+    for (int64_t x = 0; x < nacc; ++x) o_ << (x ? ", " : "") << cur[x];
+    o_ << " : ";
+    for (int64_t x = 0; x < nacc; ++x) o_ << (x ? ", " : "") << kTileC;
+    o_ << "\n" << I << "}\n";
+    for (int64_t x = 0; x < nacc; ++x)
+      o_ << I << "amx.tile_store %C[" << rows[x / tn] << ", " << cols[x % tn] << "], " << res << "#" << x << " : " << cT_
+         << ", " << kTileC << "\n";
+  }
+
+  const AmxParams& p_;
+  std::string fname_, aT_, bT_, cT_, bpT_;
+  std::ostringstream o_;
+  std::set<int64_t> consts_;
+  int id_ = 0;
+};
+
+}  // namespace
+
+std::string amxKernelText(const AmxParams& p, const std::string& fname) { return Gen(p, fname).module(); }
+
+}  // namespace sextant::detail
