@@ -42,15 +42,29 @@ class Gen {
 
   std::string module() {
     const std::string I = "    ";
-    packB(I);
+    if (!p_.b_packed) packB(I);
     o_ << I << "// C = A x B on the tiles: accumulators in tile registers across each K block\n";
     nest(I, 0, "", "", "", false);
     std::ostringstream m;
-    m << "module {\n"
-      << "  memref.global \"private\" @" << fname_ << "_amx_b : " << bpT_ << " = uninitialized {alignment = 64 : i64}\n"
-      << "  func.func @" << fname_ << "(%A: " << aT_ << ", %B: " << bT_ << ", %C: " << cT_ << ") {\n";
+    m << "module {\n";
+    if (!p_.b_packed)
+      m << "  memref.global \"private\" @" << fname_ << "_amx_b : " << bpT_ << " = uninitialized {alignment = 64 : i64}\n";
+    m << "  func.func @" << fname_ << "(%A: " << aT_ << ", %B: " << bT_ << ", %C: " << cT_ << ") {\n";
     for (int64_t v : consts_) m << I << "%c" << v << " = arith.constant " << v << " : index\n";
-    m << I << "%bp = memref.get_global @" << fname_ << "_amx_b : " << bpT_ << "\n" << o_.str() << I << "return\n  }\n";
+    if (p_.b_packed) {
+      const int64_t kt = p_.k / 32;
+      m << I << "// B: a weight stored in VNNI tiles by the caller, once\n"
+        << I << "%bp = memref.reinterpret_cast %B to offset: [0], sizes: [" << p_.n / 16 << ", " << kt
+        << ", 16, 32], strides: [" << kt * 512 << ", 512, 32, 1] : " << bT_ << " to " << bpT_ << "\n";
+    } else {
+      m << I << "%bp = memref.get_global @" << fname_ << "_amx_b : " << bpT_ << "\n";
+    }
+    m << o_.str() << I << "return\n  }\n";
+    if (p_.b_packed)
+      m << "  llvm.func @" << kAmxBTilesSymbol << "() -> i64 {\n"
+        << "    %one = llvm.mlir.constant(1 : i64) : i64\n"
+        << "    llvm.return %one : i64\n"
+        << "  }\n";
     // The tile-data permission (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), asked
     // for when the object is loaded: without it the first tile instruction raises SIGILL.
     m << "  llvm.func @syscall(i64, ...) -> i64\n"
@@ -71,7 +85,12 @@ class Gen {
     consts_.insert(v);
     return "%c" + std::to_string(v);
   }
-  std::string fresh(const char* base) { return "%" + std::string(base) + std::to_string(id_++); }
+  std::string fresh(const char* base) {
+    std::string r = "%";
+    r += base;
+    r += std::to_string(id_++);
+    return r;
+  }
   std::string binop(const std::string& I, const char* op, const std::string& a, const std::string& b) {
     std::string r = fresh("x");
     o_ << I << r << " = arith." << op << " " << a << ", " << b << " : index\n";

@@ -23,7 +23,14 @@ struct AmxParams {
   // The order of the block loops: 0: K, M, N (a K block of packed B reused by every row block);
   // 1: N, K, M (one N block of packed B at a time; wide N); 2: M, N, K (C blocks finished one by one).
   int64_t outer_order = 0;
+  // B is a weight the caller stores once in the packed layout (the workload's `weights`): the kernel
+  // reads its tiles in place and exports kAmxBTilesSymbol; otherwise it packs B in every call.
+  bool b_packed = false;
 };
+
+// Exported by a kernel that takes B already packed into VNNI tiles (returns 1): the caller stores
+// it so once, with storeInAmxTiles (runtime/include/sextant/runtime/bf16.h).
+inline constexpr const char* kAmxBTilesSymbol = "sextant_amx_b_tiles";
 
 // Whether the knobs make a kernel: the register block fits the 8 tile registers (tiles_m x tiles_n
 // accumulators, plus tiles_m A and tiles_n B tiles), the blocks divide the sizes and hold whole

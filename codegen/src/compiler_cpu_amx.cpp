@@ -91,8 +91,9 @@ bool rewriteFunctionToAmx(func::FuncOp f, const AmxParams& opts, std::string& er
     return false;
   }
   const std::string fname = f.getSymName().str();
-  if (SymbolTable::lookupSymbolIn(parent, fname + "_amx_b")) {
-    err = "sextant-amx-gemm: @" + fname + "_amx_b exists already";
+  if (SymbolTable::lookupSymbolIn(parent, fname + "_amx_b") ||
+      (p.b_packed && SymbolTable::lookupSymbolIn(parent, kAmxBTilesSymbol))) {
+    err = "sextant-amx-gemm: @" + fname + "'s buffer or B-layout function exists already (one AMX GEMM per module)";
     return false;
   }
   DiagCollector diags(f.getContext());
@@ -105,7 +106,8 @@ bool rewriteFunctionToAmx(func::FuncOp f, const AmxParams& opts, std::string& er
   f.getBody().takeBody(kernel.getBody());
   f->setAttr(kAmxAttr, UnitAttr::get(f.getContext()));
   // The buffer, and (once per module) the permission's constructor.
-  gen->lookupSymbol<memref::GlobalOp>(fname + "_amx_b")->moveBefore(f);
+  if (p.b_packed) gen->lookupSymbol<LLVM::LLVMFuncOp>(kAmxBTilesSymbol)->moveBefore(f);
+  else gen->lookupSymbol<memref::GlobalOp>(fname + "_amx_b")->moveBefore(f);
   if (!SymbolTable::lookupSymbolIn(parent, "sextant_amx_permission")) {
     Block& body = parent.getBodyRegion().front();
     if (!SymbolTable::lookupSymbolIn(parent, "syscall")) gen->lookupSymbol<LLVM::LLVMFuncOp>("syscall")->moveBefore(&body, body.end());
@@ -148,6 +150,10 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
   Option<int64_t> unroll_k{*this, "unroll-k", llvm::cl::desc("K steps of 32 per inner iteration"), llvm::cl::init(1)};
   Option<int64_t> reg_order{*this, "reg-order", llvm::cl::desc("0: register blocks m outer, 1: n outer"),
                             llvm::cl::init(0)};
+  Option<bool> b_packed{*this, "b-packed",
+                        llvm::cl::desc("B is a weight the caller stores in VNNI tiles once (the kernel exports "
+                                       "sextant_amx_b_tiles); else B is packed in every call"),
+                        llvm::cl::init(false)};
   Option<int64_t> outer_order{*this, "outer-order", llvm::cl::desc("block loops 0: K,M,N 1: N,K,M 2: M,N,K"),
                               llvm::cl::init(0)};
 
@@ -165,7 +171,7 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
     }
     AmxParams p;
     p.block_m = block_m, p.block_n = block_n, p.block_k = block_k, p.tiles_m = tiles_m, p.tiles_n = tiles_n;
-    p.unroll_k = unroll_k, p.reg_order = reg_order, p.outer_order = outer_order;
+    p.unroll_k = unroll_k, p.reg_order = reg_order, p.outer_order = outer_order, p.b_packed = b_packed;
     for (auto f : fns) {
       std::string err;
       if (!rewriteFunctionToAmx(f, p, err)) {

@@ -35,7 +35,6 @@ std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu) {
   if (w.c_type != DType::F32) return "the AMX route accumulates bf16 products in f32 (C f32)";
   if (w.op != OpKind::Gemm) return "the AMX route tunes gemm only in this version (not " + std::string(opKindName(w.op)) + ")";
   if (w.layout == Layout::TN) return "the AMX route takes layouts NN and NT in this version (not TN)";
-  if (w.weights) return "the AMX route packs B in every call in this version (no :weights workloads)";
   if (w.m % 16 || w.n % 16 || w.k % 32)
     return "the AMX route needs M and N multiples of 16 and K a multiple of 32 in this version (got " +
            w.gemmShapeString() + ")";
@@ -89,20 +88,20 @@ std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w) {
   return out;
 }
 
-std::string emitAmxActions(const Space& space, const Candidate& c, const std::string& ind) {
+std::string emitAmxActions(const Space& space, const Candidate& c, const std::string& ind, bool b_packed) {
   const auto v = space.values(c);
   const auto& k = space.knobs();
   const std::string H = "!transform.any_op";
   std::ostringstream o;
   for (size_t i = 0; i < k.size(); ++i) o << ind << "%" << k[i].name << " = " << knobOp(k[i], v[i]) << "\n";
-  o << ind << "// Intel AMX: B packed into VNNI tiles, " << v[3] / 16 << " x " << v[4] / 16
+  o << ind << "// Intel AMX: B " << (b_packed ? "(a weight) stored in VNNI tiles by the caller once, " : "packed into VNNI tiles in each call, ") << v[3] / 16 << " x " << v[4] / 16
     << " accumulator tiles in tile registers per register block (Sextant's own pass;\n"
     << ind << "// tune compile and sextant-opt have it, a stock mlir-opt does not).\n"
     << ind << "%f = transform.get_parent_op %mm {deduplicate, op_name = \"func.func\"} : (" << H << ") -> " << H << "\n"
     << ind << "%amx = transform.apply_registered_pass \"sextant-amx-gemm\" with options = { \"block-m\" = " << v[0]
     << ", \"block-n\" = " << v[1] << ", \"block-k\" = " << v[2] << ", \"tiles-m\" = " << v[3] / 16
     << ", \"tiles-n\" = " << v[4] / 16 << ", \"unroll-k\" = " << v[5] << ", \"reg-order\" = " << v[6]
-    << ", \"outer-order\" = " << v[7] << " } to %f : (" << H << ") -> " << H << "\n";
+    << ", \"outer-order\" = " << v[7] << (b_packed ? ", \"b-packed\" = true" : "") << " } to %f : (" << H << ") -> " << H << "\n";
   return o.str();
 }
 

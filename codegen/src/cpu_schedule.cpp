@@ -350,7 +350,7 @@ std::string cpu_detail::hoistAndLowerContractions(const std::string& ind, const 
 
 std::string emitCpuGemmActions(const Space& space, const Candidate& c, const std::string& ind, bool batched,
                                int64_t m, Layout layout, int64_t k_dim, int64_t n_dim) {
-  if (cpu_detail::isAmxSpace(space)) return cpu_detail::emitAmxActions(space, c, ind);
+  if (cpu_detail::isAmxSpace(space)) return cpu_detail::emitAmxActions(space, c, ind, false);
   if (!batched && space.valueOr(c, "gemv", 0) != 0) return cpu_detail::emitGemvActions(space, c, ind, m);
   if (layout == Layout::NT && space.valueOr(c, "pack_b", 0) == 1)
     return cpu_detail::emitTransposedBPackActions(space, c, ind, batched, k_dim, n_dim);

@@ -86,7 +86,8 @@ bool isAmxSpace(const Space& space);
 Space amxSpace(const GemmWorkload& w);
 Candidate amxDefault(const Space& space, const GemmWorkload& w);
 std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w);
-std::string emitAmxActions(const Space& space, const Candidate& c, const std::string& ind);
+// b_packed: the workload's B is a weight (`weights`), stored in VNNI tiles by the caller once.
+std::string emitAmxActions(const Space& space, const Candidate& c, const std::string& ind, bool b_packed);
 
 // The GEMM family's space, untuned default and extra starting points (cpu_schedule.cpp), which
 // the gemm and batch_matmul ops' schedules (ops/matmul_cpu.cpp) and 1x1 convolutions use.

@@ -404,6 +404,14 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
       std::unique_ptr<uint16_t, void (*)(void*)> a{nullptr, std::free}, b{nullptr, std::free};
       ~Copies() { forgetEvicted(a.get()), forgetEvicted(b.get()); }
     };
+    // A kernel of a weights workload (codegen/src/amx_kernel.h, kAmxBTilesSymbol) reads B stored in
+    // VNNI tiles, as a network's constant weights would be at compile time (and oneDNN's reordered
+    // weights are here): stored so once, outside the timed calls.
+    const bool b_tiles = dlsym(h, "sextant_amx_b_tiles") != nullptr;
+    if (b_tiles && (!w.weights || w.n % 16 || w.k % 32)) {
+      error = so_path + " asks for B in AMX tiles, which " + w.key() + " cannot give";
+      return nullptr;
+    }
     auto copies = std::make_shared<Copies>();
     auto alloc = [](int64_t n) {
       return static_cast<uint16_t*>(std::aligned_alloc(64, size_t((n * 2 + 63) / 64 * 64)));
@@ -412,10 +420,18 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
     copies->b.reset(alloc(w.bElements()));
     evictWithOperands(copies->a.get(), size_t(w.aElements()) * 2);
     evictWithOperands(copies->b.get(), size_t(w.bElements()) * 2);
-    return [call, copies, na = w.aElements(), nb = w.bElements(), da = DynMemRef(dims[0]), db = DynMemRef(dims[1]),
+    return [call, copies, b_tiles, nt = w.layout == Layout::NT, k = w.k, n = w.n, na = w.aElements(),
+            nb = w.bElements(), da = DynMemRef(dims[0]), db = DynMemRef(dims[1]),
             dc = DynMemRef(dims[2])](float* a, float* b, float* c) mutable {
       if (copies->a_from != a) toBf16(a, size_t(na), copies->a.get()), copies->a_from = a;
-      if (copies->b_from != b) toBf16(b, size_t(nb), copies->b.get()), copies->b_from = b;
+      if (copies->b_from != b) {
+        toBf16(b, size_t(nb), copies->b.get());
+        if (b_tiles) {
+          std::vector<uint16_t> plain(copies->b.get(), copies->b.get() + nb);
+          storeInAmxTiles(plain.data(), nt, k, n, copies->b.get());
+        }
+        copies->b_from = b;
+      }
       call(da.at(reinterpret_cast<float*>(copies->a.get())), db.at(reinterpret_cast<float*>(copies->b.get())), dc.at(c));
     };
   }

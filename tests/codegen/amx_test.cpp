@@ -20,9 +20,10 @@ using sextant::testing_support::compileAndMeasure;
 
 namespace {
 
-GemmWorkload bf16Gemm(const std::string& shape, const char* layout) {
+GemmWorkload bf16Gemm(const std::string& shape, const char* layout, bool weights = false) {
   auto w = makeGemmWorkload(shape, "bf16", layout);
   EXPECT_TRUE(w.ok()) << w.error();
+  w->weights = weights;
   return *w;
 }
 
@@ -113,7 +114,12 @@ TEST(Amx, KernelParamsAreChecked) {
   EXPECT_FALSE(detail::checkAmxParams(p).ok());
   // The text: tiles in tile registers through the K loop, the first K block from zero tiles.
   p.m = 64, p.block_k = 32, p.outer_order = 1;
-  const std::string t = detail::amxKernelText(p, "g");
+  std::string t = detail::amxKernelText(p, "g");
+  p.b_packed = true;
+  const std::string packed = detail::amxKernelText(p, "g");
+  EXPECT_NE(packed.find(detail::kAmxBTilesSymbol), std::string::npos);
+  EXPECT_EQ(packed.find("memref.global"), std::string::npos);  // no buffer: B is read in place
+  EXPECT_EQ(t.find(detail::kAmxBTilesSymbol), std::string::npos);
   EXPECT_NE(t.find("amx.tile_zero"), std::string::npos);
   EXPECT_NE(t.find("amx.tile_mulf"), std::string::npos);
   EXPECT_NE(t.find("iter_args("), std::string::npos);
@@ -122,13 +128,19 @@ TEST(Amx, KernelParamsAreChecked) {
 }
 
 // Every value of every knob (each the nearest valid point that has it), on NN and NT, with sizes
-// of one, two and three tiles, compiled, run and verified against OpenBLAS on the same bf16 values.
+// of one, two and three tiles, B packed in the kernel or (weights) by the caller once, compiled,
+// run and verified against OpenBLAS on the same bf16 values.
 TEST(Amx, EveryKnobValueCompilesRunsAndVerifies) {
   if (auto why = noAmxHere(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
   int measured = 0;
-  for (const auto& [shape, layout] : {std::pair<const char*, const char*>{"96x64x128", "NN"}, {"48x96x64", "NT"},
-                                      {"16x16x32", "NN"}}) {
-    GemmWorkload w = bf16Gemm(shape, layout);
+  struct Case {
+    const char* shape;
+    const char* layout;
+    bool weights;
+  };
+  for (const Case& k : {Case{"96x64x128", "NN", false}, Case{"48x96x64", "NT", false}, Case{"16x16x32", "NN", false},
+                        Case{"32x48x96", "NN", true}, Case{"48x32x64", "NT", true}}) {
+    GemmWorkload w = bf16Gemm(k.shape, k.layout, k.weights);
     Space s = buildCpuGemmSpace(w, hostCpu(), 1);
     std::set<Candidate> picks = {defaultCpuCandidate(s, w)};
     for (const Candidate& c : cpuSeedCandidates(s, w)) picks.insert(c);
@@ -143,7 +155,7 @@ TEST(Amx, EveryKnobValueCompilesRunsAndVerifies) {
       ++measured;
     }
   }
-  EXPECT_GE(measured, 20);
+  EXPECT_GE(measured, 30);
 }
 
 // The object really multiplies on the tile unit (tdpbf16ps), and a wrong B layout is caught.

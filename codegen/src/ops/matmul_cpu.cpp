@@ -86,6 +86,7 @@ class MatmulSchedules : public CpuOpSchedules {
   std::vector<const char*> payloadOps() const override { return {batched_ ? "linalg.batch_matmul" : "linalg.matmul"}; }
   const char* title() const override { return "GEMM"; }
   std::string actions(const Space& space, const Candidate& c, const GemmWorkload& w, const std::string& ind) const override {
+    if (cpu_detail::isAmxSpace(space)) return cpu_detail::emitAmxActions(space, c, ind, w.weights);
     return emitCpuGemmActions(space, c, ind, batched_, w.m, w.layout, w.k, w.n);
   }
 

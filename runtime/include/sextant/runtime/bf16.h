@@ -29,4 +29,18 @@ inline void toBf16(const float* src, size_t n, uint16_t* dst) {
   for (size_t i = 0; i < n; ++i) dst[i] = toBf16(src[i]);
 }
 
+// B (bf16, K x N row-major, or N x K with `transposed`) stored as the AMX route's packed weight
+// (codegen/src/amx_kernel.h): VNNI tiles [N / 16][K / 32][16][32], tile (jt, kt) row p holding the
+// K pair (32 kt + 2p, 32 kt + 2p + 1) of columns 16 jt.. interleaved. N % 16 == 0, K % 32 == 0.
+inline void storeInAmxTiles(const uint16_t* b, bool transposed, int64_t k, int64_t n, uint16_t* dst) {
+  for (int64_t jt = 0; jt < n / 16; ++jt)
+    for (int64_t kt = 0; kt < k / 32; ++kt)
+      for (int64_t p = 0; p < 16; ++p)
+        for (int64_t j = 0; j < 16; ++j)
+          for (int64_t v = 0; v < 2; ++v) {
+            const int64_t kk = 32 * kt + 2 * p + v, nn = 16 * jt + j;
+            *dst++ = transposed ? b[nn * k + kk] : b[kk * n + nn];
+          }
+}
+
 }  // namespace sextant
