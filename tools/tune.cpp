@@ -106,7 +106,7 @@ void addWorkloadOptions(CLI::App* app, WorkloadArgs& a, bool with_db_default) {
   }
   app->add_option("--op", a.op, ops_help)->capture_default_str();
   app->add_option("--shape", a.shape, shape_help);
-  app->add_option("--dtype", a.dtype, "input element type: f32 (CPU); f16, bf16 for GPU targets")
+  app->add_option("--dtype", a.dtype, "input element type: f32; bf16 (bf16 x bf16 -> f32) for GEMM on a CPU with AMX (docs/amx.md); f16, bf16 for GPU targets")
       ->capture_default_str();
   app->add_option("--layout", a.layout,
                   "storage of A and B: NN, NT (B transposed), TN (A transposed); conv2d: NHWC (HWCF filter, the "

@@ -152,9 +152,9 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   }
   if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
   if (!a.vulkan_device.empty()) return fail("--vulkan-device is for the vulkan target");
-  // bf16 (issue #37): the AMX route, serial in this version: one thread unless asked otherwise.
+  // bf16 (issue #37): the AMX route.
   const bool amx = w->a_type == DType::BF16;
-  const int threads = a.threads == 0 ? (amx ? 1 : hostCpu().logical_cores) : a.threads;
+  const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
   if (threads < 1 || threads > hostCpu().logical_cores)
     return fail("--threads " + std::to_string(a.threads) + ": this machine has " + std::to_string(hostCpu().logical_cores) +
                 " logical cores (measurements use all the threads asked for, with nothing else running)");
@@ -164,10 +164,8 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
     return fail("--versus goes with --schedule or --knobs");
   if (!a.versus.empty() && threads != 1) return fail("--versus measures call by call on one thread only (--threads 1)");
   if (auto why = cpuWorkloadUnsupported(*w, hostCpu()); !why.empty()) return fail(why);
-  if (amx) {
+  if (amx)
     if (auto s = requestAmxPermission(); !s) return fail(s.error());
-    if (threads != 1) return fail("--threads " + std::to_string(threads) + ": the AMX route (bf16) runs on one thread in this version");
-  }
   if (auto s = validateForMemory(*w, availableMemory()); !s) return fail(s.error());
   {
     auto names = strategyNames();

@@ -22,6 +22,7 @@ Status checkAmxParams(const AmxParams& p) {
   if (p.block_k <= 0 || p.block_k % 32 || p.k % p.block_k) return bad("block_k must divide K and be a multiple of 32");
   if (p.unroll_k < 1 || (p.block_k / 32) % p.unroll_k) return bad("unroll_k must divide block_k / 32");
   if (p.reg_order < 0 || p.reg_order > 1 || p.outer_order < 0 || p.outer_order > 2) return bad("unknown loop order");
+  if (p.threads < 1) return bad("threads must be at least 1");
   return okStatus();
 }
 
@@ -110,7 +111,7 @@ class Gen {
     const int64_t nt = p_.n / 16, kt = p_.k / 32;
     if (!p_.b_transposed) {
       o_ << I << "// B (K x N) packed into VNNI tiles: two rows of 16 columns interleaved per tile row\n";
-      o_ << I << "scf.for %kt = " << c(0) << " to " << c(kt) << " step " << c(1) << " {\n";
+      o_ << I << open("%kt", c(0), c(kt), c(1));
       const std::string kb = times(I2, "%kt", 32);
       o_ << I2 << "scf.for %p = " << c(0) << " to " << c(16) << " step " << c(1) << " {\n";
       const std::string k0 = binop(I3, "addi", kb, times(I3, "%p", 2)), k1 = plus(I3, k0, 1);
@@ -122,14 +123,14 @@ class Gen {
       for (int i = 0; i < 16; ++i) o_ << (i ? ", " : "") << i << ", " << 16 + i;
       o_ << "] : vector<16xbf16>, vector<16xbf16>\n"
          << I4 << "vector.store %v, %bp[%jt, %kt, %p, " << c(0) << "] : " << bpT_ << ", vector<32xbf16>\n"
-         << I3 << "}\n" << I2 << "}\n" << I << "}\n";
+         << I3 << "}\n" << I2 << "}\n" << close(I);
       return;
     }
     // NT: a tile is B's 16 rows (columns of the product) x 32 K values read as 16 x 16 pairs (i32)
     // and transposed (four stages of two-source shuffles, each swapping one bit of the row and
     // column indices).
     o_ << I << "// B (N x K) packed into VNNI tiles: 16 rows x 16 K pairs transposed per tile\n";
-    o_ << I << "scf.for %jt = " << c(0) << " to " << c(nt) << " step " << c(1) << " {\n";
+    o_ << I << open("%jt", c(0), c(nt), c(1));
     const std::string n0 = times(I2, "%jt", 16);
     o_ << I2 << "scf.for %kt = " << c(0) << " to " << c(kt) << " step " << c(1) << " {\n";
     const std::string k0 = times(I3, "%kt", 32);
@@ -164,7 +165,25 @@ class Gen {
          << I3 << "vector.store " << w << ", %bp[%jt, %kt, " << c(r) << ", " << c(0) << "] : " << bpT_
          << ", vector<32xbf16>\n";
     }
-    o_ << I2 << "}\n" << I << "}\n";
+    o_ << I2 << "}\n" << close(I);
+  }
+
+  // A loop over [lo, hi) by step: an scf.parallel on threads when the kernel has some (the first
+  // loop opened at the outermost level of each nest), else an scf.for; close() ends it.
+  std::string open(const std::string& v, const std::string& lo, const std::string& hi, const std::string& step) {
+    const bool par = p_.threads > 1 && parallel_open_ == 0 && depth_ == 0;
+    kinds_.push_back(par);
+    ++depth_;
+    if (par) ++parallel_open_;
+    return par ? "scf.parallel (" + v + ") = (" + lo + ") to (" + hi + ") step (" + step + ") {\n"
+               : "scf.for " + v + " = " + lo + " to " + hi + " step " + step + " {\n";
+  }
+  std::string close(const std::string& I) {
+    const bool par = kinds_.back();
+    kinds_.pop_back();
+    --depth_;
+    if (par) --parallel_open_;
+    return par ? I + "  scf.reduce\n" + I + "}\n" : I + "}\n";
   }
 
   // The block loops, outermost first; K's first block peeled (its accumulators start at zero).
@@ -181,14 +200,14 @@ class Gen {
       o_ << I << "scf.for " << v << " = " << c(p_.block_k) << " to " << c(p_.k) << " step " << c(p_.block_k) << " {\n";
       nest(I + "  ", level + 1, i0, j0, v, false);
       o_ << I << "}\n";
-      return;
+      return;  // (the K loop is never the parallel one: the M or N loop inside it is)
     }
     const int64_t size = d == 'm' ? p_.m : p_.n, step = d == 'm' ? p_.block_m : p_.block_n;
     if (size == step) return nest(I, level + 1, d == 'm' ? c(0) : i0, d == 'n' ? c(0) : j0, k0, first);
     const std::string v = fresh(d == 'm' ? "i" : "j");
-    o_ << I << "scf.for " << v << " = " << c(0) << " to " << c(size) << " step " << c(step) << " {\n";
+    o_ << I << open(v, c(0), c(size), c(step));
     nest(I + "  ", level + 1, d == 'm' ? v : i0, d == 'n' ? v : j0, k0, first);
-    o_ << I << "}\n";
+    o_ << close(I);
   }
 
   // The register blocks of one cache block, then each one's K loop.
@@ -284,6 +303,9 @@ class Gen {
   std::ostringstream o_;
   std::set<int64_t> consts_;
   int id_ = 0;
+  // open()'s state: loops open now (K loops excluded), parallel ones among them, each one's kind.
+  int depth_ = 0, parallel_open_ = 0;
+  std::vector<bool> kinds_;
 };
 
 }  // namespace

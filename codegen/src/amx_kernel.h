@@ -26,6 +26,9 @@ struct AmxParams {
   // B is a weight the caller stores once in the packed layout (the workload's `weights`): the kernel
   // reads its tiles in place and exports kAmxBTilesSymbol; otherwise it packs B in every call.
   bool b_packed = false;
+  // Threads > 1: the outermost block loop over M or N (and B's packing) is an scf.parallel, run on
+  // OpenMP threads (each thread configures its own tiles: LLVM's ldtilecfg in the outlined body).
+  int64_t threads = 1;
 };
 
 // Exported by a kernel that takes B already packed into VNNI tiles (returns 1): the caller stores

@@ -45,11 +45,16 @@ std::string cpuLowering(int threads, int64_t prefetch = 0, bool generic_alloc = 
   const std::string finalize =
       generic_alloc ? "finalize-memref-to-llvm{use-generic-functions=true}," : "finalize-memref-to-llvm,";
   const bool omp = threads > 1;
-  if (amx && !omp)
-    return "scf-forall-to-for,convert-linalg-to-loops,func.func(lower-vector-multi-reduction),"
-           "convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-           "convert-vector-to-llvm{enable-amx=true}," + finalize +
-           "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,reconcile-unrealized-casts";
+  // With threads, the kernel's scf.parallel loops become omp.parallel + omp.wsloop first.
+  if (amx)
+    return std::string("scf-forall-to-for,convert-linalg-to-loops,func.func(lower-vector-multi-reduction),"
+                       "convert-vector-to-scf{full-unroll=true},expand-strided-metadata,lower-affine,") +
+           // (With OpenMP the memref lowering runs before scf-to-cf, as below: alloca_scope bodies.)
+           (omp ? "convert-scf-to-openmp{num-threads=" + std::to_string(threads) +
+                      "},convert-vector-to-llvm{enable-amx=true}," + finalize + "convert-scf-to-cf,"
+                : "convert-scf-to-cf,convert-vector-to-llvm{enable-amx=true}," + finalize) +
+           "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm," + (omp ? "convert-openmp-to-llvm," : "") +
+           "reconcile-unrealized-casts";
   return std::string() +
          // The schedule's prefetch distance (compiler_cpu_prefetch.cpp), on memrefs, before the
          // transfers are lowered.
@@ -190,7 +195,6 @@ CompileOutcome compileModuleCpu(const std::string& payload, const std::string& s
   const bool object_only = so_path.size() > 2 && so_path.compare(so_path.size() - 2, 2, ".o") == 0;
   const bool own_heap = network && !object_only && std::string(SEXTANT_MODEL_ALLOC_OBJ).size() > 0;
   const bool amx = moduleHasAmx(*payloadMod);
-  if (amx && threads > 1) return finish("lower", "AMX kernels are serial in this version (threads 1)");
   if (mlir::failed(mlir::parsePassPipeline(cpuLowering(threads, prefetch, own_heap, amx), pm)))
     return finish("lower", "internal error: bad pass pipeline\n" + diags.text);
   if (mlir::failed(pm.run(*payloadMod))) return finish("lower", diags.text);

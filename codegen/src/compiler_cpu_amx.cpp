@@ -105,6 +105,8 @@ bool rewriteFunctionToAmx(func::FuncOp f, const AmxParams& opts, std::string& er
   auto kernel = gen->lookupSymbol<func::FuncOp>(fname);
   f.getBody().takeBody(kernel.getBody());
   f->setAttr(kAmxAttr, UnitAttr::get(f.getContext()));
+  // Threads: what compileModuleCpu reads to lower the scf.parallel loops onto OpenMP.
+  if (p.threads > 1) f->setAttr("sextant.num_threads", IntegerAttr::get(IntegerType::get(f.getContext(), 64), p.threads));
   // The buffer, and (once per module) the permission's constructor.
   if (p.b_packed) gen->lookupSymbol<LLVM::LLVMFuncOp>(kAmxBTilesSymbol)->moveBefore(f);
   else gen->lookupSymbol<memref::GlobalOp>(fname + "_amx_b")->moveBefore(f);
@@ -154,6 +156,8 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
                         llvm::cl::desc("B is a weight the caller stores in VNNI tiles once (the kernel exports "
                                        "sextant_amx_b_tiles); else B is packed in every call"),
                         llvm::cl::init(false)};
+  Option<int64_t> threads{*this, "threads", llvm::cl::desc("OpenMP threads running the outermost M or N block loop"),
+                          llvm::cl::init(1)};
   Option<int64_t> outer_order{*this, "outer-order", llvm::cl::desc("block loops 0: K,M,N 1: N,K,M 2: M,N,K"),
                               llvm::cl::init(0)};
 
@@ -172,6 +176,7 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
     AmxParams p;
     p.block_m = block_m, p.block_n = block_n, p.block_k = block_k, p.tiles_m = tiles_m, p.tiles_n = tiles_n;
     p.unroll_k = unroll_k, p.reg_order = reg_order, p.outer_order = outer_order, p.b_packed = b_packed;
+    p.threads = threads;
     for (auto f : fns) {
       std::string err;
       if (!rewriteFunctionToAmx(f, p, err)) {

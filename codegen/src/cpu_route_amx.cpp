@@ -7,6 +7,7 @@
 // (accumulators + A + B tiles; more spill 1 KiB each and halve the speed).
 #include <algorithm>
 #include <sstream>
+#include <string>
 
 #include "cpu_schedule_internal.h"
 
@@ -41,7 +42,7 @@ std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu) {
   return "";
 }
 
-Space amxSpace(const GemmWorkload& w) {
+Space amxSpace(const GemmWorkload& w, int threads) {
   std::vector<Knob> knobs;
   knobs.push_back({"tile_m", multiplesDividing({16, 32, 48, 64, 96, 128, 192, 256, 384, 512}, w.m),
                    "rows of C per cache block"});
@@ -62,6 +63,17 @@ Space amxSpace(const GemmWorkload& w) {
   cons.push_back({"reg_m divides tile_m", {0, 3}, [](const std::vector<int64_t>& v) { return v[0] % v[3] == 0; }});
   cons.push_back({"reg_n divides tile_n", {1, 4}, [](const std::vector<int64_t>& v) { return v[1] % v[4] == 0; }});
   cons.push_back({"unroll_k divides tile_k / 32", {2, 5}, [](const std::vector<int64_t>& v) { return (v[2] / 32) % v[5] == 0; }});
+  if (threads > 1) {
+    // The first block loop over M or N that has more than one block runs on the threads (K, M, N
+    // and M, N, K: M's unless M is one block; N, K, M: N's unless N is one block): as many blocks
+    // as threads at least.
+    knobs.push_back({"threads", {threads}, "OpenMP threads running the outermost M or N block loop (tune --threads)"});
+    cons.push_back({"at least as many parallel blocks as threads", {0, 1, 7, 8}, [w](const std::vector<int64_t>& v) {
+                      const int64_t mb = w.m / v[0], nb = w.n / v[1];
+                      const int64_t first = v[7] == 1 ? (nb > 1 ? nb : mb) : (mb > 1 ? mb : nb);
+                      return first >= v[8];
+                    }});
+  }
   return Space(kAmxSpaceName, knobs, cons);
 }
 
@@ -101,7 +113,8 @@ std::string emitAmxActions(const Space& space, const Candidate& c, const std::st
     << ind << "%amx = transform.apply_registered_pass \"sextant-amx-gemm\" with options = { \"block-m\" = " << v[0]
     << ", \"block-n\" = " << v[1] << ", \"block-k\" = " << v[2] << ", \"tiles-m\" = " << v[3] / 16
     << ", \"tiles-n\" = " << v[4] / 16 << ", \"unroll-k\" = " << v[5] << ", \"reg-order\" = " << v[6]
-    << ", \"outer-order\" = " << v[7] << (b_packed ? ", \"b-packed\" = true" : "") << " } to %f : (" << H << ") -> " << H << "\n";
+    << ", \"outer-order\" = " << v[7] << (b_packed ? ", \"b-packed\" = true" : "")
+    << (v.size() > 8 ? ", \"threads\" = " + std::to_string(v[8]) : std::string()) << " } to %f : (" << H << ") -> " << H << "\n";
   return o.str();
 }
 

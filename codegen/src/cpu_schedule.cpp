@@ -39,7 +39,7 @@ Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) 
 }
 
 Space cpu_detail::matmulSpace(const GemmWorkload& w, const HostCpu& cpu, int threads) {
-  if (wantsAmx(w)) return amxSpace(w);
+  if (wantsAmx(w)) return amxSpace(w, threads);
   const int64_t vw = std::max(4, cpu.f32Lanes());
   const int64_t nregs = cpu.vector_registers;
   std::vector<Knob> knobs;

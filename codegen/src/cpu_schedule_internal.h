@@ -83,7 +83,7 @@ std::string emitGemvActions(const Space& space, const Candidate& c, const std::s
 bool wantsAmx(const GemmWorkload& w);
 std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu);
 bool isAmxSpace(const Space& space);
-Space amxSpace(const GemmWorkload& w);
+Space amxSpace(const GemmWorkload& w, int threads);
 Candidate amxDefault(const Space& space, const GemmWorkload& w);
 std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w);
 // b_packed: the workload's B is a weight (`weights`), stored in VNNI tiles by the caller once.

@@ -179,3 +179,30 @@ TEST(Amx, ObjectHoldsTileInstructions) {
   EXPECT_NE(text.find("tileloadd"), std::string::npos);
   EXPECT_NE(text.find("ldtilecfg"), std::string::npos);
 }
+
+// Two threads (scf.parallel -> OpenMP; each thread configures its own tiles): every loop order, B
+// packed in the kernel or stored by the caller, verified; the space keeps as many parallel blocks
+// as threads.
+TEST(Amx, TwoThreadsComputeTheSame) {
+  if (auto why = noAmxHere(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
+  int measured = 0;
+  for (bool weights : {false, true})
+    for (const char* layout : {"NN", "NT"}) {
+      GemmWorkload w = bf16Gemm("64x96x128", layout, weights);
+      Space s = buildCpuGemmSpace(w, hostCpu(), 2);
+      ASSERT_GE(s.knobIndex("threads"), 0);
+      for (int64_t order : {0, 1, 2}) {
+        Candidate c = nearestValid(s, {{"outer_order", order}, {"tile_m", 32}, {"tile_n", 32}, {"tile_k", 64}});
+        ASSERT_EQ(s.valueOr(c, "outer_order", -1), order);
+        const auto v = s.values(c);
+        const int64_t mb = w.m / v[0], nb = w.n / v[1];
+        EXPECT_GE(order == 1 ? (nb > 1 ? nb : mb) : (mb > 1 ? mb : nb), 2) << s.keyOf(c);
+        const std::string sched = emitCpuGemmSchedule(w, s, c);
+        EXPECT_NE(sched.find("\"threads\" = 2"), std::string::npos) << sched;
+        Measurement m = compileAndMeasure(w, s, c, 2, "amx2t" + std::to_string(measured));
+        EXPECT_EQ(m.status, MeasureStatus::Ok) << w.key() << " " << s.keyOf(c) << ": " << m.message;
+        ++measured;
+      }
+    }
+  EXPECT_EQ(measured, 12);
+}
