@@ -373,10 +373,16 @@ int cmdHwShow(const std::string& name, bool as_json) {
       if (auto s = requestAmxPermission(); !s) {
         printf("  AMX              present, but %s: bf16 GEMMs cannot run here\n", s.error().c_str());
       } else {
-        const FmaPeak amx = measureAmxBf16Peak(1, 0.15, 3);
+        const FmaPeak amx = measureAmxPeak(false, 1, 0.15, 3);
         printf("  AMX bf16 peak    %.0f GFLOP/s on 1 thread (tdpbf16ps on 4 register tiles), measured now; "
                "--dtype bf16 GEMMs tune on the AMX route\n",
                amx.gflops);
+        if (c.hasFlag("amx_int8")) {
+          const FmaPeak i8 = measureAmxPeak(true, 1, 0.15, 3);
+          printf("  AMX int8 peak    %.0f GOP/s on 1 thread (tdpbssd on 4 register tiles), measured now; "
+                 "--dtype s8 GEMMs tune on the AMX route\n",
+                 i8.gflops);
+        }
       }
     } else {
       printf("  AMX              none: --dtype bf16 is not available on the cpu target here\n");

@@ -168,6 +168,7 @@ int cmdModel(const ModelArgs& a, const std::string& argv_json) {
   for (const FoundOp& op : *ops) {
     auto w = op.supported ? workloadOf(op) : Result<GemmWorkload>(Error{op.reason});
     if (w && w->isConv() && convIsGemm(*w)) w = Error{"a 1x1 convolution op (tuned as a GEMM, not applied to conv ops)"};
+    if (w && w->a_type != DType::F32) w = Error{std::string(dtypeName(w->a_type)) + " ops are tuned as whole GEMMs only (docs/amx.md)"};
     if (!w) {
       untouched.push_back(op.op_name + " in @" + op.function + ": " + w.error());
       continue;

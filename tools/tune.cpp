@@ -83,6 +83,10 @@ Result<GemmWorkload> makeWorkload(const WorkloadArgs& a) {
     if (w->batched()) return Error{"--weights is for gemm and conv2d (a batched matmul's B is an activation)"};
     w->weights = true;
   }
+  if (isIntegerType(w->a_type)) {
+    auto t = resolveTarget(a.target);
+    if (t && t->isGpu()) return Error{"--dtype " + a.dtype + " is for the cpu target (its AMX route); GPU targets take f32, f16, bf16"};
+  }
   if (!(*op)->tunesOnGpu()) {
     auto t = resolveTarget(a.target);
     // Batched matmul has GPU schedules on Vulkan only (one batch element per workgroup row, z).

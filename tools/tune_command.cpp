@@ -153,7 +153,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   if (a.measure != "device") return fail("--measure " + a.measure + " is for GPU targets; the cpu target is measured here");
   if (!a.vulkan_device.empty()) return fail("--vulkan-device is for the vulkan target");
   // bf16 (issue #37): the AMX route.
-  const bool amx = w->a_type == DType::BF16;
+  const bool amx = w->a_type == DType::BF16 || w->a_type == DType::S8;
   const int threads = a.threads == 0 ? hostCpu().logical_cores : a.threads;
   if (threads < 1 || threads > hostCpu().logical_cores)
     return fail("--threads " + std::to_string(a.threads) + ": this machine has " + std::to_string(hostCpu().logical_cores) +
@@ -365,7 +365,7 @@ int cmdTune(const TuneArgs& a, const std::string& argv_json) {
   rep.libraries = cpuLibrariesFor(*w);
   rep.uses_gemv = problem->usesGemv();
   if (a.study == 0 && !sum->interrupted && (sum->best_confirmed || sum->best_this_run))
-    rep.peak = amx ? measureAmxBf16Peak(threads, 0.15, 3) : measureFmaPeak(threads, 0.15, 3);
+    rep.peak = amx ? measureAmxPeak(w->a_type == DType::S8, threads, 0.15, 3) : measureFmaPeak(threads, 0.15, 3);
   return reportTune(rep);
 }
 

@@ -227,7 +227,11 @@ int reportTune(const TuneReport& in) {
     printf("  reference  no library could be measured\n");
   if (in.peak.gflops > 0)
     printf("  peak       %.1f GFLOP/s  %s peak of %d thread%s (%s), measured after the run -> tuned %.0f%%%s\n",
-           in.peak.gflops, in.peak.isa == "amx_bf16" ? "AMX bf16 (tdpbf16ps)" : "f32 FMA", in.peak.threads,
+           in.peak.gflops,
+           in.peak.isa == "amx_bf16"   ? "AMX bf16 (tdpbf16ps)"
+           : in.peak.isa == "amx_int8" ? "AMX int8 (tdpbssd; integer ops)"
+                                       : "f32 FMA",
+           in.peak.threads,
            in.peak.threads == 1 ? "" : "s", in.peak.isa.c_str(),
            100 * ratio(best_g, in.peak.gflops),
            ref ? (", reference " + std::to_string(int(std::lround(100 * ratio(ref_g, in.peak.gflops)))) + "%").c_str() : "");

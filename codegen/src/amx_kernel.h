@@ -14,7 +14,12 @@
 namespace sextant::detail {
 
 struct AmxParams {
-  int64_t m = 0, n = 0, k = 0;  // the GEMM (M % 16 == 0, N % 16 == 0, K % 32 == 0)
+  int64_t m = 0, n = 0, k = 0;  // the GEMM (M % 16 == 0, N % 16 == 0, K a multiple of kStep())
+  // s8 x s8 -> s32 (tdpbssd: a tile row is 64 K values, in quads) instead of bf16 x bf16 -> f32
+  // (tdpbf16ps: 32 K values, in pairs).
+  bool int8 = false;
+  int64_t kStep() const { return int8 ? 64 : 32; }  // K values per tile (a 64-byte row)
+  int64_t vnni() const { return int8 ? 4 : 2; }     // K values interleaved per column
   bool b_transposed = false;    // B stored N x K (layout NT); else K x N
   int64_t block_m = 32, block_n = 32, block_k = 256;  // the cache blocks (multiples of the register block)
   int64_t tiles_m = 2, tiles_n = 2;  // accumulator tiles of 16 x 16 f32 per register block
@@ -41,7 +46,7 @@ inline constexpr const char* kAmxBTilesSymbol = "sextant_amx_b_tiles";
 Status checkAmxParams(const AmxParams& p);
 
 // The kernel as MLIR text: a module with `func.func @<fname>(A, B, C)` (memrefs, row-major) whose
-// body packs B into VNNI tiles (each 16 K-pairs x 16 columns x 2, 1 KiB, contiguous; a private
+// body packs B into VNNI tiles (each 16 K-pairs (s8: quads) x 16 columns, 1 KiB, contiguous; a private
 // global buffer of the module, K x N x 2 bytes) and multiplies with amx.tile_mulf, accumulators as
 // !amx.tile loop-carried values, the first K block starting from zero tiles (peeled: C is never
 // read), C stored once per K block.

@@ -1,5 +1,6 @@
 // The AMX route (issue #37, amx_kernel.h): the pass "sextant-amx-gemm" that a CPU schedule applies
-// (transform.apply_registered_pass) to the function holding one bf16 x bf16 -> f32 linalg.matmul
+// (transform.apply_registered_pass) to the function holding one bf16 x bf16 -> f32 (or s8 x s8 -> s32)
+// linalg.matmul
 // (NN, or NT through its indexing maps; A, B, C its memref arguments): the function's body becomes
 // the AMX kernel of amxKernelText, its packed-B buffer a private global of the module, and the
 // module gets a constructor that asks Linux for the tile-data permission. The lowering then runs
@@ -27,7 +28,8 @@ using namespace mlir;
 
 namespace {
 
-// The one linalg.matmul of `f` (bf16 x bf16 -> f32) as AmxParams' sizes and layout.
+// The one linalg.matmul of `f` (bf16 x bf16 -> f32, or i8 x i8 -> i32 signed) as AmxParams' sizes,
+// types and layout.
 bool readMatmul(func::FuncOp f, AmxParams& p, std::string& err) {
   llvm::SmallVector<linalg::MatmulOp> mms;
   f.walk([&](linalg::MatmulOp m) { mms.push_back(m); });
@@ -62,10 +64,20 @@ bool readMatmul(func::FuncOp f, AmxParams& p, std::string& err) {
       return false;
     }
   }
-  if (!t[0].getElementType().isBF16() || !t[1].getElementType().isBF16() || !t[2].getElementType().isF32()) {
-    err = "sextant-amx-gemm: expected bf16 A and B and an f32 C";
+  const bool bf16 = t[0].getElementType().isBF16() && t[1].getElementType().isBF16() && t[2].getElementType().isF32();
+  const bool s8 = t[0].getElementType().isInteger(8) && t[1].getElementType().isInteger(8) &&
+                  t[2].getElementType().isInteger(32);
+  if (!bf16 && !s8) {
+    err = "sextant-amx-gemm: expected bf16 A and B and an f32 C, or i8 A and B and an i32 C";
     return false;
   }
+  // i8: linalg.matmul's default cast extends both as signed (s8 x s8, tdpbssd); an unsigned cast
+  // would need tdpbusd / tdpbuud, which this pass does not write.
+  if (s8 && mm.getCast() != linalg::TypeFn::cast_signed) {
+    err = "sextant-amx-gemm: i8 operands must be signed (linalg.matmul's default cast)";
+    return false;
+  }
+  p.int8 = s8;
   p.m = t[0].getDimSize(0), p.k = t[0].getDimSize(1);
   p.n = p.b_transposed ? t[1].getDimSize(0) : t[1].getDimSize(1);
   const int64_t bk = p.b_transposed ? t[1].getDimSize(1) : t[1].getDimSize(0);

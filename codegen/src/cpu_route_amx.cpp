@@ -27,18 +27,27 @@ std::vector<int64_t> multiplesDividing(const std::vector<int64_t>& options, int6
 
 bool isAmxSpace(const Space& space) { return space.name() == kAmxSpaceName; }
 
-bool wantsAmx(const GemmWorkload& w) { return w.a_type == DType::BF16 && w.b_type == DType::BF16; }
+int64_t amxKStep(const GemmWorkload& w) { return w.a_type == DType::S8 ? 64 : 32; }
+
+bool wantsAmx(const GemmWorkload& w) {
+  return (w.a_type == DType::BF16 && w.b_type == DType::BF16) || (w.a_type == DType::S8 && w.b_type == DType::S8);
+}
 
 std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu) {
-  if (!cpu.hasFlag("amx_bf16") || !cpu.hasFlag("amx_tile"))
-    return "bf16 GEMM on the cpu target needs Intel AMX (amx_tile, amx_bf16), which this CPU (" + cpu.model +
-           ") does not have";
-  if (w.c_type != DType::F32) return "the AMX route accumulates bf16 products in f32 (C f32)";
+  const bool s8 = w.a_type == DType::S8;
+  const char* unit = s8 ? "amx_int8" : "amx_bf16";
+  if (!cpu.hasFlag(unit) || !cpu.hasFlag("amx_tile"))
+    return std::string(s8 ? "s8" : "bf16") + " GEMM on the cpu target needs Intel AMX (amx_tile, " + unit +
+           "), which this CPU (" + cpu.model + ") does not have";
+  if (w.c_type != (s8 ? DType::S32 : DType::F32))
+    return s8 ? "the AMX route sums s8 products in s32 (C s32)" : "the AMX route accumulates bf16 products in f32 (C f32)";
   if (w.op != OpKind::Gemm) return "the AMX route tunes gemm only in this version (not " + std::string(opKindName(w.op)) + ")";
   if (w.layout == Layout::TN) return "the AMX route takes layouts NN and NT in this version (not TN)";
-  if (w.m % 16 || w.n % 16 || w.k % 32)
-    return "the AMX route needs M and N multiples of 16 and K a multiple of 32 in this version (got " +
-           w.gemmShapeString() + ")";
+  // A tile row is 64 bytes: 32 bf16 or 64 s8 values of K.
+  const int64_t kt = s8 ? 64 : 32;
+  if (w.m % 16 || w.n % 16 || w.k % kt)
+    return "the AMX route needs M and N multiples of 16 and K a multiple of " + std::to_string(kt) +
+           " in this version (got " + w.gemmShapeString() + ")";
   return "";
 }
 
@@ -48,11 +57,12 @@ Space amxSpace(const GemmWorkload& w, int threads) {
                    "rows of C per cache block"});
   knobs.push_back({"tile_n", multiplesDividing({16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024}, w.n),
                    "columns of C per cache block"});
-  knobs.push_back({"tile_k", multiplesDividing({32, 64, 128, 256, 512, 1024}, w.k),
+  const int64_t ks = amxKStep(w);
+  knobs.push_back({"tile_k", multiplesDividing({ks, 2 * ks, 4 * ks, 8 * ks, 16 * ks, 32 * ks}, w.k),
                    "K per cache block (the depth of the packed B tiles one block reads)"});
   knobs.push_back({"reg_m", {16, 32, 48}, "rows of the register block (16-row accumulator tiles)"});
   knobs.push_back({"reg_n", {16, 32, 48}, "columns of the register block (16-column accumulator tiles)"});
-  knobs.push_back({"unroll_k", {1, 2}, "K steps of 32 per iteration of the tile loop"});
+  knobs.push_back({"unroll_k", {1, 2}, "K steps of one tile (32 bf16 or 64 s8 values) per iteration of the tile loop"});
   knobs.push_back({"reg_loop_order", {0, 1}, "0: register blocks row by row (m outer), 1: n outer"});
   knobs.push_back({"outer_order", {0, 1, 2}, "block loops 0: K, M, N; 1: N, K, M (wide N); 2: M, N, K"});
   std::vector<Constraint> cons;
@@ -62,7 +72,8 @@ Space amxSpace(const GemmWorkload& w, int threads) {
                   }});
   cons.push_back({"reg_m divides tile_m", {0, 3}, [](const std::vector<int64_t>& v) { return v[0] % v[3] == 0; }});
   cons.push_back({"reg_n divides tile_n", {1, 4}, [](const std::vector<int64_t>& v) { return v[1] % v[4] == 0; }});
-  cons.push_back({"unroll_k divides tile_k / 32", {2, 5}, [](const std::vector<int64_t>& v) { return (v[2] / 32) % v[5] == 0; }});
+  cons.push_back({"unroll_k divides tile_k's tile steps", {2, 5},
+                  [ks](const std::vector<int64_t>& v) { return (v[2] / ks) % v[5] == 0; }});
   if (threads > 1) {
     // The first block loop over M or N that has more than one block runs on the threads (K, M, N
     // and M, N, K: M's unless M is one block; N, K, M: N's unless N is one block): as many blocks
@@ -77,10 +88,10 @@ Space amxSpace(const GemmWorkload& w, int threads) {
   return Space(kAmxSpaceName, knobs, cons);
 }
 
-Candidate amxDefault(const Space& space, const GemmWorkload&) {
-  // The notes' best at 1024^3: K blocks of 256 outermost, 2 x 2 tiles, B's tiles read in place
-  // (1,060-1,189 GFLOP/s against oneDNN's 833-873).
-  return nearestValid(space, {{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 256}, {"reg_m", 32}, {"reg_n", 32},
+Candidate amxDefault(const Space& space, const GemmWorkload& w) {
+  // The notes' best at 1024^3: K blocks of 256 (bf16: 512 bytes a row; s8 the same bytes) outermost,
+  // 2 x 2 tiles, B's tiles read in place (1,060-1,189 GFLOP/s against oneDNN's 833-873).
+  return nearestValid(space, {{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 8 * amxKStep(w)}, {"reg_m", 32}, {"reg_n", 32},
                               {"unroll_k", 1}, {"reg_loop_order", 0}, {"outer_order", 0}});
 }
 
@@ -90,9 +101,9 @@ std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w) {
   std::vector<Candidate> out;
   const Candidate def = amxDefault(space, w);
   for (const std::map<std::string, int64_t>& m :
-       {std::map<std::string, int64_t>{{"tile_m", 32}, {"tile_n", 512}, {"tile_k", 256}, {"reg_m", 32}, {"reg_n", 32},
-                                       {"unroll_k", 1}, {"reg_loop_order", 0}, {"outer_order", 1}},
-        std::map<std::string, int64_t>{{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 512}, {"reg_m", 32}, {"reg_n", 32},
+       {std::map<std::string, int64_t>{{"tile_m", 32}, {"tile_n", 512}, {"tile_k", 8 * amxKStep(w)}, {"reg_m", 32},
+                                       {"reg_n", 32}, {"unroll_k", 1}, {"reg_loop_order", 0}, {"outer_order", 1}},
+        std::map<std::string, int64_t>{{"tile_m", 32}, {"tile_n", 32}, {"tile_k", 16 * amxKStep(w)}, {"reg_m", 32}, {"reg_n", 32},
                                        {"unroll_k", 1}, {"reg_loop_order", 0}, {"outer_order", 0}}}) {
     Candidate c = nearestValid(space, m);
     if (c != def && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
@@ -124,7 +135,8 @@ namespace sextant {
 std::string cpuWorkloadUnsupported(const GemmWorkload& w, const HostCpu& cpu) {
   if (cpu_detail::wantsAmx(w)) return cpu_detail::amxUnsupported(w, cpu);
   if (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32)
-    return std::string("the cpu target tunes f32 ops and bf16 x bf16 -> f32 GEMMs (got ") + dtypeName(w.a_type) + ")";
+    return std::string("the cpu target tunes f32 ops and bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs (got ") +
+           dtypeName(w.a_type) + ")";
   return "";
 }
 }  // namespace sextant

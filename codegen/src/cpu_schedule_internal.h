@@ -83,6 +83,7 @@ std::string emitGemvActions(const Space& space, const Candidate& c, const std::s
 bool wantsAmx(const GemmWorkload& w);
 std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu);
 bool isAmxSpace(const Space& space);
+int64_t amxKStep(const GemmWorkload& w);  // K values per tile: 32 bf16, 64 s8 (a 64-byte tile row)
 Space amxSpace(const GemmWorkload& w, int threads);
 Candidate amxDefault(const Space& space, const GemmWorkload& w);
 std::vector<Candidate> amxSeeds(const Space& space, const GemmWorkload& w);

@@ -14,18 +14,30 @@ const char* dtypeName(DType t) {
     case DType::F32: return "f32";
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
+    case DType::S8: return "s8";
+    case DType::S32: return "s32";
   }
   return "?";
+}
+
+const char* mlirTypeName(DType t) {
+  switch (t) {
+    case DType::S8: return "i8";
+    case DType::S32: return "i32";
+    default: return dtypeName(t);
+  }
 }
 
 Result<DType> parseDType(const std::string& s) {
   if (s == "f32") return DType::F32;
   if (s == "f16") return DType::F16;
   if (s == "bf16") return DType::BF16;
-  return Error{"unknown dtype '" + s + "' (known: f32, f16, bf16)"};
+  if (s == "s8" || s == "i8") return DType::S8;
+  if (s == "s32" || s == "i32") return DType::S32;
+  return Error{"unknown dtype '" + s + "' (known: f32, f16, bf16, s8)"};
 }
 
-int dtypeBytes(DType t) { return t == DType::F32 ? 4 : 2; }
+int dtypeBytes(DType t) { return t == DType::F32 || t == DType::S32 ? 4 : t == DType::S8 ? 1 : 2; }
 
 const char* layoutName(Layout l) {
   switch (l) {

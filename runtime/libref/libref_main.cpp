@@ -1,7 +1,8 @@
 // sextant-libref: measures one reference library (OpenBLAS, oneDNN's dnnl_sgemm and matmul
 // primitive, BLIS) on one GEMM or batched-matmul workload (the BLAS ones once per batch element) in
 // a process of its own (see sextant/runtime/libraries.h for why), through the tuner's harness.
-// A bf16 x bf16 -> f32 workload has oneDNN's matmul primitive only (onednn_matmul.cpp).
+// A bf16 x bf16 -> f32 or s8 x s8 -> s32 workload has oneDNN's matmul primitive only
+// (onednn_matmul.cpp).
 //
 //   sextant-libref probe          JSON list of the library configurations worth measuring here
 //   sextant-libref measure SPEC   SPEC: JSON {library, config, workload, seed, threads, warmup,
@@ -214,18 +215,22 @@ int measure(const json& spec, bool pair) {
   auto w = parseWorkloadKey(spec.value("workload", ""));
   if (!w) die("bad workload: " + w.error());
   const std::string lib = spec.value("library", ""), config = spec.value("config", "");
-  // bf16 x bf16 -> f32 (issue #37): of the libraries here only oneDNN's matmul primitive computes
-  // it (Debian's OpenBLAS 0.3.21 exports no cblas_sbgemm, BLIS 0.9 has no bf16, dnnl_sgemm is f32).
+  // bf16 x bf16 -> f32 and s8 x s8 -> s32 (issue #37): of the libraries here only oneDNN's matmul
+  // primitive computes them (Debian's OpenBLAS 0.3.21 exports no cblas_sbgemm nor an integer GEMM
+  // in its cblas interface, BLIS 0.9 has neither, dnnl_sgemm is f32).
   const bool f32 = w->a_type == DType::F32 && w->b_type == DType::F32 && w->c_type == DType::F32;
   const bool bf16 = w->a_type == DType::BF16 && w->b_type == DType::BF16 && w->c_type == DType::F32;
-  if (!f32 && !(bf16 && !w->isConv()))
-    die("no reference library is measured on " + w->key() + " (f32, and bf16 x bf16 -> f32 GEMMs, only)");
-  if (bf16 && (lib == "openblas" || lib == "blis" || (lib == "onednn" && config != "matmul"))) {
+  const bool s8 = w->a_type == DType::S8 && w->b_type == DType::S8 && w->c_type == DType::S32;
+  const char* low = bf16 ? "bf16 x bf16 -> f32" : s8 ? "s8 x s8 -> s32" : nullptr;
+  if (!f32 && !(low && !w->isConv()))
+    die("no reference library is measured on " + w->key() +
+        " (f32, and bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs, only)");
+  if (low && (lib == "openblas" || lib == "blis" || (lib == "onednn" && config != "matmul"))) {
     const std::string who = lib == "openblas" ? "OpenBLAS (its cblas interface as Sextant loads it)"
                             : lib == "blis"   ? "BLIS"
                             : config.empty()  ? "oneDNN's dnnl_sgemm"
                                               : "oneDNN's " + config;
-    die(who + " has no bf16 x bf16 -> f32 GEMM (" + w->key() + "): oneDNN's matmul primitive measures it");
+    die(who + " has no " + low + " GEMM (" + w->key() + "): oneDNN's matmul primitive measures it");
   }
   const int threads = std::max(1, spec.value("threads", 1));
   MeasureOptions o;

@@ -80,6 +80,7 @@ Result<const OpenBlas*> loadOpenBlas() {
     }
     blas.sgemm = reinterpret_cast<OpenBlas::Sgemm>(dlsym(h, "cblas_sgemm"));
     blas.sgemv = reinterpret_cast<OpenBlas::Sgemv>(dlsym(h, "cblas_sgemv"));
+    blas.dgemm = reinterpret_cast<OpenBlas::Dgemm>(dlsym(h, "cblas_dgemm"));
     auto get_config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
     auto get_core = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
     auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));

@@ -115,10 +115,16 @@ class Bench {
     const auto& ref = p_.reference();
     double max_err = 0;
     int64_t bad = -1;
-    const double atol = o_.atol_per_k * double(w.k);
+    // s32 results (s8 GEMMs): C's bytes are int32 sums, equal to the exact reference (both rounded
+    // to float the same way: exact below 2^24).
+    const bool s32 = w.c_type == DType::S32;
+    const double atol = s32 ? 0 : o_.atol_per_k * double(w.k), rtol = s32 ? 0 : o_.rtol;
     for (size_t i = 0; i < ref.size(); ++i) {
-      double err = std::fabs(double(c[i]) - double(ref[i]));
-      if (!(err <= atol + o_.rtol * std::fabs(double(ref[i])))) {  // NaN fails too
+      int32_t sum = 0;
+      if (s32) memcpy(&sum, &c[i], 4);
+      const double got = s32 ? double(float(sum)) : double(c[i]);
+      double err = std::fabs(got - double(ref[i]));
+      if (!(err <= atol + rtol * std::fabs(double(ref[i])))) {  // NaN fails too
         if (bad < 0) bad = int64_t(i);
         if (std::isnan(err)) err = INFINITY;
       }
@@ -129,8 +135,10 @@ class Bench {
     out["status"] = "ok";
     if (bad < 0) return out;
     char msg[256];
+    int32_t bad_sum = 0;
+    memcpy(&bad_sum, &c[bad], 4);
     snprintf(msg, sizeof msg, "wrong result: %s = %g, expected %g (max |error| %g)", opOf(w).elementName(w, bad).c_str(),
-             double(c[bad]), double(ref[bad]), max_err);
+             s32 ? double(bad_sum) : double(c[bad]), double(ref[bad]), max_err);
     out["status"] = "wrong_result";
     out["message"] = msg;
     return out;
@@ -316,10 +324,13 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   // bf16 x bf16 -> f32 (issue #37): the inputs are made as f32 and rounded to bf16 values once, so
   // that OpenBLAS's f32 reference on them (every product exact in f32) and a kernel fed their bf16
   // copies (loadSharedObjectKernel) add the same products.
+  // s8 x s8 -> s32: integers in [-128, 127], the reference their exact sums (OpenBLAS's dgemm).
   const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
-  if (!bf16 && (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32))
-    return Error{"the CPU runner measures f32 ops and bf16 x bf16 -> f32 GEMMs (got " + w.key() + ")"};
-  if (bf16 && w.isConv()) return Error{"the CPU runner has no bf16 convolution (got " + w.key() + ")"};
+  const bool s8 = w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32;
+  if (!bf16 && !s8 && (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32))
+    return Error{"the CPU runner measures f32 ops, bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs (got " + w.key() + ")"};
+  if ((bf16 || s8) && w.op != OpKind::Gemm)
+    return Error{std::string("the CPU runner has ") + dtypeName(w.a_type) + " GEMMs only (got " + w.key() + ")"};
   auto blas = loadOpenBlas();
   if (!blas) return Error{blas.error()};
   GemmProblem p;
@@ -335,6 +346,12 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   if (bf16) {
     for (auto& x : p.a_) x = roundToBf16(x);
     for (auto& x : p.b_) x = roundToBf16(x);
+  }
+  if (s8) {
+    if (!p.blas_->dgemm) return Error{"s8 GEMMs need OpenBLAS's cblas_dgemm for their exact reference"};
+    std::uniform_int_distribution<int> i8(-128, 127);
+    for (auto& x : p.a_) x = float(i8(rng));
+    for (auto& x : p.b_) x = float(i8(rng));
   }
   p.ref_.assign(size_t(w.cElements()), 0.0f);
   p.runBlas(p.a_.data(), p.b_.data(), p.ref_.data());
@@ -358,6 +375,13 @@ void GemmProblem::runBlas(const float* a, const float* b, float* c) const {
 void GemmProblem::runBlasElement(const float* a, const float* b, float* c) const {
   constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
   const bool ta = w_.layout == Layout::TN, tb = w_.layout == Layout::NT;
+  if (w_.a_type == DType::S8) {  // exact in doubles; C the sums as floats (verify compares them so)
+    std::vector<double> da(a, a + w_.m * w_.k), db(b, b + w_.k * w_.n), dc(size_t(w_.m * w_.n));
+    blas_->dgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(w_.m), int(w_.n), int(w_.k), 1.0,
+                 da.data(), ta ? int(w_.m) : int(w_.k), db.data(), tb ? int(w_.k) : int(w_.n), 0.0, dc.data(), int(w_.n));
+    for (size_t i = 0; i < dc.size(); ++i) c[i] = float(dc[i]);
+    return;
+  }
   if (usesGemv()) {
     // One row of C: c = a B (a: K contiguous floats in every layout when M = 1), i.e. y = B^T x for
     // B stored K x N (NN, TN) and y = B x for B stored N x K (NT).
@@ -369,6 +393,47 @@ void GemmProblem::runBlasElement(const float* a, const float* b, float* c) const
                1.0f, a, ta ? int(w_.m) : int(w_.k), b, tb ? int(w_.k) : int(w_.n), 0.0f, c,
                int(w_.n));
 }
+
+namespace {
+
+// The kernel of a bf16 (T = uint16_t) or s8 (int8_t) workload: its A and B as copies of element
+// type T (convert: the problem's floats to T), made when the problem's pointers change (the first,
+// verified call), B stored in AMX tiles when the kernel asks (b_tiles).
+template <typename T>
+KernelFn lowPrecisionKernel(const GemmWorkload& w, void (*call)(void*, void*, void*),
+                            const std::vector<OperandDims>& dims, bool b_tiles,
+                            void (*convert)(const float*, size_t, T*)) {
+  struct Copies {
+    const float* a_from = nullptr;
+    const float* b_from = nullptr;
+    std::unique_ptr<T, void (*)(void*)> a{nullptr, std::free}, b{nullptr, std::free};
+    ~Copies() { forgetEvicted(a.get()), forgetEvicted(b.get()); }
+  };
+  auto copies = std::make_shared<Copies>();
+  auto alloc = [](int64_t n) {
+    return static_cast<T*>(std::aligned_alloc(64, size_t((n * int64_t(sizeof(T)) + 63) / 64 * 64)));
+  };
+  copies->a.reset(alloc(w.aElements()));
+  copies->b.reset(alloc(w.bElements()));
+  evictWithOperands(copies->a.get(), size_t(w.aElements()) * sizeof(T));
+  evictWithOperands(copies->b.get(), size_t(w.bElements()) * sizeof(T));
+  return [call, copies, b_tiles, convert, nt = w.layout == Layout::NT, k = w.k, n = w.n, na = w.aElements(),
+          nb = w.bElements(), da = DynMemRef(dims[0]), db = DynMemRef(dims[1]),
+          dc = DynMemRef(dims[2])](float* a, float* b, float* c) mutable {
+    if (copies->a_from != a) convert(a, size_t(na), copies->a.get()), copies->a_from = a;
+    if (copies->b_from != b) {
+      convert(b, size_t(nb), copies->b.get());
+      if (b_tiles) {
+        std::vector<T> plain(copies->b.get(), copies->b.get() + nb);
+        storeInAmxTiles(plain.data(), nt, k, n, copies->b.get());
+      }
+      copies->b_from = b;
+    }
+    call(da.at(reinterpret_cast<float*>(copies->a.get())), db.at(reinterpret_cast<float*>(copies->b.get())), dc.at(c));
+  };
+}
+
+}  // namespace
 
 KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_path, std::string& error) {
   void* h = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -386,54 +451,30 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
   // The descriptors are made once here, not in the timed calls; each call sets their pointers.
   const std::vector<OperandDims> dims = opOf(w).operands(w);
   auto call = reinterpret_cast<void (*)(void*, void*, void*)>(sym);
-  // bf16 inputs (issue #37): the kernel reads bf16 copies of the problem's A and B (whose values
-  // are bf16 already: GemmProblem), made once outside the timed calls (on the first, verified one)
-  // and evicted with the operands before each timed call.
-  if (w.a_type == DType::BF16) {
+  // bf16 and s8 inputs (issue #37): the kernel reads bf16 / s8 copies of the problem's A and B
+  // (whose values are bf16 / small integers already: GemmProblem), made once outside the timed calls
+  // (on the first, verified one) and evicted with the operands before each timed call; an s8
+  // kernel writes its s32 sums into C's bytes (the verification reads them so).
+  if (w.a_type == DType::BF16 || w.a_type == DType::S8) {
     if (dlsym(h, kWeightsBlockSymbol)) {
-      error = so_path + " asks for its weights in blocks, which a bf16 kernel cannot take";
+      error = so_path + " asks for its weights in blocks, which a " + dtypeName(w.a_type) + " kernel cannot take";
       return nullptr;
     }
     if (auto s = requestAmxPermission(); !s && hasAmxBf16(hostCpu())) {
       error = s.error();
       return nullptr;
     }
-    struct Copies {
-      const float* a_from = nullptr;
-      const float* b_from = nullptr;
-      std::unique_ptr<uint16_t, void (*)(void*)> a{nullptr, std::free}, b{nullptr, std::free};
-      ~Copies() { forgetEvicted(a.get()), forgetEvicted(b.get()); }
-    };
-    // A kernel of a weights workload (codegen/src/amx_kernel.h, kAmxBTilesSymbol) reads B stored in
-    // VNNI tiles, as a network's constant weights would be at compile time (and oneDNN's reordered
-    // weights are here): stored so once, outside the timed calls.
+    // A kernel of a weights workload (codegen/src/amx_kernel.h, "sextant_amx_b_tiles") reads B stored
+    // in VNNI tiles, as a network's constant weights would be at compile time (and oneDNN's
+    // reordered weights are here): stored so once, outside the timed calls.
     const bool b_tiles = dlsym(h, "sextant_amx_b_tiles") != nullptr;
-    if (b_tiles && (!w.weights || w.n % 16 || w.k % 32)) {
+    const int64_t k_step = w.a_type == DType::S8 ? 64 : 32;
+    if (b_tiles && (!w.weights || w.n % 16 || w.k % k_step)) {
       error = so_path + " asks for B in AMX tiles, which " + w.key() + " cannot give";
       return nullptr;
     }
-    auto copies = std::make_shared<Copies>();
-    auto alloc = [](int64_t n) {
-      return static_cast<uint16_t*>(std::aligned_alloc(64, size_t((n * 2 + 63) / 64 * 64)));
-    };
-    copies->a.reset(alloc(w.aElements()));
-    copies->b.reset(alloc(w.bElements()));
-    evictWithOperands(copies->a.get(), size_t(w.aElements()) * 2);
-    evictWithOperands(copies->b.get(), size_t(w.bElements()) * 2);
-    return [call, copies, b_tiles, nt = w.layout == Layout::NT, k = w.k, n = w.n, na = w.aElements(),
-            nb = w.bElements(), da = DynMemRef(dims[0]), db = DynMemRef(dims[1]),
-            dc = DynMemRef(dims[2])](float* a, float* b, float* c) mutable {
-      if (copies->a_from != a) toBf16(a, size_t(na), copies->a.get()), copies->a_from = a;
-      if (copies->b_from != b) {
-        toBf16(b, size_t(nb), copies->b.get());
-        if (b_tiles) {
-          std::vector<uint16_t> plain(copies->b.get(), copies->b.get() + nb);
-          storeInAmxTiles(plain.data(), nt, k, n, copies->b.get());
-        }
-        copies->b_from = b;
-      }
-      call(da.at(reinterpret_cast<float*>(copies->a.get())), db.at(reinterpret_cast<float*>(copies->b.get())), dc.at(c));
-    };
+    if (w.a_type == DType::BF16) return lowPrecisionKernel<uint16_t>(w, call, dims, b_tiles, toBf16);
+    return lowPrecisionKernel<int8_t>(w, call, dims, b_tiles, toS8);
   }
   // A kernel that reads its weight B in blocks (compiler.h, kWeightsBlockSymbol): B stored so once,
   // outside the timed calls (on the first, verified one), as a network's constant weights are at

@@ -84,6 +84,36 @@ __attribute__((target("amx-tile,amx-bf16"))) double runAmxBf16(long iters, float
   return double(iters) * 4 * 16 * 16 * 32 * 2;
 }
 
+// The same with s8 tiles (16 x 64) into s32 accumulators: tdpbssd, 16 x 16 x 64 x 2 ops each.
+__attribute__((target("amx-tile,amx-int8"))) double runAmxInt8(long iters, float* sink) {
+  alignas(64) unsigned char cfg[64] = {};
+  cfg[0] = 1;
+  for (int t = 0; t < 6; ++t) {
+    cfg[16 + 2 * t] = 64;
+    cfg[48 + t] = 16;
+  }
+  alignas(64) static int8_t ab[16 * 64];
+  for (int i = 0; i < 16 * 64; ++i) ab[i] = 1;
+  alignas(64) int32_t out[16 * 16];
+  _tile_loadconfig(cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ab, 64);
+  _tile_loadd(5, ab, 64);
+  for (long it = 0; it < iters; ++it) {
+    _tile_dpbssd(0, 4, 5);
+    _tile_dpbssd(1, 4, 5);
+    _tile_dpbssd(2, 4, 5);
+    _tile_dpbssd(3, 4, 5);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink += float(out[0]);
+  return double(iters) * 4 * 16 * 16 * 64 * 2;
+}
+
 struct Isa {
   const char* name;
   double (*fn)(long, float*);
@@ -154,21 +184,21 @@ FmaPeak measureFmaPeak(int threads, double seconds, int reps) {
   }
   return out;
 }
-FmaPeak measureAmxBf16Peak(int threads, double seconds, int reps) {
+FmaPeak measureAmxPeak(bool int8, int threads, double seconds, int reps) {
   MachineLock lock(MachineLock::Mode::Measure);
   FmaPeak out;
   out.threads = std::max(1, threads);
-  out.isa = "amx_bf16";
-  if (!hasAmxBf16(hostCpu()) || !requestAmxPermission()) return out;
-  out.gflops = measure({"amx_bf16", runAmxBf16}, out.threads, seconds, reps);
-  out.per_isa.emplace_back("amx_bf16", out.gflops);
+  out.isa = int8 ? "amx_int8" : "amx_bf16";
+  if (!hostCpu().hasFlag("amx_tile") || !hostCpu().hasFlag(out.isa) || !requestAmxPermission()) return out;
+  out.gflops = measure({out.isa.c_str(), int8 ? runAmxInt8 : runAmxBf16}, out.threads, seconds, reps);
+  out.per_isa.emplace_back(out.isa, out.gflops);
   return out;
 }
 #else
-FmaPeak measureAmxBf16Peak(int threads, double, int) {
+FmaPeak measureAmxPeak(bool int8, int threads, double, int) {
   FmaPeak out;
   out.threads = threads;
-  out.isa = "amx_bf16";
+  out.isa = int8 ? "amx_int8" : "amx_bf16";
   return out;
 }
 // Not an x86-64 CPU: no chains are written for it yet; gflops 0 means "not measured".

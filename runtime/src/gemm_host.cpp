@@ -85,11 +85,22 @@ float roundToDType(float f, DType t) {
     case DType::F32: return f;
     case DType::F16: return halfBitsToFloat(floatToHalfBits(f));
     case DType::BF16: return bf16BitsToFloat(floatToBf16Bits(f));
+    // Integer types are the CPU's AMX route's (tune refuses them for GPU targets): rounded values.
+    case DType::S8: return std::fmin(127.f, std::fmax(-128.f, std::nearbyint(f)));
+    case DType::S32: return std::nearbyint(f);
   }
   return f;
 }
 
 void encodeDType(const float* in, int64_t n, DType t, void* out) {
+  if (t == DType::S8 || t == DType::S32) {  // (the CPU's AMX route's types: not a GPU's)
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = roundToDType(in[i], t);
+      if (t == DType::S8) static_cast<int8_t*>(out)[i] = int8_t(r);
+      else static_cast<int32_t*>(out)[i] = int32_t(r);
+    }
+    return;
+  }
   if (t == DType::F32) {
     memcpy(out, in, size_t(n) * 4);
     return;
@@ -99,6 +110,11 @@ void encodeDType(const float* in, int64_t n, DType t, void* out) {
 }
 
 void decodeDType(const void* in, int64_t n, DType t, float* out) {
+  if (t == DType::S8 || t == DType::S32) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = t == DType::S8 ? float(static_cast<const int8_t*>(in)[i]) : float(static_cast<const int32_t*>(in)[i]);
+    return;
+  }
   if (t == DType::F32) {
     memcpy(out, in, size_t(n) * 4);
     return;
@@ -131,6 +147,12 @@ float elementAt(const std::vector<uint8_t>& bytes, int64_t index, DType t) {
       uint16_t h;
       memcpy(&h, bytes.data() + size_t(index) * 2, 2);
       return bf16BitsToFloat(h);
+    }
+    case DType::S8: return float(int8_t(bytes[size_t(index)]));
+    case DType::S32: {
+      int32_t v;
+      memcpy(&v, bytes.data() + size_t(index) * 4, 4);
+      return float(v);
     }
   }
   return 0;

@@ -95,21 +95,27 @@ std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w) {
   std::vector<CpuLibrary> out;
   for (const CpuLibrary& l : cpuLibraries())
     if ((l.config == "conv") == w.isConv()) out.push_back(l);
-  // bf16 x bf16 -> f32 (issue #37): only oneDNN's matmul primitive computes it here; the others
-  // stay listed with the reason (sextant-libref refuses them too).
-  if (w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32)
+  // bf16 x bf16 -> f32 and s8 x s8 -> s32 (issue #37): only oneDNN's matmul primitive computes
+  // them here; the others stay listed with the reason (sextant-libref refuses them too).
+  const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
+  const bool s8 = w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32;
+  if (bf16 || s8) {
+    const std::string gemm = std::string("no ") + (bf16 ? "bf16 x bf16 -> f32" : "s8 x s8 -> s32") + " GEMM";
     for (CpuLibrary& l : out) {
       if (l.name == "onednn" && l.config == "matmul") {
-        if (l.available) l.routine = "matmul primitive, bf16 weights reordered once, evicted before each call";
+        if (l.available)
+          l.routine = std::string("matmul primitive, ") + dtypeName(w.a_type) +
+                      " weights reordered once, evicted before each call";
         continue;
       }
       l.available = false;
       const std::string lib = l.version.empty() ? (l.name == "openblas" ? "OpenBLAS" : "BLIS") : l.version;
-      l.missing = l.name == "openblas" ? "no bf16 x bf16 -> f32 GEMM in " + lib + "'s cblas interface as Sextant loads it"
-                  : l.name == "blis"   ? "no bf16 x bf16 -> f32 GEMM in " + lib
+      l.missing = l.name == "openblas" ? gemm + " in " + lib + "'s cblas interface as Sextant loads it"
+                  : l.name == "blis"   ? gemm + " in " + lib
                   : l.name == "onednn" ? std::string("dnnl_sgemm is f32 only (the matmul primitive is measured)")
-                                       : std::string("no bf16 x bf16 -> f32 GEMM");
+                                       : gemm;
     }
+  }
   return out;
 }
 

@@ -20,8 +20,8 @@ using sextant::testing_support::compileAndMeasure;
 
 namespace {
 
-GemmWorkload bf16Gemm(const std::string& shape, const char* layout, bool weights = false) {
-  auto w = makeGemmWorkload(shape, "bf16", layout);
+GemmWorkload bf16Gemm(const std::string& shape, const char* layout, bool weights = false, const char* dtype = "bf16") {
+  auto w = makeGemmWorkload(shape, dtype, layout);
   EXPECT_TRUE(w.ok()) << w.error();
   w->weights = weights;
   return *w;
@@ -53,6 +53,30 @@ TEST(Amx, WorkloadKeyAndProblemAreBf16) {
   EXPECT_EQ(toBf16(1.0f), 0x3f80);
   EXPECT_EQ(fromBf16(toBf16(1.00390625f)), 1.0f);  // a tie: to even
   EXPECT_EQ(fromBf16(toBf16(1.01171875f)), 1.015625f);
+}
+
+TEST(Amx, S8KeyAndProblemAreExactIntegers) {
+  GemmWorkload w = bf16Gemm("32x48x128", "NT", false, "s8");
+  EXPECT_EQ(w.key(), "gemm:NT:32x48x128:s8*s8->s32");
+  EXPECT_EQ(bf16Gemm("32x48x128", "NT", false, "i8"), w);  // i8 is s8
+  auto back = parseWorkloadKey(w.key());
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, w);
+  EXPECT_NE(w.payloadMlir().find("memref<32x48xi32>"), std::string::npos) << w.payloadMlir();
+  EXPECT_NE(w.payloadMlir().find("arith.constant 0 : i32"), std::string::npos);
+  auto s32 = makeGemmWorkload("32x48x128", "s32", "NN");
+  ASSERT_FALSE(s32.ok());
+  EXPECT_NE(s32.error().find("output type"), std::string::npos);
+  auto p = GemmProblem::create(w, 3);
+  ASSERT_TRUE(p.ok()) << p.error();
+  int lo = 0, hi = 0, integral = 0;
+  for (float x : p->a()) integral += x == float(int(x)), lo += x == -128.f, hi += x == 127.f;
+  EXPECT_EQ(integral, int(p->a().size()));
+  EXPECT_GT(lo + hi, 0);  // the whole range is drawn
+  // The reference is the exact sum: row 0, column 0 of C = A B^T.
+  double sum = 0;
+  for (int64_t k = 0; k < w.k; ++k) sum += double(p->a()[size_t(k)]) * double(p->b()[size_t(k)]);
+  EXPECT_EQ(double(p->reference()[0]), sum);
 }
 
 TEST(Amx, SpaceIsWhatItsConstraintsAllow) {
@@ -93,6 +117,13 @@ TEST(Amx, UnsupportedCpusAndWorkloadsSayWhyInOneLine) {
   EXPECT_NE(cpuWorkloadUnsupported(bf16Gemm("64x64x64", "TN"), spr).find("NN and NT"), std::string::npos);
   EXPECT_NE(cpuWorkloadUnsupported(bf16Gemm("40x64x64", "NN"), spr).find("multiples of 16"), std::string::npos);
   EXPECT_NE(cpuWorkloadUnsupported(bf16Gemm("64x64x48", "NN"), spr).find("multiple of 32"), std::string::npos);
+  EXPECT_EQ(cpuWorkloadUnsupported(bf16Gemm("64x64x128", "NT", false, "s8"), spr), "");
+  EXPECT_NE(cpuWorkloadUnsupported(bf16Gemm("64x64x96", "NN", false, "s8"), spr).find("multiple of 64"),
+            std::string::npos);
+  HostCpu bf16_only = spr;
+  bf16_only.flags = {"avx512f", "amx_tile", "amx_bf16"};
+  EXPECT_NE(cpuWorkloadUnsupported(bf16Gemm("64x64x128", "NN", false, "s8"), bf16_only).find("amx_int8"),
+            std::string::npos);
   auto f16 = makeGemmWorkload("64x64x64", "f16", "NN");
   ASSERT_TRUE(f16.ok());
   EXPECT_NE(cpuWorkloadUnsupported(*f16, spr).find("f32 ops and bf16"), std::string::npos);
@@ -137,10 +168,14 @@ TEST(Amx, EveryKnobValueCompilesRunsAndVerifies) {
     const char* shape;
     const char* layout;
     bool weights;
+    const char* dtype;
   };
-  for (const Case& k : {Case{"96x64x128", "NN", false}, Case{"48x96x64", "NT", false}, Case{"16x16x32", "NN", false},
-                        Case{"32x48x96", "NN", true}, Case{"48x32x64", "NT", true}}) {
-    GemmWorkload w = bf16Gemm(k.shape, k.layout, k.weights);
+  for (const Case& k : {Case{"96x64x128", "NN", false, "bf16"}, Case{"48x96x64", "NT", false, "bf16"},
+                        Case{"16x16x32", "NN", false, "bf16"}, Case{"32x48x96", "NN", true, "bf16"},
+                        Case{"48x32x64", "NT", true, "bf16"}, Case{"96x64x256", "NN", false, "s8"},
+                        Case{"48x32x128", "NT", false, "s8"}, Case{"16x16x64", "NT", true, "s8"},
+                        Case{"32x48x192", "NN", true, "s8"}}) {
+    GemmWorkload w = bf16Gemm(k.shape, k.layout, k.weights, k.dtype);
     Space s = buildCpuGemmSpace(w, hostCpu(), 1);
     std::set<Candidate> picks = {defaultCpuCandidate(s, w)};
     for (const Candidate& c : cpuSeedCandidates(s, w)) picks.insert(c);
@@ -155,13 +190,14 @@ TEST(Amx, EveryKnobValueCompilesRunsAndVerifies) {
       ++measured;
     }
   }
-  EXPECT_GE(measured, 30);
+  EXPECT_GE(measured, 50);
 }
 
 // The object really multiplies on the tile unit (tdpbf16ps), and a wrong B layout is caught.
 TEST(Amx, ObjectHoldsTileInstructions) {
   if (auto why = noAmxHere(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
-  GemmWorkload w = bf16Gemm("64x64x64", "NN");
+  for (const char* dtype : {"bf16", "s8"}) {
+  GemmWorkload w = bf16Gemm("64x64x128", "NN", false, dtype);
   Space s = buildCpuGemmSpace(w, hostCpu(), 1);
   const std::string obj =
       (std::filesystem::temp_directory_path() / ("sextant-amx-" + std::to_string(getpid()) + ".o")).string();
@@ -175,9 +211,10 @@ TEST(Amx, ObjectHoldsTileInstructions) {
   while (size_t n = fread(buf, 1, sizeof buf, f)) text.append(buf, n);
   pclose(f);
   std::filesystem::remove(obj);
-  EXPECT_NE(text.find("tdpbf16ps"), std::string::npos);
+  EXPECT_NE(text.find(std::string(dtype) == "s8" ? "tdpbssd" : "tdpbf16ps"), std::string::npos) << dtype;
   EXPECT_NE(text.find("tileloadd"), std::string::npos);
   EXPECT_NE(text.find("ldtilecfg"), std::string::npos);
+  }
 }
 
 // Two threads (scf.parallel -> OpenMP; each thread configures its own tiles): every loop order, B
@@ -188,11 +225,11 @@ TEST(Amx, TwoThreadsComputeTheSame) {
   int measured = 0;
   for (bool weights : {false, true})
     for (const char* layout : {"NN", "NT"}) {
-      GemmWorkload w = bf16Gemm("64x96x128", layout, weights);
+      GemmWorkload w = bf16Gemm("64x96x128", layout, weights, weights && layout[1] == 'T' ? "s8" : "bf16");
       Space s = buildCpuGemmSpace(w, hostCpu(), 2);
       ASSERT_GE(s.knobIndex("threads"), 0);
       for (int64_t order : {0, 1, 2}) {
-        Candidate c = nearestValid(s, {{"outer_order", order}, {"tile_m", 32}, {"tile_n", 32}, {"tile_k", 64}});
+        Candidate c = nearestValid(s, {{"outer_order", order}, {"tile_m", 32}, {"tile_n", 32}, {"tile_k", 64}, {"reg_m", 32}});
         ASSERT_EQ(s.valueOr(c, "outer_order", -1), order);
         const auto v = s.values(c);
         const int64_t mb = w.m / v[0], nb = w.n / v[1];

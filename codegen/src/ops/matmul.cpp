@@ -53,7 +53,9 @@ class MatmulOp : public OpDef {
     if (auto w = parseShape(shape); !w) return w;
     auto dt = parseDType(dtype);
     if (!dt) return Error{dt.error()};
-    return fromKey(layout, shape, *dt, *dt, DType::F32);
+    if (*dt == DType::S32) return Error{"--dtype s32 is an output type: s8 inputs give s32 sums (--dtype s8)"};
+    // s8 inputs accumulate into s32 (issue #37), the floating-point ones into f32.
+    return fromKey(layout, shape, *dt, *dt, *dt == DType::S8 ? DType::S32 : DType::F32);
   }
 
   std::string layoutField(const GemmWorkload& w) const override { return layoutName(w.layout); }
@@ -102,7 +104,7 @@ class MatmulOp : public OpDef {
              (tb ? "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>" : "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>") +
              ", affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]";
     }
-    const std::string ct = dtypeName(w.c_type);
+    const std::string ct = mlirTypeName(w.c_type);
     std::ostringstream o;
     o << ops_detail::payloadHead(w.key(), aT, bT, cT, ct) << "  %z = linalg.fill ins(%zero : " << ct << ") outs(%c : tensor<" << cT << ">) -> tensor<" << cT << ">\n"
       << "  %r = " << (batched_ ? "linalg.batch_matmul" : "linalg.matmul") << maps << " ins(%a, %b : tensor<" << aT

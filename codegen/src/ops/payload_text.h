@@ -13,7 +13,7 @@ namespace sextant::ops_detail {
 inline std::string shapedType(const std::vector<int64_t>& dims, DType t) {
   std::string s;
   for (int64_t d : dims) s += std::to_string(d) + "x";
-  return s + dtypeName(t);
+  return s + mlirTypeName(t);
 }
 
 // The payload's head: the public function `sextant_gemm(%A, %B, %C)` on memrefs of the types `a`,
@@ -28,7 +28,7 @@ inline std::string payloadHead(const std::string& key, const std::string& a, con
     << "  %a = bufferization.to_tensor %A restrict : memref<" << a << "> to tensor<" << a << ">\n"
     << "  %b = bufferization.to_tensor %B restrict : memref<" << b << "> to tensor<" << b << ">\n"
     << "  %c = bufferization.to_tensor %C restrict writable : memref<" << c << "> to tensor<" << c << ">\n"
-    << "  %zero = arith.constant 0.0 : " << zero << "\n";
+    << "  %zero = arith.constant " << (zero[0] == 'i' ? "0" : "0.0") << " : " << zero << "\n";
   return o.str();
 }
 

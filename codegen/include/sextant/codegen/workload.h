@@ -13,10 +13,16 @@
 
 namespace sextant {
 
-enum class DType { F32, F16, BF16 };
-const char* dtypeName(DType t);
-Result<DType> parseDType(const std::string& s);
+// S8, S32 (issue #37): signed 8-bit integers multiplied into 32-bit integer sums (s8 x s8 -> s32),
+// the CPU's AMX route only.
+enum class DType { F32, F16, BF16, S8, S32 };
+const char* dtypeName(DType t);  // the key's name: f32, f16, bf16, s8, s32
+// The MLIR element type: f32, f16, bf16, i8, i32 (integers are signless in MLIR; linalg's default
+// cast extends them as signed).
+const char* mlirTypeName(DType t);
+Result<DType> parseDType(const std::string& s);  // also i8, i32 for s8, s32
 int dtypeBytes(DType t);
+inline bool isIntegerType(DType t) { return t == DType::S8 || t == DType::S32; }
 
 // NN: A is MxK, B is KxN. NT: B is stored NxK (B transposed). TN: A is stored KxM.
 enum class Layout { NN, NT, TN };

@@ -20,6 +20,11 @@ struct OpenBlas {
   using Sgemv = void (*)(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x,
                          int incx, float beta, float* y, int incy);
   Sgemv sgemv = nullptr;
+  // The exact reference of s8 x s8 -> s32 GEMMs (issue #37): small integers in doubles, every sum
+  // exact (|C| < 2^53).
+  using Dgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, double alpha, const double* a,
+                         int lda, const double* b, int ldb, double beta, double* c, int ldc);
+  Dgemm dgemm = nullptr;
   std::string config;    // openblas_get_config()
   std::string corename;  // the kernel family in use
   int threads = 1;

@@ -20,8 +20,9 @@ struct FmaPeak {
 // repetitions, for AVX-512 and AVX2 (where the CPU has them; SSE otherwise). A narrower ISA is
 // named only when more than 2% faster.
 FmaPeak measureFmaPeak(int threads, double seconds = 0.3, int reps = 5);
-// The AMX bf16 peak (issue #37; isa "amx_bf16"): 4 accumulator tiles, tdpbf16ps on register tiles
-// only, on `threads` threads; gflops 0 where the CPU has no AMX-BF16 or Linux refuses the tiles.
-FmaPeak measureAmxBf16Peak(int threads, double seconds = 0.3, int reps = 5);
+// The AMX peak (issue #37): 4 accumulator tiles, tdpbf16ps (isa "amx_bf16") or, int8, tdpbssd
+// (isa "amx_int8"; gflops then counts integer multiply-adds as 2 ops) on register tiles only, on
+// `threads` threads; gflops 0 where the CPU has no such AMX unit or Linux refuses the tiles.
+FmaPeak measureAmxPeak(bool int8, int threads, double seconds = 0.3, int reps = 5);
 
 }  // namespace sextant
