@@ -115,7 +115,8 @@ Resolved resolveRecord(const RecordRow& r, const Target& target) {
     out.error = w.error();
     return out;
   }
-  if (std::string why = cpuSchedulesOf(*w).notInLibraries(*w); !why.empty()) {
+  // (What a CPU library cannot carry: GPU targets have schedules of their own.)
+  if (std::string why = target.isGpu() ? "" : cpuSchedulesOf(*w).notInLibraries(*w); !why.empty()) {
     out.error = why;
     return out;
   }

@@ -205,7 +205,7 @@ TEST(EndToEnd, BadInputGetsOneClearLine) {
   EXPECT_NE(tune("hw check").out.find("no CUDA device found"), std::string::npos);
   expectCleanError(tune("import-results /nonexistent/bundle --db " + db), "/nonexistent/bundle");
   expectCleanError(tune("--dtype f64 --db " + db), "unknown dtype 'f64'");
-  expectCleanError(tune("--dtype f16 --db " + db), "tunes f32 ops and bf16 x bf16 -> f32 GEMMs");
+  expectCleanError(tune("--dtype f16 --db " + db), "tunes f32 ops and bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs");
   // bf16 goes to the AMX route (issue #37): a shape of partial tiles (or, without AMX, the CPU) is refused.
   expectCleanError(tune("--dtype bf16 --shape 40x64x64 --db " + db), "AMX");
   expectCleanError(tune("--shape 12x34 --db " + db), "malformed shape");
