@@ -174,28 +174,13 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
                               llvm::cl::init(0)};
 
   void runOnOperation() override {
-    std::vector<func::FuncOp> fns;
-    if (auto f = llvm::dyn_cast<func::FuncOp>(getOperation())) fns.push_back(f);
-    else getOperation()->walk([&](func::FuncOp f) {
-      bool has = false;
-      f.walk([&](linalg::MatmulOp) { has = true; });
-      if (has) fns.push_back(f);
-    });
-    if (fns.empty()) {
-      getOperation()->emitError() << "sextant-amx-gemm: no function with a linalg.matmul";
-      return signalPassFailure();
-    }
     AmxParams p;
     p.block_m = block_m, p.block_n = block_n, p.block_k = block_k, p.tiles_m = tiles_m, p.tiles_n = tiles_n;
     p.unroll_k = unroll_k, p.reg_order = reg_order, p.outer_order = outer_order, p.b_packed = b_packed;
     p.threads = threads;
-    for (auto f : fns) {
-      std::string err;
-      if (!rewriteFunctionToAmx(f, p, err)) {
-        f->emitError() << err;
-        return signalPassFailure();
-      }
-    }
+    if (!rewriteMatmulFunctions(getOperation(), "sextant-amx-gemm",
+                                [&](func::FuncOp f, std::string& err) { return rewriteFunctionToAmx(f, p, err); }))
+      signalPassFailure();
   }
 };
 

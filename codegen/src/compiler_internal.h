@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -139,6 +140,11 @@ Status checkWgmmaParams(const WgmmaParams& p);
 std::string wgmmaModuleText(const WgmmaParams& p, const std::string& fname);
 bool rewriteFunctionToWgmma(mlir::Operation* func, const WgmmaParams& opts, std::string& err);
 void registerWgmmaPass();
+// The passes that rewrite whole GEMM functions (sextant-wgmma-gemm, sextant-amx-gemm): `rewrite` on
+// root itself if it is a function, else on each function under it holding a linalg.matmul; an
+// error (none such, or rewrite's) is emitted on the op, named after `pass`, and false returned.
+bool rewriteMatmulFunctions(mlir::Operation* root, const char* pass,
+                            llvm::function_ref<bool(mlir::func::FuncOp, std::string&)> rewrite);
 
 // The AMX route (compiler_cpu_amx.cpp, amx_kernel.h; issue #37): a function holding one bf16 x
 // bf16 -> f32 linalg.matmul (NN or NT; A, B, C its memref arguments) becomes an AMX kernel, marked

@@ -405,31 +405,39 @@ struct WgmmaGemmPass : public PassWrapper<WgmmaGemmPass, OperationPass<>> {
                                llvm::cl::init(false)};
 
   void runOnOperation() override {
-    std::vector<func::FuncOp> fns;
-    if (auto f = llvm::dyn_cast<func::FuncOp>(getOperation())) fns.push_back(f);
-    else getOperation()->walk([&](func::FuncOp f) {
-      bool has = false;
-      f.walk([&](linalg::MatmulOp) { has = true; });
-      if (has) fns.push_back(f);
-    });
-    if (fns.empty()) {
-      getOperation()->emitError() << "sextant-wgmma-gemm: no function with a linalg.matmul";
-      return signalPassFailure();
-    }
     WgmmaParams p;
     p.block_m = block_m, p.block_n = block_n, p.wg_m = wg_m, p.stages = stages;
     p.warp_specialize = warp_specialize;
-    for (auto f : fns) {
-      std::string err;
-      if (!rewriteFunctionToWgmma(f, p, err)) {
-        f->emitError() << err;
-        return signalPassFailure();
-      }
-    }
+    if (!rewriteMatmulFunctions(getOperation(), "sextant-wgmma-gemm",
+                                [&](func::FuncOp f, std::string& err) { return rewriteFunctionToWgmma(f, p, err); }))
+      signalPassFailure();
   }
 };
 
 }  // namespace
+
+bool rewriteMatmulFunctions(Operation* root, const char* pass,
+                            llvm::function_ref<bool(func::FuncOp, std::string&)> rewrite) {
+  std::vector<func::FuncOp> fns;
+  if (auto f = llvm::dyn_cast<func::FuncOp>(root)) fns.push_back(f);
+  else root->walk([&](func::FuncOp f) {
+    bool has = false;
+    f.walk([&](linalg::MatmulOp) { has = true; });
+    if (has) fns.push_back(f);
+  });
+  if (fns.empty()) {
+    root->emitError() << pass << ": no function with a linalg.matmul";
+    return false;
+  }
+  for (auto f : fns) {
+    std::string err;
+    if (!rewrite(f, err)) {
+      f->emitError() << err;
+      return false;
+    }
+  }
+  return true;
+}
 
 void registerWgmmaPass() { PassRegistration<WgmmaGemmPass>(); }
 

@@ -52,18 +52,21 @@ __attribute__((target("avx2,fma"))) double run256(long iters, float* sink) {
 }
 double runSse(long iters, float* sink) { return runChains<__m128, kChains>(iters, sink); }  // mul + add
 
-// AMX (issue #37): 4 independent accumulator tiles (16 x 16 f32), each step one tdpbf16ps per
-// accumulator on the same A and B tiles (16 x 32 bf16): 16 x 16 x 32 x 2 flops each, register-only,
-// as the notes' peak loop (../shared/notes/amx.md: 3,074-3,342 GFLOP/s on one thread).
-__attribute__((target("amx-tile,amx-bf16"))) double runAmxBf16(long iters, float* sink) {
+// AMX (issue #37): 4 independent accumulator tiles (16 x 16 f32 or s32), each step one tile product
+// per accumulator on the same A and B tiles (16 rows of 64 bytes): tdpbf16ps, 16 x 16 x 32 x 2
+// flops each, or (Int8) tdpbssd, 16 x 16 x 64 x 2 integer ops; register-only, as the notes' peak
+// loop (../shared/notes/amx.md: 3,074-3,342 GFLOP/s bf16 on one thread).
+template <bool Int8>
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double runAmx(long iters, float* sink) {
   alignas(64) unsigned char cfg[64] = {};
   cfg[0] = 1;  // palette 1
   for (int t = 0; t < 6; ++t) {
     cfg[16 + 2 * t] = 64;  // bytes per row
     cfg[48 + t] = 16;      // rows
   }
+  // Small operands (bf16 0x3c00 = 0.0078125 pairs, or s8 ones): the sums stay finite.
   alignas(64) static uint16_t ab[16 * 32];
-  for (int i = 0; i < 16 * 32; ++i) ab[i] = 0x3c00;  // bf16 0.0078125: sums stay finite
+  for (int i = 0; i < 16 * 32; ++i) ab[i] = Int8 ? 0x0101 : 0x3c00;
   alignas(64) float out[16 * 16];
   _tile_loadconfig(cfg);
   _tile_zero(0);
@@ -73,45 +76,22 @@ __attribute__((target("amx-tile,amx-bf16"))) double runAmxBf16(long iters, float
   _tile_loadd(4, ab, 64);
   _tile_loadd(5, ab, 64);
   for (long it = 0; it < iters; ++it) {
-    _tile_dpbf16ps(0, 4, 5);
-    _tile_dpbf16ps(1, 4, 5);
-    _tile_dpbf16ps(2, 4, 5);
-    _tile_dpbf16ps(3, 4, 5);
+    if constexpr (Int8) {
+      _tile_dpbssd(0, 4, 5);
+      _tile_dpbssd(1, 4, 5);
+      _tile_dpbssd(2, 4, 5);
+      _tile_dpbssd(3, 4, 5);
+    } else {
+      _tile_dpbf16ps(0, 4, 5);
+      _tile_dpbf16ps(1, 4, 5);
+      _tile_dpbf16ps(2, 4, 5);
+      _tile_dpbf16ps(3, 4, 5);
+    }
   }
   _tile_stored(0, out, 64);
   _tile_release();
-  *sink += out[0];
-  return double(iters) * 4 * 16 * 16 * 32 * 2;
-}
-
-// The same with s8 tiles (16 x 64) into s32 accumulators: tdpbssd, 16 x 16 x 64 x 2 ops each.
-__attribute__((target("amx-tile,amx-int8"))) double runAmxInt8(long iters, float* sink) {
-  alignas(64) unsigned char cfg[64] = {};
-  cfg[0] = 1;
-  for (int t = 0; t < 6; ++t) {
-    cfg[16 + 2 * t] = 64;
-    cfg[48 + t] = 16;
-  }
-  alignas(64) static int8_t ab[16 * 64];
-  for (int i = 0; i < 16 * 64; ++i) ab[i] = 1;
-  alignas(64) int32_t out[16 * 16];
-  _tile_loadconfig(cfg);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_loadd(4, ab, 64);
-  _tile_loadd(5, ab, 64);
-  for (long it = 0; it < iters; ++it) {
-    _tile_dpbssd(0, 4, 5);
-    _tile_dpbssd(1, 4, 5);
-    _tile_dpbssd(2, 4, 5);
-    _tile_dpbssd(3, 4, 5);
-  }
-  _tile_stored(0, out, 64);
-  _tile_release();
-  *sink += float(out[0]);
-  return double(iters) * 4 * 16 * 16 * 64 * 2;
+  *sink += out[0];  // (an s32 sum's bits: only kept, never read as a number)
+  return double(iters) * 4 * 16 * 16 * (Int8 ? 64 : 32) * 2;
 }
 
 struct Isa {
@@ -190,7 +170,7 @@ FmaPeak measureAmxPeak(bool int8, int threads, double seconds, int reps) {
   out.threads = std::max(1, threads);
   out.isa = int8 ? "amx_int8" : "amx_bf16";
   if (!hostCpu().hasFlag("amx_tile") || !hostCpu().hasFlag(out.isa) || !requestAmxPermission()) return out;
-  out.gflops = measure({out.isa.c_str(), int8 ? runAmxInt8 : runAmxBf16}, out.threads, seconds, reps);
+  out.gflops = measure({out.isa.c_str(), int8 ? runAmx<true> : runAmx<false>}, out.threads, seconds, reps);
   out.per_isa.emplace_back(out.isa, out.gflops);
   return out;
 }
