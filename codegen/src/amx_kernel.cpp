@@ -148,9 +148,8 @@ class Gen {
       return;
     }
     // NT: a tile is B's 16 rows (columns of the product) x 64 bytes of K read as 16 x 16 pairs (s8:
-    // quads) of 32 bits
-    // and transposed (four stages of two-source shuffles, each swapping one bit of the row and
-    // column indices).
+    // quads) of 32 bits and transposed (four stages of two-source shuffles, each swapping one bit of
+    // the row and column indices).
     o_ << I << "// B (N x K) packed into VNNI tiles: 16 rows x 16 K pairs transposed per tile\n";
     o_ << I << open("%jt", c(0), c(nt), c(1));
     const std::string n0 = times(I2, "%jt", 16);

@@ -148,7 +148,7 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
   AmxGemmPass(const AmxGemmPass& o) : PassWrapper(o) {}
   StringRef getArgument() const final { return "sextant-amx-gemm"; }
   StringRef getDescription() const final {
-    return "Sextant: a bf16 GEMM function -> an Intel AMX kernel (B packed into VNNI tiles, amx.tile_mulf, "
+    return "Sextant: a bf16 or s8 GEMM function -> an Intel AMX kernel (B in VNNI tiles, tile products, "
            "accumulators in tile registers)";
   }
   void getDependentDialects(DialectRegistry& r) const override {
@@ -157,11 +157,11 @@ struct AmxGemmPass : public PassWrapper<AmxGemmPass, OperationPass<>> {
   }
   Option<int64_t> block_m{*this, "block-m", llvm::cl::desc("rows of C per cache block"), llvm::cl::init(32)};
   Option<int64_t> block_n{*this, "block-n", llvm::cl::desc("columns of C per cache block"), llvm::cl::init(32)};
-  Option<int64_t> block_k{*this, "block-k", llvm::cl::desc("K per cache block (a multiple of 32)"), llvm::cl::init(256)};
+  Option<int64_t> block_k{*this, "block-k", llvm::cl::desc("K per cache block (whole tiles: 32 bf16 or 64 s8 values)"), llvm::cl::init(256)};
   Option<int64_t> tiles_m{*this, "tiles-m", llvm::cl::desc("16-row accumulator tiles per register block"), llvm::cl::init(2)};
   Option<int64_t> tiles_n{*this, "tiles-n", llvm::cl::desc("16-column accumulator tiles per register block"),
                           llvm::cl::init(2)};
-  Option<int64_t> unroll_k{*this, "unroll-k", llvm::cl::desc("K steps of 32 per inner iteration"), llvm::cl::init(1)};
+  Option<int64_t> unroll_k{*this, "unroll-k", llvm::cl::desc("K steps of one tile per inner iteration"), llvm::cl::init(1)};
   Option<int64_t> reg_order{*this, "reg-order", llvm::cl::desc("0: register blocks m outer, 1: n outer"),
                             llvm::cl::init(0)};
   Option<bool> b_packed{*this, "b-packed",

@@ -147,7 +147,7 @@ bool rewriteMatmulFunctions(mlir::Operation* root, const char* pass,
                             llvm::function_ref<bool(mlir::func::FuncOp, std::string&)> rewrite);
 
 // The AMX route (compiler_cpu_amx.cpp, amx_kernel.h; issue #37): a function holding one bf16 x
-// bf16 -> f32 linalg.matmul (NN or NT; A, B, C its memref arguments) becomes an AMX kernel, marked
+// bf16 -> f32 or s8 x s8 -> s32 linalg.matmul (NN or NT; A, B, C its memref arguments) becomes an AMX kernel, marked
 // with the unit attribute kAmxAttr (the lowering then runs convert-to-llvm for the tile types). Also
 // the pass "sextant-amx-gemm" (registerAmxPass).
 inline constexpr const char* kAmxAttr = "sextant.amx";

@@ -1,8 +1,8 @@
-// The AMX space (issue #37): bf16 x bf16 -> f32 GEMMs (NN, NT) on a CPU with AMX-BF16, whose
+// The AMX space (issue #37): bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs (NN, NT) on a CPU with AMX, whose
 // kernels the pass sextant-amx-gemm writes (amx_kernel.h, compiler_cpu_amx.cpp). Its first seven
 // knobs read as the GEMM space's (tile_m, tile_n, tile_k, reg_m, reg_n, unroll_k,
 // reg_loop_order: what the cost model's features take, op_schedules.h), in units of elements: the
-// register block is reg_m x reg_n of C in 16 x 16 f32 tiles. What ../shared/notes/amx.md measured
+// register block is reg_m x reg_n of C in 16 x 16 f32 (s32) tiles. What ../shared/notes/amx.md measured
 // decided the values: K blocks of 256 at 1024^3, N-outer loops on wide N, at most 8 live tiles
 // (accumulators + A + B tiles; more spill 1 KiB each and halve the speed).
 #include <algorithm>
@@ -27,7 +27,7 @@ std::vector<int64_t> multiplesDividing(const std::vector<int64_t>& options, int6
 
 bool isAmxSpace(const Space& space) { return space.name() == kAmxSpaceName; }
 
-int64_t amxKStep(const GemmWorkload& w) { return w.a_type == DType::S8 ? 64 : 32; }
+int64_t amxKStep(const GemmWorkload& w) { return 64 / dtypeBytes(w.a_type); }  // a 64-byte tile row
 
 bool wantsAmx(const GemmWorkload& w) {
   return (w.a_type == DType::BF16 && w.b_type == DType::BF16) || (w.a_type == DType::S8 && w.b_type == DType::S8);
@@ -43,8 +43,7 @@ std::string amxUnsupported(const GemmWorkload& w, const HostCpu& cpu) {
     return s8 ? "the AMX route sums s8 products in s32 (C s32)" : "the AMX route accumulates bf16 products in f32 (C f32)";
   if (w.op != OpKind::Gemm) return "the AMX route tunes gemm only in this version (not " + std::string(opKindName(w.op)) + ")";
   if (w.layout == Layout::TN) return "the AMX route takes layouts NN and NT in this version (not TN)";
-  // A tile row is 64 bytes: 32 bf16 or 64 s8 values of K.
-  const int64_t kt = s8 ? 64 : 32;
+  const int64_t kt = amxKStep(w);
   if (w.m % 16 || w.n % 16 || w.k % kt)
     return "the AMX route needs M and N multiples of 16 and K a multiple of " + std::to_string(kt) +
            " in this version (got " + w.gemmShapeString() + ")";

@@ -37,6 +37,12 @@ Result<DType> parseDType(const std::string& s) {
   return Error{"unknown dtype '" + s + "' (known: f32, f16, bf16, s8)"};
 }
 
+const char* lowPrecisionTypes(const GemmWorkload& w) {
+  if (w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32) return "bf16 x bf16 -> f32";
+  if (w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32) return "s8 x s8 -> s32";
+  return nullptr;
+}
+
 int dtypeBytes(DType t) { return t == DType::F32 || t == DType::S32 ? 4 : t == DType::S8 ? 1 : 2; }
 
 const char* layoutName(Layout l) {

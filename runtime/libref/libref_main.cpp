@@ -219,9 +219,7 @@ int measure(const json& spec, bool pair) {
   // primitive computes them (Debian's OpenBLAS 0.3.21 exports no cblas_sbgemm nor an integer GEMM
   // in its cblas interface, BLIS 0.9 has neither, dnnl_sgemm is f32).
   const bool f32 = w->a_type == DType::F32 && w->b_type == DType::F32 && w->c_type == DType::F32;
-  const bool bf16 = w->a_type == DType::BF16 && w->b_type == DType::BF16 && w->c_type == DType::F32;
-  const bool s8 = w->a_type == DType::S8 && w->b_type == DType::S8 && w->c_type == DType::S32;
-  const char* low = bf16 ? "bf16 x bf16 -> f32" : s8 ? "s8 x s8 -> s32" : nullptr;
+  const char* low = lowPrecisionTypes(*w);
   if (!f32 && !(low && !w->isConv()))
     die("no reference library is measured on " + w->key() +
         " (f32, and bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs, only)");

@@ -150,19 +150,18 @@ OnednnKernel makeLowPrecisionMatmul(const std::shared_ptr<LowPrecisionMatmulStat
 OnednnKernel makeOnednnMatmul(void* dnnl, const GemmWorkload& w) {
   OnednnKernel out;
   const bool f32 = w.a_type == DType::F32 && w.b_type == DType::F32 && w.c_type == DType::F32;
-  const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
-  const bool s8 = w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32;
-  if (!f32 && !bf16 && !s8) {
+  const char* low = lowPrecisionTypes(w);
+  if (!f32 && !low) {
     out.error = "oneDNN's matmul is measured on f32, bf16 x bf16 -> f32 and s8 x s8 -> s32 only, not " + w.key();
     return out;
   }
-  if (bf16 || s8) {
+  if (low) {
     auto st = std::make_shared<LowPrecisionMatmulState>();
     if (!st->s.api.load(dnnl)) {
       out.error = "libdnnl has no matmul primitive C API (oneDNN 2.x expected)";
       return out;
     }
-    return makeLowPrecisionMatmul(st, w, bf16 ? kBf16 : kS8);
+    return makeLowPrecisionMatmul(st, w, w.a_type == DType::BF16 ? kBf16 : kS8);
   }
   auto st = std::make_shared<MatmulState>();
   DnnlSession& s = st->s;

@@ -325,11 +325,11 @@ Result<GemmProblem> GemmProblem::create(const GemmWorkload& w, uint64_t seed) {
   // that OpenBLAS's f32 reference on them (every product exact in f32) and a kernel fed their bf16
   // copies (loadSharedObjectKernel) add the same products.
   // s8 x s8 -> s32: integers in [-128, 127], the reference their exact sums (OpenBLAS's dgemm).
-  const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
-  const bool s8 = w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32;
-  if (!bf16 && !s8 && (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32))
+  const bool low = lowPrecisionTypes(w) != nullptr;
+  const bool bf16 = low && w.a_type == DType::BF16, s8 = low && w.a_type == DType::S8;
+  if (!low && (w.a_type != DType::F32 || w.b_type != DType::F32 || w.c_type != DType::F32))
     return Error{"the CPU runner measures f32 ops, bf16 x bf16 -> f32 and s8 x s8 -> s32 GEMMs (got " + w.key() + ")"};
-  if ((bf16 || s8) && w.op != OpKind::Gemm)
+  if (low && w.op != OpKind::Gemm)
     return Error{std::string("the CPU runner has ") + dtypeName(w.a_type) + " GEMMs only (got " + w.key() + ")"};
   auto blas = loadOpenBlas();
   if (!blas) return Error{blas.error()};
@@ -468,7 +468,7 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
     // in VNNI tiles, as a network's constant weights would be at compile time (and oneDNN's
     // reordered weights are here): stored so once, outside the timed calls.
     const bool b_tiles = dlsym(h, "sextant_amx_b_tiles") != nullptr;
-    const int64_t k_step = w.a_type == DType::S8 ? 64 : 32;
+    const int64_t k_step = 64 / dtypeBytes(w.a_type);  // K values per 64-byte tile row
     if (b_tiles && (!w.weights || w.n % 16 || w.k % k_step)) {
       error = so_path + " asks for B in AMX tiles, which " + w.key() + " cannot give";
       return nullptr;

@@ -97,10 +97,8 @@ std::vector<CpuLibrary> cpuLibrariesFor(const GemmWorkload& w) {
     if ((l.config == "conv") == w.isConv()) out.push_back(l);
   // bf16 x bf16 -> f32 and s8 x s8 -> s32 (issue #37): only oneDNN's matmul primitive computes
   // them here; the others stay listed with the reason (sextant-libref refuses them too).
-  const bool bf16 = w.a_type == DType::BF16 && w.b_type == DType::BF16 && w.c_type == DType::F32;
-  const bool s8 = w.a_type == DType::S8 && w.b_type == DType::S8 && w.c_type == DType::S32;
-  if (bf16 || s8) {
-    const std::string gemm = std::string("no ") + (bf16 ? "bf16 x bf16 -> f32" : "s8 x s8 -> s32") + " GEMM";
+  if (const char* low = lowPrecisionTypes(w)) {
+    const std::string gemm = std::string("no ") + low + " GEMM";
     for (CpuLibrary& l : out) {
       if (l.name == "onednn" && l.config == "matmul") {
         if (l.available)

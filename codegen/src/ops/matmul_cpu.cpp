@@ -99,10 +99,10 @@ class MatmulSchedules : public CpuOpSchedules {
                          bool single_use) const override {
     emitContractionChecks(o, w, batch, handle, single_use);
   }
-  // AMX schedules (bf16, issue #37) rewrite a whole (A, B, C) function (compiler_cpu_amx.cpp), not
+  // AMX schedules (bf16, s8; issue #37) rewrite a whole (A, B, C) function (compiler_cpu_amx.cpp), not
   // one op of a user's module: not exported in this version.
   std::string notInLibraries(const GemmWorkload& w) const override {
-    return cpu_detail::wantsAmx(w) ? "AMX (bf16) schedules are not exported in this version: sextant-amx-gemm rewrites "
+    return cpu_detail::wantsAmx(w) ? "AMX (bf16, s8) schedules are not exported in this version: sextant-amx-gemm rewrites "
                                      "a whole GEMM function, not one op of a module"
                                    : "";
   }

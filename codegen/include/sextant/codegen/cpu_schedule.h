@@ -20,8 +20,9 @@ namespace sextant {
 // "threads", emitted as the forall's "sextant.num_threads" attribute, which the CPU lowering
 // reads); the blocks must then be at least as many as the threads. 1: the space as before.
 Space buildCpuGemmSpace(const GemmWorkload& w, const HostCpu& cpu, int threads = 1);
-// Why the CPU target cannot tune this workload on this CPU (one line; empty: it can). bf16 GEMMs go
-// to the AMX route (issue #37, cpu_route_amx.cpp), which needs AMX-BF16 and whole tiles.
+// Why the CPU target cannot tune this workload on this CPU (one line; empty: it can). bf16 and s8
+// GEMMs go to the AMX route (issue #37, cpu_route_amx.cpp), which needs the AMX unit of the type and
+// whole tiles.
 std::string cpuWorkloadUnsupported(const GemmWorkload& w, const HostCpu& cpu);
 // The untuned default: a fixed heuristic (64x64 blocks, K chunks of 64, an 8 x one-vector
 // register tile, no K unrolling; NT: the transposed-B route with 32x32 blocks, K chunks of 128, an

@@ -23,6 +23,10 @@ const char* mlirTypeName(DType t);
 Result<DType> parseDType(const std::string& s);  // also i8, i32 for s8, s32
 int dtypeBytes(DType t);
 inline bool isIntegerType(DType t) { return t == DType::S8 || t == DType::S32; }
+// The AMX route's type triples (issue #37): "bf16 x bf16 -> f32" or "s8 x s8 -> s32" when a
+// workload has one of them, else nullptr.
+struct GemmWorkload;
+const char* lowPrecisionTypes(const GemmWorkload& w);
 
 // NN: A is MxK, B is KxN. NT: B is stored NxK (B transposed). TN: A is stored KxM.
 enum class Layout { NN, NT, TN };
