@@ -191,9 +191,40 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
   return nearestDistinct(space, wants, [&](const Candidate& c) { return c != def; });
 }
 
+// AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an unbatched NN GEMM of at least 64 rows
+// off the GEMV routes: the register tiles that fill the registers, 12 rows x 2 vectors (24
+// accumulators, BLIS's skx kernel and oneDNN's 48 x 8 transposed) and 6 x 4 vectors, over the
+// BLIS order (loops over 1024-column blocks of n, then K chunks of 128 with B's panel copied,
+// then 256-row blocks of A read in place; unroll_k 4), measured right after the default. Intel
+// Xeon VM (Sapphire-Rapids-class, 2 vCPUs, 1 thread), 2026-12-07, `tune --knobs ... --versus
+// onednn`, call by call (experiments/results/gemm_avx512_seeds_xeon.txt): 12 x 2 vectors 1.00x
+// oneDNN at 1024^3, 0.95x at 2048^3, 1.01x at 128x4096x4096 (128-row blocks); 6 x 4 vectors 0.98x,
+// 0.95x, 1.00x; the 8 x 2-vector tile of 100-trial searches' winners, same blocks, 0.94x, 0.89x,
+// 0.92x (those searches reached 0.92x at 1024^3: cpu_gemm_layouts_xeon_t1_s71.txt). Not for NT
+// (the transposed-B route: 12 rows there 0.66-0.79x) or TN. AMD's AVX-512 CPUs were not measured
+// with them (Zen 4 / Zen 5 searches had reached 0.94-1.06x without seeds), so they keep their start.
+static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmWorkload& w) {
+  const int rn = space.knobIndex("reg_n");
+  if (rn < 0 || w.layout != Layout::NN || w.batched() || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
+      space.knobIndex("gemv") >= 0 || space.knobIndex("outer_order") < 0 || hostCpu().vendor != "GenuineIntel")
+    return {};
+  const auto& rv = space.knobs()[size_t(rn)].values;
+  if (rv.front() != 16 || std::find(rv.begin(), rv.end(), 64) == rv.end()) return {};  // AVX-512 only
+  const Candidate def = cpu_detail::matmulDefault(space, w);
+  auto blis = [&](int64_t rm, int64_t rnv) {
+    return std::map<std::string, int64_t>{{"tile_m", 256},       {"tile_n", 1024}, {"tile_k", 128},     {"reg_m", rm},
+                                          {"reg_n", rnv},        {"unroll_k", 4},  {"reg_loop_order", 0},
+                                          {"pack_b", 1},         {"outer_order", 2}, {"pack_a", 0}};
+  };
+  return nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, [&](const Candidate& c) {
+    return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 384;
+  });
+}
+
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {
   if (isAmxSpace(space)) return amxSeeds(space, w);
   if (auto blocked = avx2BlockedSeeds(space, w); !blocked.empty()) return blocked;
+  if (auto blocked = avx512BlockedSeeds(space, w); !blocked.empty()) return blocked;
   if (auto seven = sevenRowSeeds(space, w); !seven.empty()) {
     const Candidate def = matmulDefault(space, w);
     std::erase(seven, def);

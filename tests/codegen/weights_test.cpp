@@ -5,6 +5,7 @@
 #include <cmath>
 #include <dlfcn.h>
 #include <filesystem>
+#include <set>
 #include <gtest/gtest.h>
 
 #include "sextant/codegen/compiler.h"
@@ -309,7 +310,9 @@ TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
   const auto wseeds = cpuSeedCandidates(st, wt);
   ASSERT_EQ(wseeds.size(), 2u);
   for (const Candidate& c : wseeds) EXPECT_EQ(st.valueOr(c, "pack_b", 0), 1) << st.keyOf(c);
-  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(w, test::avx512()), w).empty());
+  if (hostCpu().vendor != "GenuineIntel") {
+    EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(w, test::avx512()), w).empty());
+  }
   GemmWorkload nt = w, small = w;
   nt.layout = Layout::NT;
   small.m = 32;
@@ -336,4 +339,52 @@ TEST(Weights, Avx2GemmsStartFromTheRegisterFillingTile) {
   ASSERT_FALSE(vs.empty());
   for (const Candidate& c : vs)
     expectCompilesAndVerifies(v, emitCpuGemmSchedule(v, sv, c), sv.keyOf(c), "avx2_seed");
+}
+
+// On an Intel host, AVX-512 NN GEMMs of at least 64 rows start right after the default from the
+// register tiles that fill the 32 registers (12 rows x 2 vectors, 6 x 4) in the BLIS order, B's
+// panel copied (cpu_schedule_starts.cpp, avx512BlockedSeeds); NT, batched, short and AVX2 spaces
+// keep theirs; every other host keeps the start it had. The seeds compile and verify here.
+TEST(Weights, IntelAvx512GemmsStartFromTheRegisterFillingTiles) {
+  GemmWorkload w;
+  w.m = 1024, w.n = 1024, w.k = 1024;
+  Space s = buildCpuGemmSpace(w, test::avx512());
+  const auto seeds = cpuSeedCandidates(s, w);
+  if (hostCpu().vendor != "GenuineIntel") {
+    EXPECT_TRUE(seeds.empty());
+    GTEST_SKIP() << "the register-filling AVX-512 seeds are for Intel hosts; this one is " << hostCpu().vendor
+                 << " (checked: it gets none)";
+  }
+  ASSERT_EQ(seeds.size(), 2u);
+  std::set<std::pair<int64_t, int64_t>> tiles;
+  for (const Candidate& c : seeds) {
+    EXPECT_TRUE(s.isValid(c)) << s.keyOf(c);
+    EXPECT_NE(c, defaultCpuCandidate(s, w));
+    tiles.insert({s.valueOr(c, "reg_m", 0), s.valueOr(c, "reg_n", 0)});
+    EXPECT_EQ(s.valueOr(c, "pack_b", 0), 1) << s.keyOf(c);
+    EXPECT_EQ(s.valueOr(c, "outer_order", 0), 2) << s.keyOf(c);
+    EXPECT_EQ(s.valueOr(c, "tile_n", 0), 1024) << s.keyOf(c);
+  }
+  EXPECT_EQ(tiles, (std::set<std::pair<int64_t, int64_t>>{{12, 32}, {6, 64}}));
+  GemmWorkload nt = w, small = w, tall = w;
+  nt.layout = Layout::NT;
+  small.m = 32;
+  tall.m = 128, tall.n = 4096, tall.k = 4096;
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(nt, test::avx512()), nt).empty());
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(small, test::avx512()), small).empty());
+  Space st = buildCpuGemmSpace(tall, test::avx512());
+  const auto ts = cpuSeedCandidates(st, tall);
+  ASSERT_EQ(ts.size(), 2u);
+  for (const Candidate& c : ts) EXPECT_EQ(st.valueOr(c, "tile_m", 0), 128) << st.keyOf(c);
+  auto bmm = parseWorkloadKey("batch_matmul:NN:4x256x128x512:f32*f32->f32");
+  ASSERT_TRUE(bmm.ok()) << bmm.error();
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bmm, test::avx512()), *bmm).empty());
+  if (hostCpu().vector_isa != "avx512") GTEST_SKIP() << "this Intel host has no AVX-512: the seeds were not compiled";
+  GemmWorkload v;
+  v.m = 128, v.n = 1024, v.k = 256;
+  Space sv = buildCpuGemmSpace(v, hostCpu());
+  const auto vs = cpuSeedCandidates(sv, v);
+  ASSERT_EQ(vs.size(), 2u);
+  for (const Candidate& c : vs)
+    expectCompilesAndVerifies(v, emitCpuGemmSchedule(v, sv, c), sv.keyOf(c), "avx512_seed");
 }
