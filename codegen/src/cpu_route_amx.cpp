@@ -27,7 +27,7 @@ std::vector<int64_t> multiplesDividing(const std::vector<int64_t>& options, int6
 
 bool isAmxSpace(const Space& space) { return space.name() == kAmxSpaceName; }
 
-int64_t amxKStep(const GemmWorkload& w) { return 64 / dtypeBytes(w.a_type); }  // a 64-byte tile row
+int64_t amxKStep(const GemmWorkload& w) { return amxTileK(w.a_type); }
 
 bool wantsAmx(const GemmWorkload& w) {
   return (w.a_type == DType::BF16 && w.b_type == DType::BF16) || (w.a_type == DType::S8 && w.b_type == DType::S8);

@@ -142,6 +142,16 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
       [&](const Candidate& c) { return space.valueOr(c, "reg_m", 0) == 7; });
 }
 
+// Whether the space is the blocked GEMM route of an NN GEMM of at least 64 rows (the seed rules
+// below) with vectors of `lanes` f32: reg_n's first value is one vector (its values are then 1, 2 and 4
+// vectors; N not a multiple of the vector width starts them at 1) and the loop orders exist. NN
+// spaces have no GEMV routes (those are NT only).
+static bool blockedNnGemm(const Space& space, const GemmWorkload& w, int64_t lanes) {
+  const int rn = space.knobIndex("reg_n");
+  return rn >= 0 && w.layout == Layout::NN && w.m >= 64 && space.knobIndex("outer_order") >= 0 &&
+         space.knobs()[size_t(rn)].values.front() == lanes;
+}
+
 // AVX2 (8 f32 lanes, 16 registers), an unbatched NN GEMM of at least 64 rows off the GEMV routes:
 // the BLIS-like blockings around the register tile that fills the registers (6 rows x 2 vectors:
 // 12 accumulators and 2 vectors of B), measured right after the default (8 x 1 vector over 64^3
@@ -165,12 +175,7 @@ static std::vector<Candidate> sevenRowSeeds(const Space& space, const GemmWorklo
 // 1.02x and 1.00x oneDNN's matmul primitive on the BERT and Llama P.V shapes, where 32-trial
 // searches had found 0.80x, 0.94x and 0.76x (8 x 8 and peeled 6 x 16 tiles over 32-row blocks).
 static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWorkload& w) {
-  const int rn = space.knobIndex("reg_n");
-  if (rn < 0 || w.layout != Layout::NN || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
-      space.knobIndex("outer_order") < 0)
-    return {};
-  const auto& rv = space.knobs()[size_t(rn)].values;
-  if (rv.front() != 8 || std::find(rv.begin(), rv.end(), 16) == rv.end()) return {};  // AVX2 only
+  if (!blockedNnGemm(space, w, 8)) return {};  // AVX2 only
   const Candidate def = cpu_detail::matmulDefault(space, w);
   // B in micro-panels where the space has them (pack_b 2: unbatched, B not a weight), else the
   // tile_k x tile_n panel copy.
@@ -191,8 +196,7 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
   return nearestDistinct(space, wants, [&](const Candidate& c) { return c != def; });
 }
 
-// AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an unbatched NN GEMM of at least 64 rows
-// off the GEMV routes: the register tiles that fill the registers, 12 rows x 2 vectors (24
+// AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an unbatched NN GEMM of at least 64 rows: the register tiles that fill the registers, 12 rows x 2 vectors (24
 // accumulators, BLIS's skx kernel and oneDNN's 48 x 8 transposed) and 6 x 4 vectors, over the
 // BLIS order (loops over 1024-column blocks of n, then K chunks of 128 with B's panel copied,
 // then 256-row blocks of A read in place; unroll_k 4), measured right after the default. Intel
@@ -204,20 +208,16 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
 // (the transposed-B route: 12 rows there 0.66-0.79x) or TN. AMD's AVX-512 CPUs were not measured
 // with them (Zen 4 / Zen 5 searches had reached 0.94-1.06x without seeds), so they keep their start.
 static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmWorkload& w) {
-  const int rn = space.knobIndex("reg_n");
-  if (rn < 0 || w.layout != Layout::NN || w.batched() || w.m < 64 || space.knobIndex("gemv_kblock") >= 0 ||
-      space.knobIndex("gemv") >= 0 || space.knobIndex("outer_order") < 0 || hostCpu().vendor != "GenuineIntel")
-    return {};
-  const auto& rv = space.knobs()[size_t(rn)].values;
-  if (rv.front() != 16 || std::find(rv.begin(), rv.end(), 64) == rv.end()) return {};  // AVX-512 only
+  if (w.batched() || !blockedNnGemm(space, w, 16) || hostCpu().vendor != "GenuineIntel") return {};  // AVX-512 only
   const Candidate def = cpu_detail::matmulDefault(space, w);
   auto blis = [&](int64_t rm, int64_t rnv) {
     return std::map<std::string, int64_t>{{"tile_m", 256},       {"tile_n", 1024}, {"tile_k", 128},     {"reg_m", rm},
                                           {"reg_n", rnv},        {"unroll_k", 4},  {"reg_loop_order", 0},
                                           {"pack_b", 1},         {"outer_order", 2}, {"pack_a", 0}};
   };
+  // Only tiles that fill the registers (24 accumulators of 16 floats), where nearestValid gives way.
   return nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, [&](const Candidate& c) {
-    return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 384;
+    return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 24 * 16;
   });
 }
 

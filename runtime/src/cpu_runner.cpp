@@ -468,7 +468,7 @@ KernelFn loadSharedObjectKernel(const GemmWorkload& w, const std::string& so_pat
     // in VNNI tiles, as a network's constant weights would be at compile time (and oneDNN's
     // reordered weights are here): stored so once, outside the timed calls.
     const bool b_tiles = dlsym(h, "sextant_amx_b_tiles") != nullptr;
-    const int64_t k_step = 64 / dtypeBytes(w.a_type);  // K values per 64-byte tile row
+    const int64_t k_step = amxTileK(w.a_type);
     if (b_tiles && (!w.weights || w.n % 16 || w.k % k_step)) {
       error = so_path + " asks for B in AMX tiles, which " + w.key() + " cannot give";
       return nullptr;

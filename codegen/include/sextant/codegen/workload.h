@@ -27,6 +27,8 @@ inline bool isIntegerType(DType t) { return t == DType::S8 || t == DType::S32; }
 // workload has one of them, else nullptr.
 struct GemmWorkload;
 const char* lowPrecisionTypes(const GemmWorkload& w);
+// K values of one AMX tile row (64 bytes) of type t: 32 bf16, 64 s8.
+inline int64_t amxTileK(DType t) { return 64 / dtypeBytes(t); }
 
 // NN: A is MxK, B is KxN. NT: B is stored NxK (B transposed). TN: A is stored KxM.
 enum class Layout { NN, NT, TN };
