@@ -196,7 +196,8 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
   return nearestDistinct(space, wants, [&](const Candidate& c) { return c != def; });
 }
 
-// AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an unbatched NN GEMM of at least 64 rows: the register tiles that fill the registers, 12 rows x 2 vectors (24
+// AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an NN GEMM of at least 64 rows: the register
+// tiles that fill the registers, 12 rows x 2 vectors (24
 // accumulators, BLIS's skx kernel and oneDNN's 48 x 8 transposed) and 6 x 4 vectors, over the
 // BLIS order (loops over 1024-column blocks of n, then K chunks of 128 with B's panel copied,
 // then 256-row blocks of A read in place; unroll_k 4), measured right after the default. Intel
@@ -207,18 +208,34 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
 // 0.92x (those searches reached 0.92x at 1024^3: cpu_gemm_layouts_xeon_t1_s71.txt). Not for NT
 // (the transposed-B route: 12 rows there 0.66-0.79x) or TN. AMD's AVX-512 CPUs were not measured
 // with them (Zen 4 / Zen 5 searches had reached 0.94-1.06x without seeds), so they keep their start.
+// Batched NN matmuls (attention's P.V; no packing or loop orders in their space): 6 x 4 vectors
+// over blocks of 128 and 64 rows with K whole up to 512, unroll_k 4, same day and machine, against
+// oneDNN's matmul primitive call by call (`--versus onednn:matmul`,
+// experiments/results/bmm_avx512_seeds_xeon.txt): 1.07x / 1.04x on 32x512x128x512, 1.06x / 1.04x
+// on 12x512x64x512, 1.02x / 1.01x on 12x128x64x128, where 32-trial searches had shipped 4 x 4
+// vectors over 16-row blocks and K chunks of 32 (0.84x-0.94x in bmm_vs_onednn_xeon_t1_s72.txt);
+// 12 x 2 vectors 0.89-0.93x, K chunks of 128 or 256 0.59-0.93x.
 static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmWorkload& w) {
-  if (w.batched() || !blockedNnGemm(space, w, 16) || hostCpu().vendor != "GenuineIntel") return {};  // AVX-512 only
+  if (!blockedNnGemm(space, w, 16) || hostCpu().vendor != "GenuineIntel") return {};  // AVX-512 only
   const Candidate def = cpu_detail::matmulDefault(space, w);
+  auto filled = [&](const Candidate& c) {
+    return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 24 * 16;
+  };
+  if (w.batched()) {
+    auto pv = [](int64_t tm) {
+      return std::map<std::string, int64_t>{{"tile_m", tm}, {"tile_n", 128},  {"tile_k", 512},
+                                            {"reg_m", 6},   {"reg_n", 64},    {"unroll_k", 4},
+                                            {"reg_loop_order", 0}};
+    };
+    return nearestDistinct(space, KnobWants{pv(128), pv(64)}, filled);
+  }
   auto blis = [&](int64_t rm, int64_t rnv) {
     return std::map<std::string, int64_t>{{"tile_m", 256},       {"tile_n", 1024}, {"tile_k", 128},     {"reg_m", rm},
                                           {"reg_n", rnv},        {"unroll_k", 4},  {"reg_loop_order", 0},
                                           {"pack_b", 1},         {"outer_order", 2}, {"pack_a", 0}};
   };
   // Only tiles that fill the registers (24 accumulators of 16 floats), where nearestValid gives way.
-  return nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, [&](const Candidate& c) {
-    return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 24 * 16;
-  });
+  return nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, filled);
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {

@@ -376,9 +376,27 @@ TEST(Weights, IntelAvx512GemmsStartFromTheRegisterFillingTiles) {
   const auto ts = cpuSeedCandidates(st, tall);
   ASSERT_EQ(ts.size(), 2u);
   for (const Candidate& c : ts) EXPECT_EQ(st.valueOr(c, "tile_m", 0), 128) << st.keyOf(c);
-  auto bmm = parseWorkloadKey("batch_matmul:NN:4x256x128x512:f32*f32->f32");
-  ASSERT_TRUE(bmm.ok()) << bmm.error();
-  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bmm, test::avx512()), *bmm).empty());
+  // Batched NN (attention's P.V): 6 x 4 vectors over 128- and 64-row blocks, K whole.
+  for (const char* key : {"batch_matmul:NN:4x256x128x512:f32*f32->f32", "batch_matmul:NN:12x128x64x128:f32*f32->f32"}) {
+    auto bmm = parseWorkloadKey(key);
+    ASSERT_TRUE(bmm.ok()) << bmm.error();
+    Space sb = buildCpuGemmSpace(*bmm, test::avx512());
+    const auto bs = cpuSeedCandidates(sb, *bmm);
+    ASSERT_EQ(bs.size(), 2u) << key;
+    std::set<int64_t> rows;
+    for (const Candidate& c : bs) {
+      EXPECT_TRUE(sb.isValid(c)) << sb.keyOf(c);
+      EXPECT_NE(c, defaultCpuCandidate(sb, *bmm));
+      EXPECT_EQ(sb.valueOr(c, "reg_m", 0), 6) << sb.keyOf(c);
+      EXPECT_EQ(sb.valueOr(c, "reg_n", 0), 64) << sb.keyOf(c);
+      EXPECT_EQ(sb.valueOr(c, "tile_k", 0), bmm->k) << sb.keyOf(c);
+      rows.insert(sb.valueOr(c, "tile_m", 0));
+    }
+    EXPECT_EQ(rows, (std::set<int64_t>{64, 128})) << key;
+  }
+  auto bnt = parseWorkloadKey("batch_matmul:NT:4x256x128x512:f32*f32->f32");
+  ASSERT_TRUE(bnt.ok()) << bnt.error();
+  EXPECT_TRUE(cpuSeedCandidates(buildCpuGemmSpace(*bnt, test::avx512()), *bnt).empty());
   if (hostCpu().vector_isa != "avx512") GTEST_SKIP() << "this Intel host has no AVX-512: the seeds were not compiled";
   GemmWorkload v;
   v.m = 128, v.n = 1024, v.k = 256;
@@ -387,4 +405,11 @@ TEST(Weights, IntelAvx512GemmsStartFromTheRegisterFillingTiles) {
   ASSERT_EQ(vs.size(), 2u);
   for (const Candidate& c : vs)
     expectCompilesAndVerifies(v, emitCpuGemmSchedule(v, sv, c), sv.keyOf(c), "avx512_seed");
+  auto pv = parseWorkloadKey("batch_matmul:NN:2x128x64x96:f32*f32->f32");  // odd K, 128 rows: remainders
+  ASSERT_TRUE(pv.ok()) << pv.error();
+  Space sp = buildCpuGemmSpace(*pv, hostCpu());
+  const auto ps = cpuSeedCandidates(sp, *pv);
+  ASSERT_FALSE(ps.empty());
+  for (const Candidate& c : ps)
+    expectCompilesAndVerifies(*pv, emitCpuGemmSchedule(*pv, sp, c), sp.keyOf(c), "avx512_bmm_seed");
 }

@@ -61,6 +61,26 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
               std::string::npos);
   }
 
+  // A batched matmul against bare "onednn": its matmul primitive (which takes the batch), not
+  // dnnl_sgemm once per batch element.
+  {
+    const std::string c = b + ".bmm";
+    removeDb(c);
+    ASSERT_EQ(tune("--op batch_matmul --shape 2x64x64x32 --trials 1 --final-rounds 0 -q --db " + c).code, 0);
+    std::string bk = queryRows(c, "SELECT candidate FROM records WHERE id = 1");
+    while (!bk.empty() && (bk.back() == '\n' || bk.back() == ' ')) bk.pop_back();
+    Outcome bv = tune("--op batch_matmul --shape 2x64x64x32 --knobs " + bk + " --versus onednn --final-rounds 1 -q --report json --db " + c);
+    if (bv.err.find("cannot be measured here") != std::string::npos) {
+      std::cout << "oneDNN is not installed here: the batched --versus check was not run (" << bv.err << ")\n";
+    } else {
+      ASSERT_EQ(bv.code, 0) << bv.err << bv.out;
+      const std::string lib = json::parse(bv.out)["versus"]["library"].get<std::string>();
+      EXPECT_NE(lib.find("matmul primitive"), std::string::npos) << lib;
+      EXPECT_EQ(lib.find("once per batch element"), std::string::npos) << lib;
+    }
+    removeDb(c);
+  }
+
   // Outside the space: one line naming the violated constraint; nothing recorded.
   Outcome bad = tune("--shape 128x128x64 --knobs tile_m=8,tile_n=16,tile_k=16,reg_m=8,reg_n=32,unroll_k=1,reg_loop_order=0 "
                      "--db " + b);
