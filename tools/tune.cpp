@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
                  "other searchers, e.g. experiments/peers/optuna_tpe.py)");
   app.add_option("--versus", ta.versus,
                  "cpu, with --schedule or --knobs, 1 thread: then measure the schedule and this reference library "
-                 "(openblas, onednn, onednn:matmul, blis:skx, ... as the summary lists them) call by call in "
+                 "(openblas, onednn, onednn:matmul, blis:skx, ... as the summary lists them; a batched matmul's bare "
+                 "onednn is the matmul primitive) call by call in "
                  "--final-rounds processes, and print the median of the call pairs' ratios (schedule / library)");
   app.add_flag("--print-space", ta.print_space,
                "cpu: print the schedule space of the workload (knobs, their values, constraint names) as JSON and exit");
