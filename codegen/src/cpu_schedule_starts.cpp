@@ -197,8 +197,8 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
 }
 
 // AVX-512 (16 f32 lanes, 32 registers) on an Intel CPU, an NN GEMM of at least 64 rows: the register
-// tiles that fill the registers, 12 rows x 2 vectors (24
-// accumulators, BLIS's skx kernel and oneDNN's 48 x 8 transposed) and 6 x 4 vectors, over the
+// tiles that fill the registers, 12 rows x 2 vectors (24 accumulators, BLIS's skx kernel and
+// oneDNN's 48 x 8 transposed) and 6 x 4 vectors, over the
 // BLIS order (loops over 1024-column blocks of n, then K chunks of 128 with B's panel copied,
 // then 256-row blocks of A read in place; unroll_k 4), measured right after the default. Intel
 // Xeon VM (Sapphire-Rapids-class, 2 vCPUs, 1 thread), 2026-12-07, `tune --knobs ... --versus

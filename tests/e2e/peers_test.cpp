@@ -14,6 +14,13 @@
 using namespace e2e;
 using json = nlohmann::json;
 
+// The knob assignment of a database's first record, as `--knobs` takes it (no trailing newline).
+static std::string firstRecordKnobs(const std::string& db) {
+  std::string k = queryRows(db, "SELECT candidate FROM records WHERE id = 1");
+  while (!k.empty() && (k.back() == '\n' || k.back() == ' ')) k.pop_back();
+  return k;
+}
+
 TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
   const std::string a = tmp("knobs-run.db"), b = tmp("knobs-one.db");
   removeDb(a);
@@ -23,8 +30,7 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
   ASSERT_EQ(run.code, 0) << run.err;
   const std::string key = queryRows(a, "SELECT candidate FROM records WHERE id = 1");
   ASSERT_FALSE(key.empty());
-  std::string k = key;
-  while (!k.empty() && (k.back() == '\n' || k.back() == ' ')) k.pop_back();
+  const std::string k = firstRecordKnobs(a);
   Outcome one = tune("--shape 128x128x64 --knobs " + k + " -q --report json --db " + b);
   ASSERT_EQ(one.code, 0) << one.err << one.out;
   json r = json::parse(one.out);
@@ -67,8 +73,7 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
     const std::string c = b + ".bmm";
     removeDb(c);
     ASSERT_EQ(tune("--op batch_matmul --shape 2x64x64x32 --trials 1 --final-rounds 0 -q --db " + c).code, 0);
-    std::string bk = queryRows(c, "SELECT candidate FROM records WHERE id = 1");
-    while (!bk.empty() && (bk.back() == '\n' || bk.back() == ' ')) bk.pop_back();
+    const std::string bk = firstRecordKnobs(c);
     Outcome bv = tune("--op batch_matmul --shape 2x64x64x32 --knobs " + bk + " --versus onednn --final-rounds 1 -q --report json --db " + c);
     if (bv.err.find("cannot be measured here") != std::string::npos) {
       std::cout << "oneDNN is not installed here: the batched --versus check was not run (" << bv.err << ")\n";
