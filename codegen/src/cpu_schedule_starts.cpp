@@ -215,12 +215,36 @@ static std::vector<Candidate> avx2BlockedSeeds(const Space& space, const GemmWor
 // on 12x512x64x512, 1.02x / 1.01x on 12x128x64x128, where 32-trial searches had shipped 4 x 4
 // vectors over 16-row blocks and K chunks of 32 (0.84x-0.94x in bmm_vs_onednn_xeon_t1_s72.txt);
 // 12 x 2 vectors 0.89-0.93x, K chunks of 128 or 256 0.59-0.93x.
+//
+// Weights GEMMs of a CNN's 1x1 convolutions over 28x28 pixels and more (M >= 512, a multiple of 8,
+// K <= 512 and the filter within 1 MiB): first one 8 x 2-vector register tile per block, K whole,
+// unroll_k 8, blocks m outer, the filter read in its stored blocks. Same machine, 2026-12-08,
+// `tune --op conv2d --weights --knobs ... --versus onednn` against oneDNN's convolution primitive
+// call by call (experiments/results/conv1x1_avx512_seeds_xeon.txt): 1.03x on 784x256x512 (ResNet-50
+// stage 3's 1x1/512->256), 1.01x on 784x128x512, 1.00x on 3136x128x256, 1.05x on 784x512x128, 1.07x
+// on 3136x64x64, 0.94-0.99x on 3136x64x256 and 3136x256x64, where 32-trial searches had shipped
+// 0.88-0.95x (conv_vs_onednn_xeon_t1_s73.txt) and a 120-trial search found this point at its 115th
+// measurement. Chunks of 256 of K 512: 0.97-0.98x; 128: 0.88-0.97x. Transformer weights GEMMs (K >
+// 768, B of 2-9 MiB) ran at 0.51-0.60x with it: not there.
+static bool convPointwiseWeights(const GemmWorkload& w) {
+  return cpu_detail::nnWeights(w) && w.m >= 512 && w.m % 8 == 0 && w.k <= 512 && w.k * w.n * 4 <= (1 << 20);
+}
+
 static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmWorkload& w) {
   if (!blockedNnGemm(space, w, 16) || hostCpu().vendor != "GenuineIntel") return {};  // AVX-512 only
   const Candidate def = cpu_detail::matmulDefault(space, w);
   auto filled = [&](const Candidate& c) {
     return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 24 * 16;
   };
+  std::vector<Candidate> first;
+  if (convPointwiseWeights(w)) {
+    Candidate c = nearestValid(space, {{"tile_m", 8}, {"tile_n", 32}, {"tile_k", w.k}, {"reg_m", 8}, {"reg_n", 32},
+                                       {"unroll_k", 8}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0},
+                                       {"pack_a", 0}});
+    if (c != def && space.valueOr(c, "tile_m", 0) == 8 && space.valueOr(c, "tile_n", 0) == 32 &&
+        space.valueOr(c, "reg_m", 0) == 8 && space.valueOr(c, "tile_k", 0) == w.k)
+      first.push_back(c);
+  }
   if (w.batched()) {
     auto pv = [](int64_t tm) {
       return std::map<std::string, int64_t>{{"tile_m", tm}, {"tile_n", 128},  {"tile_k", 512},
@@ -235,7 +259,9 @@ static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmW
                                           {"pack_b", 1},         {"outer_order", 2}, {"pack_a", 0}};
   };
   // Only tiles that fill the registers (24 accumulators of 16 floats), where nearestValid gives way.
-  return nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, filled);
+  for (Candidate& c : nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, filled))
+    if (std::find(first.begin(), first.end(), c) == first.end()) first.push_back(std::move(c));
+  return first;
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {

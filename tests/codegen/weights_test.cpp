@@ -419,3 +419,45 @@ TEST(Weights, IntelAvx512GemmsStartFromTheRegisterFillingTiles) {
   for (const Candidate& c : ps)
     expectCompilesAndVerifies(*pv, emitCpuGemmSchedule(*pv, sp, c), sp.keyOf(c), "avx512_bmm_seed");
 }
+
+// On an Intel AVX-512 host, the weights GEMMs of a CNN's 1x1 convolutions over many pixels (M >= 512,
+// K <= 512, the filter within 1 MiB) start right after the default from one 8 x 2-vector register
+// tile per block with K whole (cpu_schedule_starts.cpp, convPointwiseWeights), then the register-
+// filling tiles; transformer weights GEMMs (K > 512), activations' GEMMs and M = 196 do not get it.
+TEST(Weights, IntelPointwiseConvolutionsStartFromOneTilePerBlock) {
+  GemmWorkload w;
+  w.m = 784, w.n = 256, w.k = 512, w.weights = true;  // ResNet-50 stage 3's 1x1 512 -> 256
+  Space s = buildCpuGemmSpace(w, test::avx512());
+  const auto seeds = cpuSeedCandidates(s, w);
+  if (hostCpu().vendor != "GenuineIntel") {
+    for (const Candidate& c : seeds) EXPECT_NE(s.valueOr(c, "tile_m", 0), 8) << s.keyOf(c);
+    GTEST_SKIP() << "the AVX-512 pointwise seed is for Intel hosts; this one is " << hostCpu().vendor
+                 << " (checked: it gets none)";
+  }
+  ASSERT_EQ(seeds.size(), 3u);
+  const Candidate& c = seeds.front();
+  EXPECT_TRUE(s.isValid(c)) << s.keyOf(c);
+  EXPECT_EQ(s.keyOf(c), "tile_m=8,tile_n=32,tile_k=512,reg_m=8,reg_n=32,unroll_k=8,reg_loop_order=0,pack_b=0,"
+                        "outer_order=0,pack_a=0");
+  for (size_t i = 1; i < seeds.size(); ++i)
+    EXPECT_EQ(s.valueOr(seeds[i], "reg_m", 0) * s.valueOr(seeds[i], "reg_n", 0), 24 * 16) << s.keyOf(seeds[i]);
+  auto firstTileM = [](const GemmWorkload& x) {
+    Space sx = buildCpuGemmSpace(x, test::avx512());
+    const auto xs = cpuSeedCandidates(sx, x);
+    return xs.empty() ? int64_t(-1) : sx.valueOr(xs.front(), "tile_m", 0);
+  };
+  GemmWorkload bert = w, act = w, small = w, wide = w;
+  bert.m = 128, bert.n = 3072, bert.k = 768;  // a transformer's weights GEMM: K > 512
+  act.weights = false;
+  small.m = 196;  // 14 x 14 pixels: no 8-row blocks
+  wide.n = 1024;  // a 2 MiB filter
+  for (const GemmWorkload& x : {bert, act, small, wide}) EXPECT_NE(firstTileM(x), 8) << x.key();
+  if (hostCpu().vector_isa != "avx512") GTEST_SKIP() << "this Intel host has no AVX-512: the seed was not compiled";
+  GemmWorkload v;
+  v.m = 512, v.n = 64, v.k = 96, v.weights = true;
+  Space sv = buildCpuGemmSpace(v, hostCpu());
+  const auto vs = cpuSeedCandidates(sv, v);
+  ASSERT_FALSE(vs.empty());
+  ASSERT_EQ(sv.valueOr(vs.front(), "tile_k", 0), 96) << sv.keyOf(vs.front());
+  expectCompilesAndVerifies(v, emitCpuGemmSchedule(v, sv, vs.front()), sv.keyOf(vs.front()), "pointwise_seed");
+}
