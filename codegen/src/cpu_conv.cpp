@@ -90,6 +90,32 @@ Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w) {
                               {"block_c", !depthwise && w.conv.ic >= 256 ? 64 : w.conv.ic}});
 }
 
+// The direct route's starting points after the default: on an Intel AVX-512 CPU, a 3x3 (any kw > 1)
+// NHWC convolution of at least 32 input channels (per group) starts from blocks of up to 14 output rows by the
+// whole row by 32 channels, a 7 x 2-vector register tile (channels outer), one input channel x the
+// whole filter row per step and the reduction in chunks of 16 channels: the best of a 120-trial
+// search on ResNet-50's 3x3/2 256-channel layer. Hand-measured call by call against oneDNN's
+// convolution primitive (Intel Xeon, Sapphire-Rapids-class, 1 thread, 2026-12-08, `tune --op conv2d
+// --weights --knobs ... --versus onednn`; experiments/results/conv_avx512_seeds_xeon.txt): 1.00x
+// on that layer, 1.02x on the 28x28 3x3 128-channel one, 1.07x on the 14x14 256-channel one, 1.21x on
+// the 3x3/2 512-channel one, 0.98x on the 56x56 64-channel one and 0.88x on the 3x3/2 128-channel
+// one, where 32-trial searches had shipped 0.86x, 0.93x, 1.00x, 1.10x, 0.96x and 0.93x
+// (conv_vs_onednn_xeon_t1_s73.txt); 4 channels per step with kw 1 0.85-1.05x. The strided 1x1
+// downsamples measured 0.71-0.91x with it: not there. Other CPUs keep their start (none measured).
+std::vector<Candidate> cpuConvSeeds(const Space& space, const GemmWorkload& w) {
+  const ConvDesc& d = w.conv;
+  const int rf = space.knobIndex("reg_f");
+  if (rf < 0 || space.knobs()[size_t(rf)].values.front() != 16 || hostCpu().vendor != "GenuineIntel" ||
+      d.depthwise() || d.g != 1 || d.kw < 2 || d.ic < 32 || d.layout != ConvLayout::NhwcHwcf)
+    return {};
+  const Candidate def = defaultCpuConvCandidate(space, w);
+  Candidate c = nearestValid(space, {{"tile_oh", std::min<int64_t>(d.oh, 14)}, {"tile_ow", d.ow}, {"tile_f", 32},
+                                     {"reg_ow", 7}, {"reg_f", 32}, {"tile_c", 1}, {"tile_kw", d.kw},
+                                     {"reg_loop_order", 1}, {"block_c", 16}});
+  if (c.empty() || c == def || space.valueOr(c, "block_c", 0) != 16 || space.valueOr(c, "tile_kw", 0) != d.kw) return {};
+  return {c};
+}
+
 std::string emitCpuConvActions(const Space& space, const Candidate& c, const std::string& ind, bool depthwise,
                                bool fuse_init, ConvLayout layout) {
   const std::string P = "!transform.param<i64>", H = "!transform.any_op";

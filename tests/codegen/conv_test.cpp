@@ -16,6 +16,7 @@
 #include "sextant/codegen/ops.h"
 #include "sextant/runtime/cpu_runner.h"
 #include "compile_and_measure.h"
+#include "test_cpus.h"
 
 using namespace sextant;
 using sextant::testing_support::compileAndMeasure;
@@ -432,4 +433,43 @@ TEST(ConvCompile, PaddedFilterRowsAreSkipped) {
       std::filesystem::remove(so);
     }
   }
+}
+
+// On an Intel AVX-512 host, 3x3 NHWC convolutions of at least 32 input channels start right after
+// the default from whole-row blocks of up to 14 rows x 32 channels, a 7 x 2-vector tile, the whole
+// filter row per step and chunks of 16 channels (cpu_conv.cpp, cpuConvSeeds; a grouped one by its
+// channels per group); 1x1, depthwise, fewer than 32 channels (per group),
+// NCHW and other hosts get none. The seed compiles and verifies here.
+TEST(ConvSpace, IntelAvx512ThreeByThreeConvolutionsStartFromWholeRowBlocks) {
+  auto seedsOf = [](const GemmWorkload& w) {
+    Space s = buildCpuGemmSpace(w, test::avx512());
+    return std::make_pair(s, cpuSeedCandidates(s, w));
+  };
+  GemmWorkload w = conv("mb1ic256ih28oc256kh3sh2ph1");
+  auto [s, seeds] = seedsOf(w);
+  if (hostCpu().vendor != "GenuineIntel") {
+    EXPECT_TRUE(seeds.empty());
+    GTEST_SKIP() << "the AVX-512 direct-conv seed is for Intel hosts; this one is " << hostCpu().vendor
+                 << " (checked: it gets none)";
+  }
+  ASSERT_EQ(seeds.size(), 1u);
+  EXPECT_NE(seeds[0], defaultCpuCandidate(s, w));
+  EXPECT_EQ(s.keyOf(seeds[0]),
+            "tile_oh=14,tile_ow=14,tile_f=32,reg_ow=7,reg_f=32,tile_c=1,tile_kw=3,reg_loop_order=1,block_c=16");
+  auto l2 = seedsOf(conv("mb1ic128ih28oc128kh3ph1"));
+  ASSERT_EQ(l2.second.size(), 1u);
+  EXPECT_EQ(l2.first.valueOr(l2.second[0], "tile_oh", 0), 14);
+  EXPECT_EQ(l2.first.valueOr(l2.second[0], "tile_ow", 0), 28);
+  for (const char* desc : {"mb1ic512ih28oc1024kh1sh2", "g32ic32oc32ih14kh3ph1", "g4ic64oc64ih14kh3ph1", "ic16ih14oc32kh3ph1"})
+    EXPECT_TRUE(seedsOf(conv(desc)).second.empty()) << desc;
+  auto nchw = makeConvWorkload("mb1ic256ih28oc256kh3sh2ph1", "f32", "NCHW");
+  ASSERT_TRUE(nchw.ok()) << nchw.error();
+  EXPECT_TRUE(seedsOf(*nchw).second.empty());
+  if (hostCpu().vector_isa != "avx512") GTEST_SKIP() << "this Intel host has no AVX-512: the seed was not compiled";
+  GemmWorkload v = conv("ic32ih14oc32kh3sh2ph1");  // 7 x 7 outputs, 2 chunks of 16 channels
+  Space sv = buildCpuGemmSpace(v, hostCpu());
+  const auto vs = cpuSeedCandidates(sv, v);
+  ASSERT_EQ(vs.size(), 1u);
+  Measurement m = compileAndMeasure(v, sv, vs[0], 1, "convseed");
+  EXPECT_EQ(m.status, MeasureStatus::Ok) << sv.keyOf(vs[0]) << ": " << m.message;
 }

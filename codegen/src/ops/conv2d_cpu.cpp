@@ -100,7 +100,7 @@ class Conv2dSchedules : public CpuOpSchedules {
   }
 
   std::vector<Candidate> seeds(const Space& space, const GemmWorkload& w) const override {
-    return convIsGemm(w) ? cpu_detail::matmulSeeds(space, convAsGemm(w)) : std::vector<Candidate>{};
+    return convIsGemm(w) ? cpu_detail::matmulSeeds(space, convAsGemm(w)) : cpuConvSeeds(space, perGroup(w));
   }
 
   const char* payloadOp(const GemmWorkload& w) const override {

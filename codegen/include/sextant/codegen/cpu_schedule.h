@@ -45,6 +45,8 @@ Space buildCpuConvSpace(const GemmWorkload& w, const HostCpu& cpu, int threads =
 // Iterations of the direct route's forall: (tile_oh x tile_ow x tile_f) blocks of every image.
 int64_t cpuConvParallelBlocks(const ConvDesc& d, int64_t tile_oh, int64_t tile_ow, int64_t tile_f);
 Candidate defaultCpuConvCandidate(const Space& space, const GemmWorkload& w);
+// The direct route's seeds, measured right after the default (cpu_conv.cpp).
+std::vector<Candidate> cpuConvSeeds(const Space& space, const GemmWorkload& w);
 // fuse_init: the zero fill of the output goes into the register tiles where the schedule allows
 // (false: the op's init is left alone, for an op that accumulates into its output).
 // layout: the operands' (NCHW tiles the same sizes at its loops' positions; NHWC / FHWC transposes
