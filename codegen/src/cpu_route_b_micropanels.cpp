@@ -31,8 +31,11 @@ std::string emitBMicroPanelActions(const Space& space, const Candidate& c, const
   const bool threaded = space.knobIndex("threads") >= 0;
   const bool own_init = k_dim > 0;
   const int64_t panels = tile_n / reg_n;  // micro-panels per block of columns
+  // (A stream, not a chain of string +: GCC 12 warns -Wrestrict on that chain, a false positive.)
   auto sizes = [](int64_t m, int64_t n1, int64_t kk, int64_t n0) {
-    return "[" + std::to_string(m) + ", " + std::to_string(n1) + ", " + std::to_string(kk) + ", " + std::to_string(n0) + "]";
+    std::ostringstream s;
+    s << "[" << m << ", " << n1 << ", " << kk << ", " << n0 << "]";
+    return s.str();
   };
   const std::string lower_pack_types = "(" + PK + ") -> (!transform.op<\"tensor.pad\">, !transform.op<\"tensor.expand_shape\">, "
                                        "!transform.op<\"linalg.transpose\">)";
