@@ -236,15 +236,6 @@ static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmW
   auto filled = [&](const Candidate& c) {
     return c != def && space.valueOr(c, "reg_m", 0) * space.valueOr(c, "reg_n", 0) == 24 * 16;
   };
-  std::vector<Candidate> first;
-  if (convPointwiseWeights(w)) {
-    Candidate c = nearestValid(space, {{"tile_m", 8}, {"tile_n", 32}, {"tile_k", w.k}, {"reg_m", 8}, {"reg_n", 32},
-                                       {"unroll_k", 8}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0},
-                                       {"pack_a", 0}});
-    if (c != def && space.valueOr(c, "tile_m", 0) == 8 && space.valueOr(c, "tile_n", 0) == 32 &&
-        space.valueOr(c, "reg_m", 0) == 8 && space.valueOr(c, "tile_k", 0) == w.k)
-      first.push_back(c);
-  }
   if (w.batched()) {
     auto pv = [](int64_t tm) {
       return std::map<std::string, int64_t>{{"tile_m", tm}, {"tile_n", 128},  {"tile_k", 512},
@@ -258,10 +249,20 @@ static std::vector<Candidate> avx512BlockedSeeds(const Space& space, const GemmW
                                           {"reg_n", rnv},        {"unroll_k", 4},  {"reg_loop_order", 0},
                                           {"pack_b", 1},         {"outer_order", 2}, {"pack_a", 0}};
   };
+  // The pointwise seed first (16 accumulators: never one of the register-filling seeds below).
+  std::vector<Candidate> seeds;
+  if (convPointwiseWeights(w)) {
+    Candidate c = nearestValid(space, {{"tile_m", 8}, {"tile_n", 32}, {"tile_k", w.k}, {"reg_m", 8}, {"reg_n", 32},
+                                       {"unroll_k", 8}, {"reg_loop_order", 0}, {"pack_b", 0}, {"outer_order", 0},
+                                       {"pack_a", 0}});
+    if (c != def && space.valueOr(c, "tile_m", 0) == 8 && space.valueOr(c, "tile_n", 0) == 32 &&
+        space.valueOr(c, "reg_m", 0) == 8 && space.valueOr(c, "tile_k", 0) == w.k)
+      seeds.push_back(std::move(c));
+  }
   // Only tiles that fill the registers (24 accumulators of 16 floats), where nearestValid gives way.
-  for (Candidate& c : nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, filled))
-    if (std::find(first.begin(), first.end(), c) == first.end()) first.push_back(std::move(c));
-  return first;
+  auto filling = nearestDistinct(space, KnobWants{blis(12, 32), blis(6, 64)}, filled);
+  seeds.insert(seeds.end(), filling.begin(), filling.end());
+  return seeds;
 }
 
 std::vector<Candidate> cpu_detail::matmulSeeds(const Space& space, const GemmWorkload& w) {

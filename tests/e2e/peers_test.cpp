@@ -14,9 +14,8 @@
 using namespace e2e;
 using json = nlohmann::json;
 
-// The knob assignment of a database's first record, as `--knobs` takes it (no trailing newline).
-static std::string firstRecordKnobs(const std::string& db) {
-  std::string k = queryRows(db, "SELECT candidate FROM records WHERE id = 1");
+// A candidate key as queryRows returns it, as `--knobs` takes it (no trailing newline).
+static std::string knobsOf(std::string k) {
   while (!k.empty() && (k.back() == '\n' || k.back() == ' ')) k.pop_back();
   return k;
 }
@@ -30,7 +29,7 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
   ASSERT_EQ(run.code, 0) << run.err;
   const std::string key = queryRows(a, "SELECT candidate FROM records WHERE id = 1");
   ASSERT_FALSE(key.empty());
-  const std::string k = firstRecordKnobs(a);
+  const std::string k = knobsOf(key);
   Outcome one = tune("--shape 128x128x64 --knobs " + k + " -q --report json --db " + b);
   ASSERT_EQ(one.code, 0) << one.err << one.out;
   json r = json::parse(one.out);
@@ -73,7 +72,7 @@ TEST(Peers, KnobAssignmentIsRecordedExactlyAsACandidate) {
     const std::string c = b + ".bmm";
     removeDb(c);
     ASSERT_EQ(tune("--op batch_matmul --shape 2x64x64x32 --trials 1 --final-rounds 0 -q --db " + c).code, 0);
-    const std::string bk = firstRecordKnobs(c);
+    const std::string bk = knobsOf(queryRows(c, "SELECT candidate FROM records WHERE id = 1"));
     Outcome bv = tune("--op batch_matmul --shape 2x64x64x32 --knobs " + bk + " --versus onednn --final-rounds 1 -q --report json --db " + c);
     if (bv.err.find("cannot be measured here") != std::string::npos) {
       std::cout << "oneDNN is not installed here: the batched --versus check was not run (" << bv.err << ")\n";
